@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * flowgate connection tracking: one table shard per worker core.
+ *
+ * ## Keys: one entry per direction, not a normalized key
+ * A flow is looked up by the exact 5-tuple of the packet in hand
+ * (struct ct_key4 / struct ct_key6).  Keys are *not* normalized (min/max
+ * ordered), because the only mode that sees both directions is full NAT, and
+ * there the reply tuple (backend -> balancer local address) shares no address
+ * with the request tuple (client -> VIP), so a normalized key could never
+ * match both.  NAT therefore inserts two entries, linked by ct_entry::peer;
+ * DSR inserts one (the balancer never sees the backend's reply).  Keeping
+ * the key exact also saves the compare-and-swap on every packet that
+ * normalization costs.
+ *
+ * IPv4 and IPv6 have separate rte_hash tables inside a shard, so an IPv4
+ * key is 16 bytes (rte_hash's SSE 16-byte compare) and an IPv6 key 48 bytes
+ * (its 48-byte compare).  Both tables index one entry array each by the
+ * position rte_hash returns (rte_hash_add_key_with_hash), so there is no
+ * separate entry allocator and no data pointer per key.
+ *
+ * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
+ * key store 32 B (8 B pointer slot + 16 B key, 16-aligned) + bucket array
+ * 8 B (64 B bucket / 8 slots) + extendable buckets 8 B + free-slot rings
+ * ~8 B + struct ct_entry 48 B = ~104 B per slot at the configured capacity.
+ *
+ * ## Threads
+ * A shard is owned by one lcore: every function below that changes or
+ * reads the shard is called by that lcore only, without locks.  The control
+ * plane reaches a shard only through the shard's mailbox (ct_mbox_*): it
+ * posts a request and the owner executes it between bursts in bounded
+ * chunks (ct_shard_poll).  This is DPVS's "callbacks run on the lcore that
+ * owns the table" rule; it keeps rte_hash single-threaded (no RW-concurrency
+ * flag, which would slow every lookup) and never lets a reader see a
+ * half-written entry.
+ *
+ * ## Time
+ * `now` is whatever monotonic tick the caller uses (the dataplane passes
+ * rte_rdtsc() read once per burst; tests pass a fake clock).  Timeouts are
+ * configured in milliseconds and converted with ct_config::hz.
+ */
+#ifndef FLOWGATE_CT_H
+#define FLOWGATE_CT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest burst the bulk functions take (rte_hash's bulk limit). */
+#define CT_BURST_MAX 64
+/** "No entry" value for positions and links. */
+#define CT_NONE UINT32_MAX
+
+/** IPv4 flow key, 16 bytes, network byte order, padding zeroed. */
+struct ct_key4 {
+	uint32_t saddr;
+	uint32_t daddr;
+	uint16_t sport; /**< TCP/UDP port; ICMP: echo id; other: 0. */
+	uint16_t dport;
+	uint8_t proto;
+	uint8_t pad[3];
+} __attribute__((aligned(4)));
+
+/** IPv6 flow key, 48 bytes, network byte order, padding zeroed. */
+struct ct_key6 {
+	uint8_t saddr[16];
+	uint8_t daddr[16];
+	uint16_t sport;
+	uint16_t dport;
+	uint8_t proto;
+	uint8_t pad[11];
+} __attribute__((aligned(4)));
+
+/** Address family selector of a shard's two tables. */
+enum ct_family { CT_V4 = 0, CT_V6 = 1, CT_FAMILIES };
+
+/** TCP states (nf_conntrack's names), plus UDP/other pseudo-states. */
+#define CT_STATE_LIST(X) \
+	X(NONE)        \
+	X(SYN_SENT)    \
+	X(SYN_RECV)    \
+	X(ESTABLISHED) \
+	X(FIN_WAIT)    \
+	X(CLOSE_WAIT)  \
+	X(LAST_ACK)    \
+	X(TIME_WAIT)   \
+	X(CLOSE)       \
+	X(UDP)         \
+	X(UDP_STREAM)  \
+	X(OTHER)
+
+enum ct_state {
+#define CT_X(n) CT_ST_##n,
+	CT_STATE_LIST(CT_X)
+#undef CT_X
+	CT_ST_MAX
+};
+
+/** Entry flags. */
+#define CT_F_REPLY    0x01 /**< this entry is the reply direction (NAT) */
+#define CT_F_NAT      0x02 /**< flow is full-NAT (both directions tracked) */
+#define CT_F_ASSURED  0x04 /**< established/assured: never early-dropped */
+#define CT_F_SEEN_REPLY 0x08 /**< a packet of the reply direction was seen */
+#define CT_F_V6       0x10 /**< entry lives in the IPv6 table */
+#define CT_F_MIDSTREAM 0x20 /**< picked up without a SYN (after flood/restart) */
+
+/**
+ * One tracked direction of a flow: 48 bytes.  Written by the owning lcore
+ * only.  The dataplane reads and updates it in place after a lookup.
+ */
+struct ct_entry {
+	uint64_t last_seen; /**< tick of the last packet (caller's clock). */
+	uint64_t packets;   /**< packets seen in this direction. */
+	uint64_t bytes;     /**< bytes seen in this direction (L3 length). */
+	uint32_t backend;   /**< backend id chosen for the flow. */
+	uint32_t peer;      /**< position of the other direction (NAT), else CT_NONE. */
+	uint32_t ed_prev;   /**< early-drop list links (unassured entries). */
+	uint32_t ed_next;
+	uint16_t service;   /**< service id. */
+	uint16_t nat_port;  /**< NAT: chosen local port (network order). */
+	uint8_t state;      /**< enum ct_state; CT_ST_NONE = free slot. */
+	uint8_t flags;      /**< CT_F_*. */
+	uint8_t proto;      /**< IP protocol. */
+	uint8_t nat_addr;   /**< NAT: index of the local address used. */
+};
+
+/** Eviction reasons (table-full policy). */
+#define CT_EVICT_LIST(X) \
+	X(EARLY_DROP)  /* unassured entry evicted to make room */ \
+	X(FLUSH)       /* removed by a control-plane delete/flush */
+
+/** Insert failure reasons. */
+#define CT_INSFAIL_LIST(X) \
+	X(FULL)        /* table full and no unassured entry to evict */ \
+	X(FLOOD)       /* flood mode: unassured new flow not inserted */ \
+	X(EXISTS)      /* key already present */ \
+	X(HASH)        /* rte_hash refused (cuckoo path exhausted) */
+
+/**
+ * Per-shard counters, declared once.  Each name becomes a uint64_t field of
+ * struct ct_stats and a string in ct_stats_names[].
+ */
+#define CT_COUNTER_LIST(X) \
+	X(lookups) X(hits) X(misses) X(expired_on_lookup) \
+	X(inserts) X(insert_fail) X(deletes) \
+	X(flood_windows)
+
+enum ct_evict {
+#define CT_X(n, ...) CT_EVICT_##n,
+	CT_EVICT_LIST(CT_X)
+#undef CT_X
+	CT_EVICT_MAX
+};
+
+enum ct_insfail {
+#define CT_X(n, ...) CT_INSFAIL_##n,
+	CT_INSFAIL_LIST(CT_X)
+#undef CT_X
+	CT_INSFAIL_MAX
+};
+
+/** Counters of one shard (plain per-core increments; sum on read). */
+struct ct_stats {
+#define CT_X(n) uint64_t n;
+	CT_COUNTER_LIST(CT_X)
+#undef CT_X
+	uint64_t insert_fail_by[CT_INSFAIL_MAX]; /**< by enum ct_insfail. */
+	uint64_t evictions[CT_EVICT_MAX];        /**< by enum ct_evict. */
+	uint64_t expired[CT_ST_MAX];             /**< expirations by state. */
+	uint64_t live[CT_ST_MAX];                /**< live entries by state. */
+};
+
+/** Names of the counters, in struct order (for JSON / CLI / telemetry). */
+extern const char *const ct_state_names[CT_ST_MAX];
+extern const char *const ct_evict_names[CT_EVICT_MAX];
+extern const char *const ct_insfail_names[CT_INSFAIL_MAX];
+
+/** Timeouts in milliseconds, indexed by enum ct_state. */
+struct ct_timeouts {
+	uint32_t ms[CT_ST_MAX];
+};
+
+/**
+ * Shard configuration.  Defaults (ct_config_defaults) next to nf_conntrack
+ * and DPVS:
+ *
+ * | state       | flowgate | nf_conntrack | DPVS  |
+ * |-------------|----------|--------------|-------|
+ * | SYN_SENT    | 30 s     | 120 s        | 30 s  |
+ * | SYN_RECV    | 30 s     | 60 s         | 30 s  |
+ * | ESTABLISHED | 900 s    | 5 days       | 90 s  |
+ * | FIN_WAIT    | 30 s     | 120 s        | 7 s   |
+ * | CLOSE_WAIT  | 30 s     | 60 s         | 7 s   |
+ * | LAST_ACK    | 30 s     | 30 s         | 7 s   |
+ * | TIME_WAIT   | 30 s     | 120 s        | 7 s   |
+ * | CLOSE       | 10 s     | 10 s         | 3 s   |
+ * | UDP         | 30 s     | 30 s         | 300 s |
+ * | UDP_STREAM  | 120 s    | 120 s        | 300 s |
+ * | OTHER       | 30 s     | 600 s (generic) | -  |
+ *
+ * ESTABLISHED is 15 minutes: inference requests are long-lived (streaming
+ * tokens) but a balancer that keeps dead flows for 5 days fills up; DPVS's
+ * 90 s cuts idle keep-alive connections of GPU clients.  SYN states are
+ * short (30 s) so spoofed SYNs leave quickly.
+ */
+struct ct_config {
+	const char *name;      /**< unique name prefix for rte_hash objects. */
+	uint32_t capacity;     /**< max tracked entries (both families together). */
+	uint32_t capacity_v6;  /**< slots of the IPv6 table (0 = capacity / 4). */
+	int socket_id;         /**< NUMA socket for all allocations. */
+	uint64_t hz;           /**< ticks per second of the caller's clock. */
+	struct ct_timeouts timeouts;
+	uint32_t expire_budget; /**< entries examined per ct_shard_expire call. */
+	/** Flood mode: above this many inserts per second, unassured new flows
+	 *  are not inserted (0 = off). Measured over 1/16 s windows. */
+	uint32_t flood_rate;
+	/** Test hook: replaces CRC32C as the hash function (NULL = default).
+	 *  A colliding hash forces the cuckoo and eviction paths. */
+	uint32_t (*hash_fn)(const void *key, uint32_t len, uint32_t init);
+};
+
+struct ct_shard;
+
+/**
+ * Fills @p cfg with the documented defaults.
+ * @param cfg  configuration to fill; capacity 1M, hz 1000.
+ */
+void ct_config_defaults(struct ct_config *cfg);
+
+/**
+ * Creates a shard: both rte_hash tables (extendable buckets) and the entry
+ * arrays, preallocated on cfg->socket_id.
+ * Thread safety: call from any single thread at start-up (rte_hash_create
+ * takes DPDK's tailq lock).
+ * @return the shard, or NULL with rte_errno set: EINVAL (bad config),
+ *   ENOMEM (no memory on that socket), EEXIST (name in use).
+ */
+struct ct_shard *ct_shard_create(const struct ct_config *cfg);
+
+/** Frees a shard and everything it holds.  NULL is a no-op. */
+void ct_shard_free(struct ct_shard *s);
+
+/**
+ * Computes the signature of a key: CRC32C over the key bytes (or
+ * cfg->hash_fn).  The dataplane uses the same value to pick the Maglev
+ * slot, so the GPU path computes exactly this function.
+ */
+uint32_t ct_key4_hash(const struct ct_shard *s, const struct ct_key4 *k);
+uint32_t ct_key6_hash(const struct ct_shard *s, const struct ct_key6 *k);
+/** CRC32C of a key with flowgate's seed, independent of a shard. */
+uint32_t ct_hash_crc(const void *key, uint32_t len);
+
+/**
+ * Looks up a burst of keys of one family with precomputed signatures.
+ * Expired entries found are deleted (counted as expired_on_lookup) and
+ * reported as misses.  On a hit, entries[i] points at the entry and
+ * positions[i] holds its position; on a miss entries[i] is NULL.
+ * Owner lcore only.
+ * @param n  1..CT_BURST_MAX
+ * @return bit mask of hits (bit i = keys[i] found).
+ */
+uint64_t ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
+			const void *const *keys, const uint32_t *sigs,
+			unsigned int n, uint64_t now,
+			struct ct_entry **entries, uint32_t *positions);
+
+/** Single-key lookup; returns the entry or NULL.  Owner lcore only. */
+struct ct_entry *ct_lookup(struct ct_shard *s, enum ct_family fam,
+			   const void *key, uint32_t sig, uint64_t now,
+			   uint32_t *position);
+
+/**
+ * Inserts a key.  When the table is full, the oldest unassured entry is
+ * evicted (early drop); if none exists the insert fails.  In flood mode an
+ * unassured entry (@p assured false) is refused with -EBUSY.
+ * The new entry is zeroed except state, proto, flags (CT_F_V6 set from fam,
+ * CT_F_ASSURED from @p assured), last_seen = now, peer = CT_NONE.
+ * Owner lcore only.
+ * @param pos_out  receives the position (may be NULL).
+ * @return the new entry, or NULL with *err set: -ENOSPC (full), -EBUSY
+ *   (flood), -EEXIST (present), -EINVAL.
+ */
+struct ct_entry *ct_insert(struct ct_shard *s, enum ct_family fam,
+			   const void *key, uint32_t sig, uint8_t proto,
+			   enum ct_state state, bool assured, uint64_t now,
+			   uint32_t *pos_out, int *err);
+
+/**
+ * Links two entries of one NAT flow (sets peer both ways, CT_F_NAT, and
+ * CT_F_REPLY on @p reply_pos).  Deleting or expiring one deletes both.
+ */
+void ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
+		  uint32_t reply_pos);
+
+/** Deletes the entry at a position (and its NAT peer).  Owner only.
+ *  @return 0, or -ENOENT if the slot is free. */
+int ct_delete_pos(struct ct_shard *s, enum ct_family fam, uint32_t pos);
+
+/** Deletes by key.  Owner only.  @return 0 or -ENOENT. */
+int ct_delete(struct ct_shard *s, enum ct_family fam, const void *key,
+	      uint32_t sig);
+
+/** Returns the entry at a position or NULL if free.  Owner only. */
+struct ct_entry *ct_entry_at(struct ct_shard *s, enum ct_family fam,
+			     uint32_t pos);
+/** Returns the key stored at a position (pointer into rte_hash's key
+ *  store, valid until the entry is deleted).  Owner only. */
+const void *ct_key_at(const struct ct_shard *s, enum ct_family fam,
+		      uint32_t pos);
+
+/** TCP flags as on the wire (FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10). */
+#define CT_TCP_FIN 0x01
+#define CT_TCP_SYN 0x02
+#define CT_TCP_RST 0x04
+#define CT_TCP_ACK 0x10
+
+/**
+ * Advances an entry's state for one packet and refreshes last_seen and
+ * counters.  @p reply says the packet travels backend->client (NAT only;
+ * DSR passes false).  Promotes to assured when the flow is established
+ * (TCP ESTABLISHED, UDP seen twice or both ways); keeps the live-by-state
+ * counters right.  Owner only.
+ * @return the new state.
+ */
+enum ct_state ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
+			uint8_t tcp_flags, uint32_t bytes, uint64_t now);
+
+/**
+ * The pure TCP transition function (no side effects), exposed for tests
+ * and the GPU reference.  @p reply as above.
+ */
+enum ct_state ct_tcp_next(enum ct_state cur, bool reply, uint8_t tcp_flags);
+
+/** Initial state for the first packet of a new flow of @p proto. */
+enum ct_state ct_state_initial(uint8_t proto, uint8_t tcp_flags);
+
+/**
+ * Incremental expiry: examines at most cfg->expire_budget slots from a
+ * per-shard cursor (wrapping), deleting expired entries.  Call once per
+ * poll loop.  Owner only.  @return number of entries expired.
+ */
+unsigned int ct_expire(struct ct_shard *s, uint64_t now);
+
+/** Returns the shard's counters (live[] is exact).  Owner only, or via
+ *  the mailbox for another thread (ct_mbox_stats). */
+const struct ct_stats *ct_stats_get(const struct ct_shard *s);
+
+/** Number of live entries in the shard. */
+uint32_t ct_count(const struct ct_shard *s);
+
+/** Bytes allocated for the shard (tables + entries + rings). */
+size_t ct_memory(const struct ct_shard *s);
+
+/** Slots per family (iteration bound). */
+uint32_t ct_slots(const struct ct_shard *s, enum ct_family fam);
+
+/** Replace timeouts / flood rate at run time.  Owner only. */
+void ct_set_timeouts(struct ct_shard *s, const struct ct_timeouts *t);
+void ct_set_flood_rate(struct ct_shard *s, uint32_t per_sec);
+
+/** A flow as the control plane sees it (copied out by the owner). */
+struct ct_flow {
+	union {
+		struct ct_key4 k4;
+		struct ct_key6 k6;
+	};
+	struct ct_entry e;
+	uint32_t pos;
+	uint8_t family; /**< enum ct_family */
+	uint64_t age_ticks;   /**< now - last_seen at the time of the copy */
+	uint64_t expires_ticks; /**< ticks left before expiry */
+};
+
+/**
+ * Walks live entries from *cursor (resumable; start at 0, done when it
+ * returns 0 and *cursor == UINT64_MAX), calling @p fn for at most @p max
+ * entries.  If @p fn returns non-zero the entry is deleted (flush with a
+ * filter).  Owner only; the mailbox uses it in bounded chunks.
+ * @return number of entries visited.
+ */
+unsigned int ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max,
+		     uint64_t now,
+		     int (*fn)(const struct ct_flow *f, void *arg), void *arg);
+
+/* ---- Mailbox: the control plane's only way into a shard ------------- */
+
+struct ct_mbox;
+
+/** A walk request posted by a control thread. */
+struct ct_mbox_req {
+	/** Called on the owner lcore for each live entry; non-zero deletes it. */
+	int (*fn)(const struct ct_flow *f, void *arg);
+	void *arg;
+	unsigned int chunk;   /**< entries per poll (0 = 1024). */
+	volatile int done;    /**< set to 1 by the owner when finished. */
+	struct ct_stats stats; /**< snapshot of counters at completion. */
+};
+
+/**
+ * Creates the mailbox of a shard (single producer: one control thread at a
+ * time, serialize callers; single consumer: the owner).
+ * @return 0 or -ENOMEM.
+ */
+int ct_mbox_attach(struct ct_shard *s);
+
+/**
+ * Posts a walk (or a stats snapshot when req->fn is NULL) to the owner.
+ * Control thread only.  @return 0, -ENOBUFS if a request is in flight.
+ */
+int ct_mbox_post(struct ct_shard *s, struct ct_mbox_req *req);
+
+/**
+ * Owner side: executes at most one chunk of the pending request.  Call
+ * between bursts.  @return 1 if work was done, 0 if idle.
+ */
+int ct_shard_poll(struct ct_shard *s, uint64_t now);
+
+/** Waits (control thread) until req->done, spinning with a pause. @p
+ *  timeout_us 0 = forever.  @return 0 or -ETIMEDOUT. */
+int ct_mbox_wait(struct ct_mbox_req *req, uint64_t timeout_us);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_CT_H */

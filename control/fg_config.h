@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * flowgate's declarative configuration: the one model of services,
+ * backends, timeouts, ports and health checks.  The config file, every
+ * `fgctl` change and the dataplane all speak this struct: a change is
+ * "copy the running config, edit the copy, validate, apply the whole copy".
+ * Apply is all-or-nothing; live flows keep their backend (conntrack holds
+ * the backend id, and ids are stable: a backend keeps its id as long as it
+ * exists in the service).
+ *
+ * Plain C data, no DPDK types, so the CLI, the parser fuzz target and the
+ * daemon share it.
+ */
+#ifndef FLOWGATE_FG_CONFIG_H
+#define FLOWGATE_FG_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FG_MAX_SERVICES 256
+#define FG_MAX_BACKENDS 1024   /**< per service */
+#define FG_MAX_PORTS 8
+#define FG_MAX_LOCAL_ADDRS 16
+#define FG_MAX_NEIGH 256
+#define FG_NAME_MAX 32
+#define FG_PATH_MAX 108
+
+/** An IPv4 or IPv6 address. */
+struct fg_addr {
+	uint8_t family; /**< AF_INET or AF_INET6 */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+		uint8_t bytes[16];
+	};
+};
+
+enum fg_fwd_mode { FG_MODE_DSR_IPIP = 0, FG_MODE_DSR_GUE, FG_MODE_NAT };
+enum fg_sched { FG_SCHED_MAGLEV = 0, FG_SCHED_LC };
+/** What happens to a failed backend's existing flows. */
+enum fg_fail_policy { FG_FAIL_KEEP = 0, FG_FAIL_RESET };
+enum fg_hc_type { FG_HC_NONE = 0, FG_HC_TCP, FG_HC_HTTP };
+
+struct fg_health_cfg {
+	enum fg_hc_type type;
+	uint32_t interval_ms; /**< default 1000 */
+	uint32_t timeout_ms;  /**< default 500 */
+	uint8_t rise;         /**< default 2 */
+	uint8_t fall;         /**< default 3 */
+	uint16_t port;        /**< 0 = backend's port */
+	char path[64];        /**< HTTP path, default "/health" */
+	uint16_t expect_status; /**< HTTP status, default 200 */
+};
+
+struct fg_backend_cfg {
+	struct fg_addr addr;
+	uint16_t port;       /**< NAT: backend port (host order); 0 = service port */
+	uint32_t weight;     /**< 0..65535; 0 = no new flows */
+	bool drained;        /**< no new flows, existing ones stay */
+	uint32_t id;         /**< stable id, assigned by the config layer */
+	struct fg_addr src;  /**< DSR: outer source address (0 = port's local) */
+};
+
+struct fg_service_cfg {
+	char name[FG_NAME_MAX];
+	struct fg_addr vip;
+	uint16_t port;       /**< host order */
+	uint8_t proto;       /**< IPPROTO_TCP / IPPROTO_UDP */
+	enum fg_fwd_mode mode;
+	enum fg_sched sched;
+	enum fg_fail_policy on_fail;
+	uint16_t gue_port;   /**< GUE destination port (host order), default 6080 */
+	uint32_t maglev_size; /**< prime, 0 = smallest prime >= max(65537, 100 x backends) */
+	struct fg_health_cfg health;
+	uint32_t n_backends;
+	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
+	uint32_t id;
+};
+
+struct fg_neigh_cfg {
+	struct fg_addr ip;
+	uint8_t mac[6];
+	uint16_t port;
+};
+
+struct fg_port_cfg {
+	char name[FG_NAME_MAX];   /**< ethdev name (e.g. net_af_packet0) */
+	uint8_t mac[6];           /**< 0 = the device's own */
+	uint32_t n_local;
+	struct fg_addr local[FG_MAX_LOCAL_ADDRS]; /**< balancer's own addresses (NAT source) */
+	struct fg_addr gateway;   /**< default next hop (family 0 = none) */
+	struct fg_addr gateway6;
+	uint16_t vlan;            /**< 0 = untagged */
+};
+
+struct fg_config {
+	uint32_t n_services;
+	struct fg_service_cfg *services; /**< array of n_services */
+	uint32_t n_ports;
+	struct fg_port_cfg ports[FG_MAX_PORTS];
+	uint32_t n_neigh;
+	struct fg_neigh_cfg neigh[FG_MAX_NEIGH];
+	/* conntrack */
+	uint32_t ct_capacity;       /**< per core */
+	uint32_t ct_timeouts_ms[16]; /**< by enum ct_state; 0 = default */
+	uint32_t flood_rate;        /**< per core new flows/s; 0 = off */
+	/* daemon */
+	char control_socket[FG_PATH_MAX];
+	uint32_t gue_port;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_CONFIG_H */
