@@ -369,20 +369,31 @@ struct ct_flow {
 		struct ct_key4 k4;
 		struct ct_key6 k6;
 	};
-	struct ct_entry e;
+	/** NAT: the reply direction's key (backend -> local address). */
+	union {
+		struct ct_key4 k4;
+		struct ct_key6 k6;
+	} reply;
+	struct ct_entry e;      /**< forward entry (state, backend, counters) */
+	uint64_t reply_packets; /**< NAT: packets of the reply direction */
+	uint64_t reply_bytes;
 	uint32_t pos;
 	uint8_t family; /**< enum ct_family */
+	uint8_t has_reply; /**< reply key valid (NAT) */
 	uint64_t age_ticks;   /**< now - last_seen at the time of the copy */
 	uint64_t expires_ticks; /**< ticks left before expiry */
 };
 
 /**
- * Walks live entries from *cursor (resumable; start at 0, done when it
- * returns 0 and *cursor == UINT64_MAX), calling @p fn for at most @p max
- * entries.  If @p fn returns non-zero the entry is deleted (flush with a
- * filter).  Owner only; the mailbox uses it in bounded chunks.
- * @return number of entries visited.
+ * Walks live flows from *cursor (resumable; start at 0; the walk is over
+ * when *cursor == CT_WALK_DONE), examining at most @p max slots and calling
+ * @p fn once per flow (a NAT flow's two entries are reported once, as the
+ * forward entry with its reply key).  If @p fn returns non-zero the flow is
+ * deleted (both directions), counted as a FLUSH eviction.  Owner only; the
+ * mailbox runs it in bounded chunks.
+ * @return number of flows passed to @p fn.
  */
+#define CT_WALK_DONE UINT64_MAX
 unsigned int ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max,
 		     uint64_t now,
 		     int (*fn)(const struct ct_flow *f, void *arg), void *arg);
@@ -420,7 +431,9 @@ int ct_mbox_post(struct ct_shard *s, struct ct_mbox_req *req);
  */
 int ct_shard_poll(struct ct_shard *s, uint64_t now);
 
-/** Waits (control thread) until req->done, spinning with a pause. @p
+/** Waits (control thread) until req->done, spinning then sleeping 20 us.
+ *  On -ETIMEDOUT the request is still owned by the shard: keep it (and
+ *  its arg) alive until done is set.  @p
  *  timeout_us 0 = forever.  @return 0 or -ETIMEDOUT. */
 int ct_mbox_wait(struct ct_mbox_req *req, uint64_t timeout_us);
 

@@ -1,0 +1,832 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Connection-table shard: two rte_hash tables (IPv4 16 B keys, IPv6 48 B
+ * keys) whose positions index preallocated entry arrays.  Everything here
+ * runs on the owning lcore only; see ct.h for the threading model.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <netinet/in.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_errno.h>
+#include <rte_hash_crc.h>
+#include <rte_malloc.h>
+#include <rte_prefetch.h>
+
+#include "ct_private.h"
+
+#define CT_HASH_SEED 0xF10A6A7Eu
+
+const char *const ct_state_names[CT_ST_MAX] = {
+#define CT_X(n) #n,
+	CT_STATE_LIST(CT_X)
+#undef CT_X
+};
+const char *const ct_evict_names[CT_EVICT_MAX] = {
+#define CT_X(n, ...) #n,
+	CT_EVICT_LIST(CT_X)
+#undef CT_X
+};
+const char *const ct_insfail_names[CT_INSFAIL_MAX] = {
+#define CT_X(n, ...) #n,
+	CT_INSFAIL_LIST(CT_X)
+#undef CT_X
+};
+
+static const uint32_t ct_default_timeouts_ms[CT_ST_MAX] = {
+	[CT_ST_NONE] = 0,
+	[CT_ST_SYN_SENT] = 30 * 1000,
+	[CT_ST_SYN_RECV] = 30 * 1000,
+	[CT_ST_ESTABLISHED] = 900 * 1000,
+	[CT_ST_FIN_WAIT] = 30 * 1000,
+	[CT_ST_CLOSE_WAIT] = 30 * 1000,
+	[CT_ST_LAST_ACK] = 30 * 1000,
+	[CT_ST_TIME_WAIT] = 30 * 1000,
+	[CT_ST_CLOSE] = 10 * 1000,
+	[CT_ST_UDP] = 30 * 1000,
+	[CT_ST_UDP_STREAM] = 120 * 1000,
+	[CT_ST_OTHER] = 30 * 1000,
+};
+
+void
+ct_config_defaults(struct ct_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->name = "ct";
+	cfg->capacity = 1u << 20;
+	cfg->capacity_v6 = 0;
+	cfg->socket_id = SOCKET_ID_ANY;
+	cfg->hz = 1000;
+	memcpy(cfg->timeouts.ms, ct_default_timeouts_ms, sizeof(cfg->timeouts.ms));
+	cfg->expire_budget = 256;
+	cfg->flood_rate = 0;
+	cfg->hash_fn = NULL;
+}
+
+uint32_t
+ct_hash_crc(const void *key, uint32_t len)
+{
+	return rte_hash_crc(key, len, CT_HASH_SEED);
+}
+
+static inline uint32_t
+ct_hash(const struct ct_shard *s, const void *key, uint32_t len)
+{
+	if (unlikely(s->cfg.hash_fn != NULL))
+		return s->cfg.hash_fn(key, len, CT_HASH_SEED);
+	return rte_hash_crc(key, len, CT_HASH_SEED);
+}
+
+uint32_t
+ct_key4_hash(const struct ct_shard *s, const struct ct_key4 *k)
+{
+	return ct_hash(s, k, sizeof(*k));
+}
+
+uint32_t
+ct_key6_hash(const struct ct_shard *s, const struct ct_key6 *k)
+{
+	return ct_hash(s, k, sizeof(*k));
+}
+
+static inline uint64_t
+ct_ms_to_ticks(uint64_t hz, uint32_t ms)
+{
+	return (hz * (uint64_t)ms) / 1000;
+}
+
+void
+ct_set_timeouts(struct ct_shard *s, const struct ct_timeouts *t)
+{
+	for (int i = 0; i < CT_ST_MAX; i++) {
+		uint32_t ms = t->ms[i] ? t->ms[i] : ct_default_timeouts_ms[i];
+		s->cfg.timeouts.ms[i] = ms;
+		s->to_ticks[i] = ct_ms_to_ticks(s->cfg.hz, ms);
+	}
+}
+
+void
+ct_set_flood_rate(struct ct_shard *s, uint32_t per_sec)
+{
+	s->cfg.flood_rate = per_sec;
+	s->flood_win_len = s->cfg.hz / 16 ? s->cfg.hz / 16 : 1;
+	s->flood_win_limit = per_sec ? (per_sec + 15) / 16 : 0;
+	s->flood_win_count = 0;
+}
+
+/* ---- creation ------------------------------------------------------- */
+
+static size_t
+ct_heap_bytes(int socket)
+{
+	struct rte_malloc_socket_stats st;
+	size_t total = 0;
+
+	if (socket == SOCKET_ID_ANY) {
+		for (unsigned int i = 0; i < RTE_MAX_NUMA_NODES; i++)
+			if (rte_malloc_get_socket_stats(i, &st) == 0)
+				total += st.heap_allocsz_bytes;
+		return total;
+	}
+	if (rte_malloc_get_socket_stats(socket, &st) == 0)
+		total = st.heap_allocsz_bytes;
+	return total;
+}
+
+/*
+ * rte_hash documents positions as offsets into a user array, and its key
+ * store holds key i at a fixed stride.  Learn base and stride from two
+ * probe keys through the public API instead of a second lookup per call.
+ */
+static int
+ct_fam_learn_keystore(struct ct_shard *s, struct ct_fam *f)
+{
+	uint8_t k1[48] = {0}, k2[48] = {0};
+	void *p1, *p2;
+	int32_t a, b;
+	int ret = -EIO;
+
+	k1[0] = 1;
+	k2[0] = 2;
+	a = rte_hash_add_key_with_hash(f->h, k1, ct_hash(s, k1, f->key_len));
+	b = rte_hash_add_key_with_hash(f->h, k2, ct_hash(s, k2, f->key_len));
+	if (a < 0 || b < 0 || a == b)
+		goto out;
+	if (rte_hash_get_key_with_position(f->h, a, &p1) != 0 ||
+	    rte_hash_get_key_with_position(f->h, b, &p2) != 0)
+		goto out;
+	if (((const uint8_t *)p2 - (const uint8_t *)p1) % (b - a) != 0)
+		goto out;
+	f->key_stride = ((const uint8_t *)p2 - (const uint8_t *)p1) / (b - a);
+	f->key_base = (const uint8_t *)p1 - (size_t)a * f->key_stride;
+	ret = f->key_stride >= f->key_len ? 0 : -EIO;
+out:
+	rte_hash_del_key_with_hash(f->h, k1, ct_hash(s, k1, f->key_len));
+	rte_hash_del_key_with_hash(f->h, k2, ct_hash(s, k2, f->key_len));
+	rte_hash_reset(f->h);
+	return ret;
+}
+
+static int
+ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
+	    uint32_t slots)
+{
+	char name[RTE_HASH_NAMESIZE];
+	struct rte_hash_parameters p = {0};
+
+	snprintf(name, sizeof(name), "%s_%s", s->name, fam == CT_V4 ? "4" : "6");
+	f->key_len = fam == CT_V4 ? sizeof(struct ct_key4) : sizeof(struct ct_key6);
+	f->slots = slots;
+	p.name = name;
+	p.entries = slots;
+	p.key_len = f->key_len;
+	p.hash_func = (rte_hash_function)(s->cfg.hash_fn ? s->cfg.hash_fn : rte_hash_crc);
+	p.hash_func_init_val = CT_HASH_SEED;
+	p.socket_id = s->cfg.socket_id;
+	/* Extendable buckets: an insert never fails for want of a cuckoo
+	 * path while key slots remain, so "full" means exactly capacity. */
+	p.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
+	f->h = rte_hash_create(&p);
+	if (f->h == NULL)
+		return -(rte_errno ? rte_errno : ENOMEM);
+	f->e = rte_zmalloc_socket(name, (size_t)slots * sizeof(struct ct_entry),
+				  RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
+	if (f->e == NULL)
+		return -ENOMEM;
+	f->ed_head = f->ed_tail = CT_NONE;
+	return ct_fam_learn_keystore(s, f);
+}
+
+struct ct_shard *
+ct_shard_create(const struct ct_config *cfg)
+{
+	struct ct_shard *s;
+	size_t before;
+	int ret;
+
+	if (cfg == NULL || cfg->capacity < 8 || cfg->hz == 0 ||
+	    cfg->name == NULL || strlen(cfg->name) > 24) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	before = ct_heap_bytes(cfg->socket_id);
+	s = rte_zmalloc_socket("ct_shard", sizeof(*s), RTE_CACHE_LINE_SIZE,
+			       cfg->socket_id);
+	if (s == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	s->cfg = *cfg;
+	snprintf(s->name, sizeof(s->name), "%s", cfg->name);
+	s->cfg.name = s->name;
+	if (s->cfg.expire_budget == 0)
+		s->cfg.expire_budget = 256;
+	ct_set_timeouts(s, &cfg->timeouts);
+	ct_set_flood_rate(s, cfg->flood_rate);
+	/* One pass of the sweep per second: every entry is looked at within
+	 * 1 s of its expiry even on a table that is never hit again. */
+	s->sweep_period = cfg->hz;
+
+	ret = ct_fam_init(s, &s->fam[CT_V4], CT_V4, cfg->capacity);
+	if (ret == 0)
+		ret = ct_fam_init(s, &s->fam[CT_V6], CT_V6,
+				  cfg->capacity_v6 ? cfg->capacity_v6
+						   : RTE_MAX(cfg->capacity / 4, 8u));
+	if (ret != 0) {
+		ct_shard_free(s);
+		rte_errno = -ret;
+		return NULL;
+	}
+	s->mem_bytes = ct_heap_bytes(cfg->socket_id) - before;
+	return s;
+}
+
+void
+ct_shard_free(struct ct_shard *s)
+{
+	if (s == NULL)
+		return;
+	for (int i = 0; i < CT_FAMILIES; i++) {
+		rte_hash_free(s->fam[i].h);
+		rte_free(s->fam[i].e);
+	}
+	rte_free(s);
+}
+
+/* ---- small helpers -------------------------------------------------- */
+
+static inline struct ct_fam *
+ct_fam_of(struct ct_shard *s, const struct ct_entry *e)
+{
+	return &s->fam[(e->flags & CT_F_V6) ? CT_V6 : CT_V4];
+}
+
+static inline const void *
+ct_fam_key(const struct ct_fam *f, uint32_t pos)
+{
+	/* Slot 0 of rte_hash's key store is a dummy: position p is slot p+1. */
+	return f->key_base + (size_t)(pos + 1) * f->key_stride + sizeof(void *);
+}
+
+const void *
+ct_key_at(const struct ct_shard *s, enum ct_family fam, uint32_t pos)
+{
+	const struct ct_fam *f = &s->fam[fam];
+
+	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
+		return NULL;
+	return ct_fam_key(f, pos);
+}
+
+struct ct_entry *
+ct_entry_at(struct ct_shard *s, enum ct_family fam, uint32_t pos)
+{
+	struct ct_fam *f = &s->fam[fam];
+
+	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
+		return NULL;
+	return &f->e[pos];
+}
+
+static inline void
+ct_ed_unlink(struct ct_fam *f, uint32_t pos)
+{
+	struct ct_entry *e = &f->e[pos];
+
+	if (e->ed_prev != CT_NONE)
+		f->e[e->ed_prev].ed_next = e->ed_next;
+	else if (f->ed_head == pos)
+		f->ed_head = e->ed_next;
+	else
+		return; /* not on the list */
+	if (e->ed_next != CT_NONE)
+		f->e[e->ed_next].ed_prev = e->ed_prev;
+	else
+		f->ed_tail = e->ed_prev;
+	e->ed_prev = e->ed_next = CT_NONE;
+}
+
+static inline void
+ct_ed_push(struct ct_fam *f, uint32_t pos)
+{
+	struct ct_entry *e = &f->e[pos];
+
+	e->ed_next = CT_NONE;
+	e->ed_prev = f->ed_tail;
+	if (f->ed_tail != CT_NONE)
+		f->e[f->ed_tail].ed_next = pos;
+	else
+		f->ed_head = pos;
+	f->ed_tail = pos;
+}
+
+static inline uint32_t
+ct_pos_of(const struct ct_fam *f, const struct ct_entry *e)
+{
+	return (uint32_t)(e - f->e);
+}
+
+/* Removes one entry (not its peer).  Counts nothing but live/count. */
+static void
+ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
+{
+	struct ct_entry *e = &f->e[pos];
+	const void *key = ct_fam_key(f, pos);
+
+	rte_hash_del_key_with_hash(f->h, key, ct_hash(s, key, f->key_len));
+	if (!(e->flags & CT_F_REPLY)) {
+		ct_ed_unlink(f, pos);
+		s->st.live[e->state]--;
+	}
+	f->count--;
+	e->state = CT_ST_NONE;
+	e->flags = 0;
+	e->peer = CT_NONE;
+}
+
+/* Removes an entry and its NAT peer; returns the forward entry's state. */
+static enum ct_state
+ct_remove_flow(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
+{
+	struct ct_entry *e = &f->e[pos];
+	uint32_t peer = e->peer;
+	enum ct_state st = e->state;
+
+	if (e->flags & CT_F_REPLY && peer != CT_NONE)
+		st = f->e[peer].state;
+	ct_remove_one(s, f, pos);
+	if (peer != CT_NONE && peer < f->slots && f->e[peer].state != CT_ST_NONE &&
+	    f->e[peer].peer == pos)
+		ct_remove_one(s, f, peer);
+	return st;
+}
+
+/* The entry that carries state and expiry for this flow. */
+static inline struct ct_entry *
+ct_flow_head(struct ct_fam *f, struct ct_entry *e)
+{
+	if (unlikely(e->flags & CT_F_REPLY) && e->peer != CT_NONE)
+		return &f->e[e->peer];
+	return e;
+}
+
+static inline bool
+ct_expired(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
+{
+	return now - e->last_seen > s->to_ticks[e->state] &&
+	       (int64_t)(now - e->last_seen) > 0;
+}
+
+/* ---- lookup --------------------------------------------------------- */
+
+uint64_t
+ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
+	       const void *const *keys, const uint32_t *sigs, unsigned int n,
+	       uint64_t now, struct ct_entry **entries, uint32_t *positions)
+{
+	struct ct_fam *f = &s->fam[fam];
+	int32_t pos[CT_BURST_MAX];
+	uint64_t hits = 0;
+	unsigned int i;
+
+	if (unlikely(n == 0 || n > CT_BURST_MAX))
+		return 0;
+	rte_hash_lookup_with_hash_bulk(f->h, (const void **)(uintptr_t)keys,
+				       (hash_sig_t *)(uintptr_t)sigs, n, pos);
+	/* Entries are a second cache line per flow: prefetch them all
+	 * before touching the first. */
+	for (i = 0; i < n; i++)
+		if (pos[i] >= 0)
+			rte_prefetch0(&f->e[pos[i]]);
+	s->st.lookups += n;
+	for (i = 0; i < n; i++) {
+		struct ct_entry *e;
+
+		if (pos[i] < 0) {
+			entries[i] = NULL;
+			positions[i] = CT_NONE;
+			continue;
+		}
+		e = &f->e[pos[i]];
+		if (unlikely(ct_expired(s, ct_flow_head(f, e), now))) {
+			enum ct_state st = ct_remove_flow(s, f, (uint32_t)pos[i]);
+
+			s->st.expired[st]++;
+			s->st.expired_on_lookup++;
+			entries[i] = NULL;
+			positions[i] = CT_NONE;
+			continue;
+		}
+		entries[i] = e;
+		positions[i] = (uint32_t)pos[i];
+		hits |= 1ull << i;
+	}
+	s->st.hits += (uint64_t)__builtin_popcountll(hits);
+	s->st.misses += n - (uint64_t)__builtin_popcountll(hits);
+	return hits;
+}
+
+struct ct_entry *
+ct_lookup(struct ct_shard *s, enum ct_family fam, const void *key,
+	  uint32_t sig, uint64_t now, uint32_t *position)
+{
+	struct ct_entry *e;
+	uint32_t p;
+
+	if (ct_lookup_bulk(s, fam, &key, &sig, 1, now, &e, &p) == 0)
+		e = NULL;
+	if (position)
+		*position = p;
+	return e;
+}
+
+/* ---- insert / delete ------------------------------------------------ */
+
+static int
+ct_early_drop(struct ct_shard *s, struct ct_fam *f)
+{
+	uint32_t victim = f->ed_head;
+
+	if (victim == CT_NONE)
+		return -ENOSPC;
+	ct_remove_flow(s, f, victim);
+	s->st.evictions[CT_EVICT_EARLY_DROP]++;
+	return 0;
+}
+
+static inline bool
+ct_flood_refuse(struct ct_shard *s, bool assured, uint64_t now)
+{
+	if (s->flood_win_limit == 0)
+		return false;
+	if (now - s->flood_win_start >= s->flood_win_len) {
+		s->flood_win_start = now;
+		s->flood_win_count = 0;
+	}
+	if (++s->flood_win_count == s->flood_win_limit + 1)
+		s->st.flood_windows++;
+	return !assured && s->flood_win_count > s->flood_win_limit;
+}
+
+static inline bool
+ct_state_assured(enum ct_state st)
+{
+	return st >= CT_ST_ESTABLISHED && st <= CT_ST_TIME_WAIT ? true
+	       : st == CT_ST_UDP_STREAM;
+}
+
+struct ct_entry *
+ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
+	  uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
+	  uint64_t now, uint32_t *pos_out, int *err)
+{
+	struct ct_fam *f = &s->fam[fam];
+	struct ct_entry *e;
+	int32_t pos;
+	int ret;
+
+	if (unlikely(state == CT_ST_NONE || state >= CT_ST_MAX)) {
+		ret = -EINVAL;
+		goto fail_nocount;
+	}
+	if (ct_flood_refuse(s, assured, now)) {
+		s->st.insert_fail_by[CT_INSFAIL_FLOOD]++;
+		ret = -EBUSY;
+		goto fail;
+	}
+	if (unlikely(f->count >= f->slots) && ct_early_drop(s, f) != 0) {
+		s->st.insert_fail_by[CT_INSFAIL_FULL]++;
+		ret = -ENOSPC;
+		goto fail;
+	}
+	pos = rte_hash_add_key_with_hash(f->h, key, sig);
+	if (unlikely(pos == -ENOSPC)) {
+		/* Key slots are sized to capacity and buckets extend, so this
+		 * means slots held by entries we count elsewhere: evict once. */
+		if (ct_early_drop(s, f) == 0)
+			pos = rte_hash_add_key_with_hash(f->h, key, sig);
+	}
+	if (unlikely(pos < 0)) {
+		s->st.insert_fail_by[pos == -ENOSPC ? CT_INSFAIL_FULL
+						     : CT_INSFAIL_HASH]++;
+		ret = pos == -ENOSPC ? -ENOSPC : -EIO;
+		goto fail;
+	}
+	e = &f->e[pos];
+	if (unlikely(e->state != CT_ST_NONE)) {
+		s->st.insert_fail_by[CT_INSFAIL_EXISTS]++;
+		ret = -EEXIST;
+		goto fail;
+	}
+	memset(e, 0, sizeof(*e));
+	e->state = (uint8_t)state;
+	e->proto = proto;
+	e->peer = CT_NONE;
+	e->ed_prev = e->ed_next = CT_NONE;
+	e->last_seen = now;
+	e->flags = (fam == CT_V6 ? CT_F_V6 : 0) |
+		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
+	if (!(e->flags & CT_F_ASSURED))
+		ct_ed_push(f, (uint32_t)pos);
+	f->count++;
+	s->st.live[state]++;
+	s->st.inserts++;
+	if (pos_out)
+		*pos_out = (uint32_t)pos;
+	return e;
+fail:
+	s->st.insert_fail++;
+fail_nocount:
+	if (err)
+		*err = ret;
+	if (pos_out)
+		*pos_out = CT_NONE;
+	return NULL;
+}
+
+void
+ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
+	     uint32_t reply_pos)
+{
+	struct ct_fam *f = &s->fam[fam];
+	struct ct_entry *fe = &f->e[fwd_pos], *re = &f->e[reply_pos];
+
+	fe->peer = reply_pos;
+	re->peer = fwd_pos;
+	fe->flags |= CT_F_NAT;
+	/* The reply entry carries no state of its own: it leaves the
+	 * early-drop list and the live-by-state counts to its forward entry. */
+	if (!(re->flags & CT_F_REPLY)) {
+		ct_ed_unlink(f, reply_pos);
+		s->st.live[re->state]--;
+	}
+	re->flags |= CT_F_NAT | CT_F_REPLY | CT_F_ASSURED;
+	re->backend = fe->backend;
+	re->service = fe->service;
+	re->nat_port = fe->nat_port;
+	re->nat_addr = fe->nat_addr;
+	re->state = fe->state;
+}
+
+int
+ct_delete_pos(struct ct_shard *s, enum ct_family fam, uint32_t pos)
+{
+	struct ct_fam *f = &s->fam[fam];
+
+	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
+		return -ENOENT;
+	ct_remove_flow(s, f, pos);
+	s->st.deletes++;
+	return 0;
+}
+
+int
+ct_delete(struct ct_shard *s, enum ct_family fam, const void *key, uint32_t sig)
+{
+	int32_t pos = rte_hash_lookup_with_hash(s->fam[fam].h, key, sig);
+
+	if (pos < 0)
+		return -ENOENT;
+	return ct_delete_pos(s, fam, (uint32_t)pos);
+}
+
+/* ---- state machine -------------------------------------------------- */
+
+enum ct_state
+ct_state_initial(uint8_t proto, uint8_t tcp_flags)
+{
+	if (proto == IPPROTO_TCP) {
+		if (tcp_flags & CT_TCP_RST)
+			return CT_ST_CLOSE;
+		if ((tcp_flags & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN)
+			return CT_ST_SYN_SENT;
+		/* Mid-stream pickup (flood mode skipped the SYN, or the
+		 * balancer restarted): trust the ACK, as nf_conntrack's
+		 * loose mode does. */
+		return CT_ST_ESTABLISHED;
+	}
+	if (proto == IPPROTO_UDP)
+		return CT_ST_UDP;
+	return CT_ST_OTHER;
+}
+
+/*
+ * TCP transitions from the flags the balancer sees.  @reply is true for
+ * packets backend->client (NAT only).  In DSR only the client side is
+ * seen, so SYN_SENT + client ACK means the server answered: ESTABLISHED;
+ * and the close is tracked as far as the client's FIN (FIN_WAIT).
+ */
+enum ct_state
+ct_tcp_next(enum ct_state cur, bool reply, uint8_t fl)
+{
+	bool syn = fl & CT_TCP_SYN, ack = fl & CT_TCP_ACK, fin = fl & CT_TCP_FIN;
+
+	if (fl & CT_TCP_RST)
+		return CT_ST_CLOSE;
+	switch (cur) {
+	case CT_ST_NONE:
+	case CT_ST_CLOSE:
+	case CT_ST_TIME_WAIT:
+		if (syn && !ack && !reply)
+			return CT_ST_SYN_SENT; /* new connection on the tuple */
+		return cur;
+	case CT_ST_SYN_SENT:
+		if (reply && syn && ack)
+			return CT_ST_SYN_RECV;
+		if (!reply && ack && !syn)
+			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
+		return cur;
+	case CT_ST_SYN_RECV:
+		if (!reply && ack && !syn)
+			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
+		return cur;
+	case CT_ST_ESTABLISHED:
+		if (fin)
+			return reply ? CT_ST_CLOSE_WAIT : CT_ST_FIN_WAIT;
+		return cur;
+	case CT_ST_FIN_WAIT:
+		/* client closed; the server's FIN completes both halves */
+		if (fin && reply)
+			return CT_ST_LAST_ACK;
+		return cur;
+	case CT_ST_CLOSE_WAIT:
+		if (fin && !reply)
+			return CT_ST_LAST_ACK;
+		return cur;
+	case CT_ST_LAST_ACK:
+		if (ack && !fin)
+			return CT_ST_TIME_WAIT;
+		return cur;
+	default:
+		return cur;
+	}
+}
+
+enum ct_state
+ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
+	  uint8_t tcp_flags, uint32_t bytes, uint64_t now)
+{
+	struct ct_fam *f = ct_fam_of(s, e);
+	struct ct_entry *h = ct_flow_head(f, e);
+	enum ct_state old = h->state, st = old;
+
+	e->packets++;
+	e->bytes += bytes;
+	e->last_seen = now;
+	h->last_seen = now;
+	if (reply)
+		h->flags |= CT_F_SEEN_REPLY;
+	if (h->proto == IPPROTO_TCP)
+		st = ct_tcp_next(old, reply, tcp_flags);
+	else if (h->proto == IPPROTO_UDP && old == CT_ST_UDP &&
+		 (reply || h->packets + (e != h ? e->packets : 0) >= 2))
+		st = CT_ST_UDP_STREAM;
+	if (likely(st == old))
+		return st;
+	s->st.live[old]--;
+	s->st.live[st]++;
+	h->state = (uint8_t)st;
+	if (h != e)
+		e->state = (uint8_t)st;
+	else if (h->peer != CT_NONE)
+		f->e[h->peer].state = (uint8_t)st;
+	if (!(h->flags & CT_F_ASSURED) && ct_state_assured(st)) {
+		h->flags |= CT_F_ASSURED;
+		ct_ed_unlink(f, ct_pos_of(f, h));
+	}
+	return st;
+}
+
+/* ---- expiry --------------------------------------------------------- */
+
+static unsigned int
+ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
+{
+	unsigned int expired = 0;
+	uint32_t p = f->sweep_pos;
+
+	for (uint32_t i = 0; i < budget; i++) {
+		struct ct_entry *e = &f->e[p];
+
+		if (e->state != CT_ST_NONE && !(e->flags & CT_F_REPLY) &&
+		    ct_expired(s, e, now)) {
+			enum ct_state st = ct_remove_flow(s, f, p);
+
+			s->st.expired[st]++;
+			expired++;
+		}
+		if (++p == f->slots)
+			p = 0;
+	}
+	f->sweep_pos = p;
+	return expired;
+}
+
+/*
+ * Paced sweep: examine slots in proportion to elapsed time so one pass
+ * over the table takes sweep_period, capped at expire_budget per call.
+ * Work per call is bounded whatever the clock does.
+ */
+unsigned int
+ct_expire(struct ct_shard *s, uint64_t now)
+{
+	struct ct_fam *f = &s->fam[s->sweep_turn++ & 1];
+	uint64_t elapsed = now - s->sweep_last;
+	uint64_t n;
+
+	if ((int64_t)elapsed <= 0)
+		return 0;
+	/* elapsed / period of a pass, times the slots: both sides bounded,
+	 * no overflow below ~2^32 slots x 2^32 ticks. */
+	if (elapsed >= s->sweep_period)
+		n = f->slots;
+	else
+		n = (elapsed * f->slots) / s->sweep_period;
+	if (n == 0)
+		return 0;
+	s->sweep_last = now;
+	if (n > s->cfg.expire_budget)
+		n = s->cfg.expire_budget;
+	return ct_sweep(s, f, (uint32_t)n, now);
+}
+
+/* ---- accessors ------------------------------------------------------ */
+
+const struct ct_stats *
+ct_stats_get(const struct ct_shard *s)
+{
+	return &s->st;
+}
+
+uint32_t
+ct_count(const struct ct_shard *s)
+{
+	return s->fam[CT_V4].count + s->fam[CT_V6].count;
+}
+
+size_t
+ct_memory(const struct ct_shard *s)
+{
+	return s->mem_bytes;
+}
+
+uint32_t
+ct_slots(const struct ct_shard *s, enum ct_family fam)
+{
+	return s->fam[fam].slots;
+}
+
+/* ---- walk ----------------------------------------------------------- */
+
+unsigned int
+ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
+	int (*fn)(const struct ct_flow *f, void *arg), void *arg)
+{
+	unsigned int visited = 0;
+	uint64_t c = *cursor;
+
+	while (max > 0 && c != CT_WALK_DONE) {
+		enum ct_family fam = (enum ct_family)(c >> 32);
+		struct ct_fam *f = &s->fam[fam];
+		uint32_t p = (uint32_t)c;
+
+		for (; p < f->slots && max > 0; p++, max--) {
+			struct ct_entry *e = &f->e[p];
+			struct ct_flow fl;
+
+			if (e->state == CT_ST_NONE || (e->flags & CT_F_REPLY))
+				continue;
+			memset(&fl, 0, sizeof(fl));
+			memcpy(&fl.k6, ct_fam_key(f, p), f->key_len);
+			fl.e = *e;
+			fl.pos = p;
+			fl.family = (uint8_t)fam;
+			fl.age_ticks = now - e->last_seen;
+			fl.expires_ticks = fl.age_ticks < s->to_ticks[e->state]
+						   ? s->to_ticks[e->state] - fl.age_ticks
+						   : 0;
+			if (e->peer != CT_NONE && e->peer < f->slots &&
+			    f->e[e->peer].state != CT_ST_NONE) {
+				memcpy(&fl.reply.k6, ct_fam_key(f, e->peer), f->key_len);
+				fl.reply_packets = f->e[e->peer].packets;
+				fl.reply_bytes = f->e[e->peer].bytes;
+				fl.has_reply = 1;
+			}
+			visited++;
+			if (fn(&fl, arg)) {
+				ct_remove_flow(s, f, p);
+				s->st.evictions[CT_EVICT_FLUSH]++;
+				s->st.deletes++;
+			}
+		}
+		if (p >= f->slots)
+			c = fam + 1 < CT_FAMILIES ? (uint64_t)(fam + 1) << 32
+						  : CT_WALK_DONE;
+		else
+			c = ((uint64_t)fam << 32) | p;
+	}
+	*cursor = c;
+	return visited;
+}

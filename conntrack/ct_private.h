@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Layout of a conntrack shard.  Private to conntrack/. */
+#ifndef FLOWGATE_CT_PRIVATE_H
+#define FLOWGATE_CT_PRIVATE_H
+
+#include <rte_common.h>
+#include <rte_hash.h>
+
+#include "ct.h"
+
+/* One address family's table: rte_hash + the entry array it indexes. */
+struct ct_fam {
+	struct rte_hash *h;
+	struct ct_entry *e;     /* slots entries, indexed by rte_hash position */
+	uint32_t slots;         /* key slots of h == entries of e */
+	uint32_t count;         /* live entries (both directions) */
+	uint32_t key_len;
+	/* Key store addressing, derived once from rte_hash_get_key_with_position
+	 * so ct_key_at is arithmetic rather than a second lookup. */
+	const uint8_t *key_base;
+	size_t key_stride;
+	/* Early-drop list (unassured forward entries, oldest first). */
+	uint32_t ed_head, ed_tail;
+	uint32_t sweep_pos;     /* incremental expiry cursor */
+};
+
+struct ct_shard {
+	struct ct_fam fam[CT_FAMILIES];
+	uint64_t to_ticks[CT_ST_MAX];   /* timeouts in caller ticks */
+	struct ct_config cfg;
+	char name[32];
+
+	/* incremental expiry pacing */
+	uint64_t sweep_last;
+	uint64_t sweep_period;          /* ticks for one pass over the table */
+	uint32_t sweep_turn;
+
+	/* flood mode: inserts per 1/16 s window */
+	uint64_t flood_win_start;
+	uint64_t flood_win_len;
+	uint32_t flood_win_limit;       /* 0 = off */
+	uint32_t flood_win_count;
+
+	/* mailbox (control plane -> owner) */
+	struct ct_mbox_req *mbox_req;   /* accessed with __atomic */
+	uint64_t mbox_cursor;
+
+	size_t mem_bytes;
+	struct ct_stats st;
+} __rte_cache_aligned;
+
+#endif
