@@ -65,6 +65,7 @@ struct fg_backend_cfg {
 	bool drained;        /**< no new flows, existing ones stay */
 	uint32_t id;         /**< stable id, assigned by the config layer */
 	struct fg_addr src;  /**< DSR: outer source address (0 = port's local) */
+	uint32_t src_line;   /**< config file line (0 = not from a file) */
 };
 
 struct fg_service_cfg {
@@ -81,6 +82,7 @@ struct fg_service_cfg {
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
 	uint32_t id;
+	uint32_t src_line;   /**< config file line (0 = not from a file) */
 };
 
 struct fg_neigh_cfg {

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The daemon side of the control socket: one control thread (a pthread,
+ * not a DPDK lcore) serving FG_PROTO JSON lines (fg_proto.h) on a Unix
+ * socket, dispatching every request to callbacks the daemon provides
+ * (struct fg_ctl_ops).
+ *
+ * ## Isolation
+ * - The socket is created mode 0600 (umask ignored) in an existing
+ *   directory that must not be writable by group/other unless sticky; a
+ *   stale socket file is replaced only if nobody answers on it.  There is
+ *   no network listener.
+ * - poll() loop, non-blocking clients, per-client input and output
+ *   buffers.  A request line over FG_PROTO_MAX_REQUEST gets an error and
+ *   the client is disconnected; a client whose unread output exceeds
+ *   fg_ctl_server_params::max_outbuf is dropped (counted), so a client that
+ *   never reads costs memory bounded by that limit and never blocks others.
+ * - Streaming replies (flows.list) are flushed as they are produced; the
+ *   control thread waits at most write_timeout_ms for a stuck reader, then
+ *   drops it.  The dataplane never waits on a client: callbacks reach
+ *   workers through conntrack mailboxes, which workers drain between
+ *   bursts.
+ *
+ * ## Config changes
+ * Every edit verb (service.*, backend.* except list, config.apply) is
+ * "ops->config_get, edit the copy, fg_config_validate, fg_config_assign_ids
+ * (stable backend ids), ops->config_apply".  Apply is all-or-nothing; on
+ * success the health checker (if any) gets the new config.
+ *
+ * ## Threads
+ * Callbacks are called on the control thread only, one at a time.  The
+ * health checker (fg_health.h) calls its own callback from its own thread,
+ * so a daemon that shares state between config_apply and
+ * backend_set_health must serialize them itself (a mutex in the control
+ * plane, never on the packet path).
+ */
+#ifndef FLOWGATE_FG_CTL_SERVER_H
+#define FLOWGATE_FG_CTL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_config.h"
+#include "fg_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Most worker cores a flow count reports. */
+#define FG_CTL_MAX_CORES 128
+
+/** Flow counts for flows.count. */
+struct fg_flow_counts {
+	uint32_t n_cores;                      /**< workers reported */
+	uint64_t total;                        /**< live flows (all cores) */
+	uint64_t per_core[FG_CTL_MAX_CORES];   /**< live flows per worker */
+	uint64_t per_state[16];                /**< by conntrack state index */
+};
+
+/** A conntrack event for flows.watch. */
+struct fg_flow_event {
+	char type[12];              /**< "NEW" or "DESTROY" (conntrack -E style) */
+	struct fg_flow_info flow;
+};
+
+/**
+ * Emit callback handed to flows_walk; called on the control thread.
+ * @return 0 to continue, a negative errno to stop the walk (the walk
+ *   then returns it).
+ */
+typedef int (*fg_flow_emit_fn)(const struct fg_flow_info *info, void *arg);
+
+struct fg_ctl_server;
+struct fg_health;
+
+/**
+ * What the daemon provides.  Every callback gets the ctx of
+ * fg_ctl_server_params, runs on the control thread, and returns 0 (or a
+ * count where noted) or a negative errno; the server turns errors into an
+ * error reply.  A NULL callback makes its commands answer "not supported".
+ */
+struct fg_ctl_ops {
+	/** Deep copy of the running config into @p out (caller frees with
+	 *  fg_config_free). */
+	int (*config_get)(struct fg_config *out, void *ctx);
+	/**
+	 * Applies a complete, validated config with ids assigned: rebuild the
+	 * service tables, publish, wait for the grace period.  All-or-nothing:
+	 * on error nothing changed and @p err says why.  Live flows stay on
+	 * their backends.
+	 */
+	int (*config_apply)(const struct fg_config *cfg, char *err, size_t errlen,
+			    void *ctx);
+	/**
+	 * Walks the tracked flows matching @p f (fg_flow_filter_match, plus
+	 * f->limit), calling @p emit for each (@p emit may be NULL).  With
+	 * @p delete_matching the matching flows (both NAT directions) are
+	 * deleted by their owning cores.  Flows must be copied out on the
+	 * worker and emitted from the control thread; emit may block on the
+	 * client socket.
+	 * @return number of flows matched (deleted), or a negative errno
+	 *   (including one returned by @p emit).
+	 */
+	int64_t (*flows_walk)(const struct fg_flow_filter *f, fg_flow_emit_fn emit,
+			      void *emit_arg, bool delete_matching, void *ctx);
+	/** Live flow counts, total / per core / per state. */
+	int (*flows_count)(struct fg_flow_counts *out, void *ctx);
+	/**
+	 * Writes the stats as exactly one JSON value (an object; key NULL)
+	 * into @p w: counters summed over cores, per core when @p per_core,
+	 * only service @p service ("VIP:PORT/PROTO" or name) when non-NULL.
+	 * Use the counter names of the X-macro lists.  -ENOENT: no such service.
+	 */
+	int (*stats)(struct fg_json_writer *w, const char *service, bool per_core,
+		     void *ctx);
+	/** Turns conntrack event reporting on (first watcher) / off (last gone). */
+	int (*watch_set)(bool on, void *ctx);
+	/** Takes up to @p max pending events.  @return count (>= 0). */
+	int (*watch_poll)(struct fg_flow_event *ev, unsigned int max, void *ctx);
+};
+
+/** Server counters, declared once (JSON keys of the "control" stats). */
+#define FG_CTL_COUNTER_LIST(X)                                              \
+	X(accepted)      /* connections accepted */                         \
+	X(rejected_full) /* refused: max_clients reached */                 \
+	X(requests)      /* requests dispatched */                          \
+	X(bad_requests)  /* malformed / unknown version / unknown command */ \
+	X(oversized)     /* request line over the limit (client dropped) */ \
+	X(dropped_slow)  /* client dropped: output buffer over the limit */ \
+	X(write_timeouts) /* client dropped: stuck during a stream */       \
+	X(errors)        /* requests answered ok:false */
+
+struct fg_ctl_counters {
+#define FG_X(n) uint64_t n;
+	FG_CTL_COUNTER_LIST(FG_X)
+#undef FG_X
+};
+
+struct fg_ctl_server_params {
+	const char *socket_path;   /**< NULL = FG_CTL_DEFAULT_SOCKET */
+	const struct fg_ctl_ops *ops;
+	void *ctx;                 /**< passed to every op */
+	struct fg_health *health;  /**< optional: answers "health", gets applied configs */
+	unsigned int max_clients;  /**< 0 = 64 */
+	size_t max_request;        /**< 0 = FG_PROTO_MAX_REQUEST */
+	size_t max_outbuf;         /**< 0 = 16 MiB of unread output per client */
+	unsigned int write_timeout_ms; /**< 0 = 5000: stuck stream reader limit */
+};
+
+/**
+ * Creates the listening socket (see "Isolation").  Does not start a thread.
+ * @return 0 and *out, or -EINVAL (bad params / path too long), -ENOTDIR or
+ *   -ENOENT (parent directory missing), -EPERM (parent writable by others,
+ *   not sticky), -EADDRINUSE (another daemon answers on the path),
+ *   -ENOMEM, or the errno of socket/bind/listen/chmod.
+ * Thread safety: call once from the main thread.
+ */
+int fg_ctl_server_create(const struct fg_ctl_server_params *p,
+			 struct fg_ctl_server **out);
+
+/**
+ * Starts the control thread (named "fg-ctl").
+ * @return 0, -EALREADY, or the pthread_create error (negative).
+ */
+int fg_ctl_server_start(struct fg_ctl_server *s);
+
+/**
+ * Serves for at most @p timeout_ms (one poll round) on the calling thread;
+ * for daemons that run their own control loop and for tests.  Must not be
+ * mixed with fg_ctl_server_start.
+ * @return 0 or a negative errno from poll.
+ */
+int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms);
+
+/** Stops and joins the control thread (no-op if not started). */
+void fg_ctl_server_stop(struct fg_ctl_server *s);
+
+/** Stops, closes every client, unlinks the socket, frees.  NULL is a no-op. */
+void fg_ctl_server_destroy(struct fg_ctl_server *s);
+
+/** Snapshot of the counters (racy read of plain counters; fine for stats). */
+void fg_ctl_server_counters(const struct fg_ctl_server *s,
+			    struct fg_ctl_counters *out);
+
+/** Names of the counters in struct order. */
+extern const char *const fg_ctl_counter_names[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_CTL_SERVER_H */

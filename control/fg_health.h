@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Active health checks of every backend (GPU worker), run by one pthread in
+ * the daemon process (not a DPDK lcore, never on the packet path).
+ *
+ * Per backend of a service with `health tcp|http`: every interval_ms a
+ * non-blocking TCP connect to the backend address (port: health.port, else
+ * the backend's port, else the service port), and for http a
+ * `GET path HTTP/1.0` whose status line must carry expect_status, all
+ * within timeout_ms.  `rise` consecutive successes mark a down backend up,
+ * `fall` consecutive failures mark an up backend down.  Backends start up
+ * (so a restart of the daemon does not black-hole traffic for rise x
+ * interval); services with `health none` are never checked.
+ *
+ * On every transition the checker calls set_health() (from its own
+ * thread); the daemon republishes its tables so a down backend gets no new
+ * flows, and applies the service's on_fail policy (keep|reset) to its
+ * existing flows.  The last FG_HEALTH_HISTORY transitions of each backend
+ * are kept with a timestamp and the reason ("connect: Connection refused",
+ * "http status 503", "timeout after 500 ms", ...).
+ */
+#ifndef FLOWGATE_FG_HEALTH_H
+#define FLOWGATE_FG_HEALTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fg_config.h"
+#include "fg_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Transitions remembered per backend. */
+#define FG_HEALTH_HISTORY 8
+
+struct fg_health;
+
+struct fg_health_params {
+	/**
+	 * Called on each up/down transition, from the checker thread.
+	 * @param service_id  fg_service_cfg::id
+	 * @param backend_id  fg_backend_cfg::id
+	 * @param reason      why (human text)
+	 * @return 0, or a negative errno (logged in the history, state kept).
+	 */
+	int (*set_health)(uint32_t service_id, uint32_t backend_id, bool up,
+			  const char *reason, void *ctx);
+	void *ctx;
+	/** Bind the probes to this network namespace path ("" = current). */
+	const char *netns;
+};
+
+/**
+ * Creates a checker for the services of @p cfg (copied; ids must be
+ * assigned).  No thread yet.
+ * @return 0 and *out, -EINVAL, -ENOMEM.
+ * Thread safety: any single thread.
+ */
+int fg_health_create(const struct fg_health_params *p, const struct fg_config *cfg,
+		     struct fg_health **out);
+
+/** Starts the checker thread ("fg-health").  @return 0, -EALREADY, -errno. */
+int fg_health_start(struct fg_health *h);
+
+/**
+ * Replaces the set of checked backends after a config apply.  A backend
+ * that stays (same service id and backend id) keeps its state, counters and
+ * history; a new one starts up; a removed one is forgotten.
+ * @return 0 or -ENOMEM (old set kept).
+ * Thread safety: any thread (internal mutex, never held across a probe).
+ */
+int fg_health_update(struct fg_health *h, const struct fg_config *cfg);
+
+/**
+ * Current state of one backend.
+ * @return 1 up, 0 down, -ENOENT unknown (not checked: treat as up).
+ * Thread safety: any thread.
+ */
+int fg_health_is_up(struct fg_health *h, uint32_t service_id, uint32_t backend_id);
+
+/**
+ * Writes the state of every checked backend as one JSON value (an object
+ * with "backends": [...]; each: service, backend, id, check, state, since_s,
+ * successes, failures, last_error, last_rtt_us, history[{t, up, reason}]).
+ * Thread safety: any thread.
+ */
+void fg_health_to_json(struct fg_health *h, struct fg_json_writer *w);
+
+/** Stops and joins the thread (no-op if not running). */
+void fg_health_stop(struct fg_health *h);
+
+/** Stops and frees.  NULL is a no-op. */
+void fg_health_destroy(struct fg_health *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_HEALTH_H */

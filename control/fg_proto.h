@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * flowgate control protocol: the one definition shared by the daemon
+ * (control/fg_ctl_server.c) and the CLI (control/fgctl.c).
+ *
+ * ## Wire format: JSON lines over a Unix stream socket
+ * Every message is one JSON object on one line ('\n' terminated, no raw
+ * newline inside; JSON escapes them).  A request:
+ *
+ *     {"v":1,"id":7,"cmd":"backend.add","args":{"service":"10.0.0.1:80/tcp","addr":"10.1.0.5","weight":10}}
+ *
+ * and its reply, success or failure:
+ *
+ *     {"v":1,"id":7,"ok":true,"data":{...}}
+ *     {"v":1,"id":7,"ok":false,"error":"backend 10.1.0.5 already in service","hint":"use 'backend weight' to change it"}
+ *
+ * Streaming commands (flows.list, flows.get, flows.watch) first send any
+ * number of item lines, then the final reply above:
+ *
+ *     {"v":1,"id":7,"more":true,"data":{flow}}                 (flows.list/get)
+ *     {"v":1,"id":7,"more":true,"event":"NEW","data":{flow}}   (flows.watch)
+ *
+ * flows.watch never sends a final reply: events flow until the client
+ * disconnects.  A request whose "v" is not FG_PROTO_VERSION gets an
+ * ok:false reply (with "v":1 so old and new clients can read it).
+ *
+ * ## Limits (enforced by the parser and the server)
+ * A request line is at most FG_PROTO_MAX_REQUEST bytes; JSON nesting is at
+ * most FG_JSON_MAX_DEPTH; strings must be valid UTF-8 without NUL; numbers
+ * must be finite.  The parser is strict RFC 8259 (no trailing commas, no
+ * comments, no leading zeros, duplicate object keys rejected).
+ *
+ * ## Commands
+ * FG_CMD_LIST below is the command table; args of each command are
+ * documented in docs/CONFIG.md ("Control protocol").
+ *
+ * Thread safety: every function here is reentrant; objects (documents,
+ * writers) belong to one thread at a time.
+ */
+#ifndef FLOWGATE_FG_PROTO_H
+#define FLOWGATE_FG_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Protocol version carried in every message as "v". */
+#define FG_PROTO_VERSION 1
+/** Largest request line the server accepts (bytes, without '\n'). */
+#define FG_PROTO_MAX_REQUEST (1u << 20)
+/** Largest nesting depth of any JSON document. */
+#define FG_JSON_MAX_DEPTH 32
+/** Socket path used when neither -s nor FLOWGATE_SOCKET is given. */
+#define FG_CTL_DEFAULT_SOCKET "/run/flowgate/flowgate.sock"
+/** Environment variable that overrides the default socket path. */
+#define FG_CTL_SOCKET_ENV "FLOWGATE_SOCKET"
+
+/**
+ * Command table: enum name, wire name, streaming reply.
+ * Args (all optional unless marked *):
+ * - service.add: service*, mode, sched, name | service.del: service*
+ * - backend.add: service*, addr*, weight | backend.del: service*, addr*
+ * - backend.list: service (all when absent) | backend.weight: service*, addr*, weight*
+ * - backend.drain / backend.undrain: service*, addr*
+ * - flows.list / flows.delete: service, backend, state, core, limit
+ * - flows.get: src*, dst*, proto* | flows.count: per_core | flows.watch: -
+ * - stats: per_core, service | health: - | config.apply: text*, name
+ * - config.show: - | config.check: text*, name | ping: -
+ */
+#define FG_CMD_LIST(X)                              \
+	X(PING, "ping", false)                      \
+	X(SERVICE_ADD, "service.add", false)        \
+	X(SERVICE_DEL, "service.del", false)        \
+	X(SERVICE_LIST, "service.list", false)      \
+	X(BACKEND_ADD, "backend.add", false)        \
+	X(BACKEND_DEL, "backend.del", false)        \
+	X(BACKEND_LIST, "backend.list", false)      \
+	X(BACKEND_WEIGHT, "backend.weight", false)  \
+	X(BACKEND_DRAIN, "backend.drain", false)    \
+	X(BACKEND_UNDRAIN, "backend.undrain", false) \
+	X(FLOWS_LIST, "flows.list", true)           \
+	X(FLOWS_GET, "flows.get", true)             \
+	X(FLOWS_DELETE, "flows.delete", false)      \
+	X(FLOWS_COUNT, "flows.count", false)        \
+	X(FLOWS_WATCH, "flows.watch", true)         \
+	X(STATS, "stats", false)                    \
+	X(HEALTH, "health", false)                  \
+	X(CONFIG_APPLY, "config.apply", false)      \
+	X(CONFIG_SHOW, "config.show", false)        \
+	X(CONFIG_CHECK, "config.check", false)
+
+enum fg_cmd {
+#define FG_X(e, s, st) FG_CMD_##e,
+	FG_CMD_LIST(FG_X)
+#undef FG_X
+	FG_CMD_MAX
+};
+
+/** Wire names, indexed by enum fg_cmd. */
+extern const char *const fg_cmd_names[FG_CMD_MAX];
+
+/**
+ * Looks a wire name up.
+ * @return the enum fg_cmd value, or -ENOENT for an unknown name.
+ */
+int fg_cmd_lookup(const char *name);
+
+/* ---- JSON documents (reader) ------------------------------------------ */
+
+enum fg_json_type {
+	FG_JSON_NULL = 0,
+	FG_JSON_BOOL,
+	FG_JSON_NUM,
+	FG_JSON_STR,
+	FG_JSON_ARR,
+	FG_JSON_OBJ,
+};
+
+/**
+ * One JSON value.  Arrays and objects hold their children as a list
+ * (child, then next); members of an object carry their name in key.
+ * Strings are NUL-terminated (a \u0000 escape is rejected).
+ */
+struct fg_json {
+	enum fg_json_type type;
+	bool b;               /**< FG_JSON_BOOL */
+	bool is_int;          /**< FG_JSON_NUM: integral and fits int64 (i) */
+	bool is_uint;         /**< FG_JSON_NUM: integral and fits uint64 (u) */
+	double d;             /**< FG_JSON_NUM, always set */
+	int64_t i;
+	uint64_t u;
+	const char *str;      /**< FG_JSON_STR */
+	uint32_t len;         /**< string bytes, or number of children */
+	const char *key;      /**< member name when inside an object, else NULL */
+	struct fg_json *child; /**< first child (array/object) */
+	struct fg_json *next; /**< next sibling */
+};
+
+struct fg_json_doc;
+
+/**
+ * Parses one JSON text (strict RFC 8259, see the limits above).
+ * @param text     input, need not be NUL-terminated
+ * @param len      bytes of input; more than @p max_len is rejected
+ * @param max_len  size limit (0 = FG_PROTO_MAX_REQUEST)
+ * @param err      receives "offset N: reason" on failure (may be NULL)
+ * @return the document (free with fg_json_free), or NULL on a syntax
+ *   error, a limit or out of memory (err says which).
+ * Thread safety: reentrant.
+ */
+struct fg_json_doc *fg_json_parse(const char *text, size_t len, size_t max_len,
+				  char *err, size_t errlen);
+
+/** The root value of a parsed document. */
+const struct fg_json *fg_json_root(const struct fg_json_doc *doc);
+
+/** Frees a document and every value in it.  NULL is a no-op. */
+void fg_json_free(struct fg_json_doc *doc);
+
+/** Member @p key of object @p obj, or NULL (also when obj is not an object). */
+const struct fg_json *fg_json_get(const struct fg_json *obj, const char *key);
+
+/** Typed member getters: return 0, -ENOENT (absent or null), -EINVAL (wrong type/range). */
+int fg_json_get_str(const struct fg_json *obj, const char *key, const char **out);
+int fg_json_get_i64(const struct fg_json *obj, const char *key, int64_t *out);
+int fg_json_get_u64(const struct fg_json *obj, const char *key, uint64_t *out);
+int fg_json_get_bool(const struct fg_json *obj, const char *key, bool *out);
+
+/* ---- JSON writer ------------------------------------------------------ */
+
+/**
+ * Appends compact JSON to a growable buffer, inserting commas itself.
+ * In an object every value call takes a key; in an array or at the top
+ * level the key must be NULL.  Errors are sticky: after the first one
+ * (out of memory, over max, misuse) every call is a no-op and
+ * fg_jw_error() returns it.
+ */
+struct fg_json_writer {
+	char *buf;
+	size_t len, cap, max;
+	int err;                          /**< 0 or -ENOMEM / -E2BIG / -EINVAL */
+	uint32_t depth;
+	uint8_t first[FG_JSON_MAX_DEPTH + 1]; /**< 1 = no member yet at this depth */
+	uint8_t is_obj[FG_JSON_MAX_DEPTH + 1];
+};
+
+/** Initializes an empty writer; @p max bytes at most (0 = unlimited). */
+void fg_jw_init(struct fg_json_writer *w, size_t max);
+/** Empties the buffer (keeps the allocation) and clears the error. */
+void fg_jw_reset(struct fg_json_writer *w);
+/** Frees the buffer. */
+void fg_jw_fini(struct fg_json_writer *w);
+/** The sticky error, 0 if none. */
+int fg_jw_error(const struct fg_json_writer *w);
+
+void fg_jw_obj_open(struct fg_json_writer *w, const char *key);
+void fg_jw_obj_close(struct fg_json_writer *w);
+void fg_jw_arr_open(struct fg_json_writer *w, const char *key);
+void fg_jw_arr_close(struct fg_json_writer *w);
+void fg_jw_str(struct fg_json_writer *w, const char *key, const char *s);
+void fg_jw_strn(struct fg_json_writer *w, const char *key, const char *s, size_t n);
+void fg_jw_i64(struct fg_json_writer *w, const char *key, int64_t v);
+void fg_jw_u64(struct fg_json_writer *w, const char *key, uint64_t v);
+void fg_jw_dbl(struct fg_json_writer *w, const char *key, double v);
+void fg_jw_bool(struct fg_json_writer *w, const char *key, bool v);
+void fg_jw_null(struct fg_json_writer *w, const char *key);
+/** Copies a parsed value (deep) into the writer. */
+void fg_jw_value(struct fg_json_writer *w, const char *key, const struct fg_json *v);
+/** Appends raw bytes (a '\n' between messages); only at depth 0. */
+void fg_jw_raw(struct fg_json_writer *w, const char *s, size_t n);
+
+/* ---- Messages ---------------------------------------------------------- */
+
+/** A parsed request. */
+struct fg_proto_req {
+	struct fg_json_doc *doc; /**< owns everything below */
+	uint64_t id;
+	int cmd;                 /**< enum fg_cmd */
+	const char *cmd_name;
+	const struct fg_json *args; /**< an object (empty object when absent) */
+};
+
+/**
+ * Parses one request line.  On failure @p req->id is still set when the
+ * line carried a readable id, so the error reply can echo it.
+ * @return 0; -EINVAL (malformed: err/hint say why), -EPROTO (unknown
+ *   version), -ENOENT (unknown command), -E2BIG (over the size limit),
+ *   -ENOMEM.
+ */
+int fg_proto_req_parse(const char *line, size_t len, struct fg_proto_req *req,
+		       char *err, size_t errlen);
+/** Frees what fg_proto_req_parse allocated. */
+void fg_proto_req_free(struct fg_proto_req *req);
+
+/** Starts a request line: {"v":1,"id":N,"cmd":"...","args":{  (close with fg_proto_req_end). */
+void fg_proto_req_begin(struct fg_json_writer *w, uint64_t id, const char *cmd);
+/** Closes args and the request, appends '\n'. */
+void fg_proto_req_end(struct fg_json_writer *w);
+
+/** Starts a success reply: {"v":1,"id":N,"ok":true,"data":  then the caller
+ *  writes exactly one value (key NULL) and calls fg_proto_reply_end. */
+void fg_proto_reply_begin(struct fg_json_writer *w, uint64_t id);
+/** Starts a stream item: {"v":1,"id":N,"more":true[,"event":E],"data": */
+void fg_proto_item_begin(struct fg_json_writer *w, uint64_t id, const char *event);
+/** Closes a reply or item and appends '\n'. */
+void fg_proto_reply_end(struct fg_json_writer *w);
+/** Writes a whole error reply line; @p hint may be NULL. */
+void fg_proto_reply_error(struct fg_json_writer *w, uint64_t id,
+			  const char *error, const char *hint);
+
+/** A parsed reply or stream item (client side). */
+struct fg_proto_resp {
+	struct fg_json_doc *doc;
+	uint64_t id;
+	bool ok;
+	bool more;                  /**< a stream item, not the final reply */
+	const char *event;          /**< watch events, else NULL */
+	const char *error, *hint;   /**< ok == false */
+	const struct fg_json *data; /**< may be NULL */
+};
+
+/**
+ * Parses one reply line.
+ * @return 0, -EINVAL (not a reply: err says why), -EPROTO (other version).
+ */
+int fg_proto_resp_parse(const char *line, size_t len, struct fg_proto_resp *resp,
+			char *err, size_t errlen);
+void fg_proto_resp_free(struct fg_proto_resp *resp);
+
+/* ---- Addresses --------------------------------------------------------- */
+
+/** Parses "10.0.0.1" or "fd00::1" (brackets allowed).  @return 0 or -EINVAL. */
+int fg_addr_parse(const char *s, struct fg_addr *out);
+/** Formats an address ("-" for family 0).  @return @p buf. */
+char *fg_addr_format(const struct fg_addr *a, char *buf, size_t len);
+/** Formats "1.2.3.4:80" or "[fd00::1]:80" (port host order). */
+char *fg_endpoint_format(const struct fg_addr *a, uint16_t port, char *buf, size_t len);
+/**
+ * Parses "ADDR", "ADDR:PORT", "[V6]" or "[V6]:PORT".  A bare IPv6 address
+ * without brackets is accepted when @p port_required is false (no port).
+ * @param port  receives the port or 0 when absent
+ * @return 0, -EINVAL (bad address or port), -ENOENT (port required, absent).
+ */
+int fg_endpoint_parse(const char *s, bool port_required, struct fg_addr *out,
+		      uint16_t *port);
+/** Equal family and bytes. */
+bool fg_addr_equal(const struct fg_addr *a, const struct fg_addr *b);
+
+/**
+ * Parses a service spec "VIP:PORT/PROTO" (PROTO tcp|udp, default tcp when
+ * "/PROTO" is absent), e.g. "10.0.0.1:80/tcp", "[fd00::1]:443/udp".
+ * @return 0 or -EINVAL.
+ */
+int fg_service_spec_parse(const char *s, struct fg_addr *vip, uint16_t *port,
+			  uint8_t *proto);
+/** Formats "VIP:PORT/PROTO". */
+char *fg_service_spec_format(const struct fg_addr *vip, uint16_t port,
+			     uint8_t proto, char *buf, size_t len);
+
+/* ---- Flows ------------------------------------------------------------- */
+
+/** One tracked flow as the control plane reports it (plain data). */
+struct fg_flow_info {
+	struct fg_addr src, dst;   /**< client -> VIP (request direction) */
+	uint16_t sport, dport;     /**< host order */
+	uint8_t proto;             /**< IPPROTO_* */
+	uint8_t flags;             /**< conntrack CT_F_* */
+	char state[16];            /**< "ESTABLISHED", ... (ct_state_names) */
+	uint32_t service_id;
+	char service[64];          /**< "VIP:PORT/PROTO" or the service's name */
+	uint32_t backend_id;
+	struct fg_addr backend;    /**< family 0 when the backend is gone */
+	uint16_t backend_port;
+	struct fg_addr nat_addr;   /**< NAT: local address used (family 0 = none) */
+	uint16_t nat_port;         /**< NAT: local port, host order */
+	int32_t core;              /**< worker index (shard) */
+	uint64_t packets, bytes;   /**< both directions summed */
+	uint64_t age_ms;           /**< since the last packet */
+	uint64_t expires_ms;       /**< until expiry */
+};
+
+/**
+ * Which flows a list/delete/count request means.  A zero-initialized
+ * filter (after fg_flow_filter_init) matches everything.
+ */
+struct fg_flow_filter {
+	int64_t service_id;   /**< -1 = any; resolved by the server from the spec */
+	bool has_backend;
+	struct fg_addr backend; /**< matches fg_flow_info::backend */
+	uint16_t backend_port;  /**< 0 = any port */
+	int state;            /**< index into ct state names, -1 = any */
+	char state_name[16];  /**< same, by name ("" = any) */
+	int32_t core;         /**< -1 = any */
+	uint64_t limit;       /**< 0 = no limit (list/delete stop after limit matches) */
+	bool has_tuple;       /**< exact request tuple (flows get) */
+	struct fg_addr src, dst;
+	uint16_t sport, dport;
+	uint8_t proto;
+};
+
+/** Sets the match-everything values (-1s, no limit). */
+void fg_flow_filter_init(struct fg_flow_filter *f);
+/**
+ * Whether @p info matches @p f (every set criterion; limit not applied).
+ * The daemon calls it for each flow it walks.
+ * Thread safety: pure function.
+ */
+bool fg_flow_filter_match(const struct fg_flow_filter *f,
+			  const struct fg_flow_info *info);
+/** Writes a flow as a JSON object (keys: see docs/CONFIG.md). */
+void fg_flow_info_to_json(struct fg_json_writer *w, const char *key,
+			  const struct fg_flow_info *info);
+/** Reads the object fg_flow_info_to_json wrote.  @return 0 or -EINVAL. */
+int fg_flow_info_from_json(const struct fg_json *obj, struct fg_flow_info *info);
+
+/** Conntrack state name of index i (CT_STATE_LIST order), NULL past the end. */
+const char *fg_flow_state_name(int i);
+/** Index of a state name (case-insensitive), or -ENOENT. */
+int fg_flow_state_lookup(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_PROTO_H */
