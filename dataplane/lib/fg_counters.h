@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * flowgate's counter names, declared once.
+ *
+ * Every drop reason, per-core, per-service and per-backend counter is one
+ * entry of an X-macro list below.  The dataplane keeps plain per-core
+ * uint64_t arrays indexed by the generated enums; stats, fgctl and the
+ * telemetry commands print the generated name strings, so every consumer
+ * shows the same names.
+ *
+ * Each list entry is X(name, "one-line description").
+ */
+#ifndef FLOWGATE_FG_COUNTERS_H
+#define FLOWGATE_FG_COUNTERS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Drop reasons.  The parser (fg_pkt_parse) sets fg_pkt::drop to one of the
+ * first group; the rest are set by the daemon.  Entry 0 ("none") means "not
+ * dropped" so a zeroed fg_pkt has no reason.
+ */
+#define FG_DROP_LIST(X) \
+	X(none,                   "not dropped (placeholder, never counted)") \
+	/* --- parser: L2 --- */ \
+	X(l2_truncated,           "frame shorter than an Ethernet header") \
+	X(vlan_truncated,         "frame ends inside an 802.1Q tag") \
+	X(vlan_qinq,              "stacked VLAN tags (QinQ) are not supported") \
+	X(unknown_ethertype,      "ethertype is not IPv4, IPv6, ARP or 802.1Q") \
+	X(arp_malformed,          "ARP that is not Ethernet/IPv4 or is truncated") \
+	X(arp_unsupported_op,     "ARP opcode other than request or reply") \
+	/* --- parser: IPv4 --- */ \
+	X(ipv4_truncated,         "frame ends inside the IPv4 header") \
+	X(ipv4_bad_version,       "IPv4 ethertype but version field is not 4") \
+	X(ipv4_bad_ihl,           "IPv4 IHL < 5 or header longer than the frame") \
+	X(ipv4_bad_len,           "IPv4 total length < IHL or > frame length") \
+	X(ipv4_bad_csum,          "IPv4 header checksum wrong (checked only on request)") \
+	X(ipv4_bad_frag,          "IPv4 fragment that cannot be valid (offset overflow)") \
+	X(ttl_expired,            "TTL / hop limit <= 1: forwarding would expire it") \
+	/* --- parser: IPv6 --- */ \
+	X(ipv6_truncated,         "frame ends inside the IPv6 header") \
+	X(ipv6_bad_version,       "IPv6 ethertype but version field is not 6") \
+	X(ipv6_bad_len,           "IPv6 payload length > frame length") \
+	X(ipv6_ext_truncated,     "frame ends inside an IPv6 extension header") \
+	X(ipv6_ext_chain_too_long, "more IPv6 extension headers than the parser walks") \
+	X(ipv6_unsupported_ext,   "IPv6 next header the parser cannot skip (ESP, mobility, ...)") \
+	X(ipv6_bad_frag,          "IPv6 fragment header that cannot be valid") \
+	X(ipsec_unsupported,      "AH or ESP (IPv4 or IPv6): not balanced") \
+	/* --- parser: L4 --- */ \
+	X(l4_truncated,           "frame/IP length ends inside the TCP/UDP/ICMP header") \
+	X(tcp_bad_doff,           "TCP data offset < 5 or beyond the IP payload") \
+	X(udp_bad_len,            "UDP length < 8 or larger than the IP payload") \
+	X(l4_unsupported_proto,   "IP protocol other than TCP/UDP/ICMP/ICMPv6") \
+	X(icmp_unsupported_type,  "ICMP type that is neither echo nor a flow error") \
+	X(icmp_unrelated,         "ICMP error whose embedded packet is not TCP/UDP/ICMP echo or is truncated") \
+	X(nd_malformed,           "neighbour discovery with hop limit != 255 or truncated") \
+	/* --- daemon --- */ \
+	X(frag_later_untracked,   "non-first fragment of a flow the core does not track") \
+	X(unknown_vip,            "destination is not a configured VIP:port/proto") \
+	X(no_backend,             "service has no usable backend (all drained/weight 0/down)") \
+	X(ct_full,                "conntrack full and nothing evictable") \
+	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \
+	X(nat_no_port,            "NAT: no local port steers the reply to this core") \
+	X(encap_too_big,          "encapsulated packet exceeds the egress MTU") \
+	X(no_headroom,            "mbuf has no headroom/tailroom for the rewrite") \
+	X(no_neighbor,            "next hop MAC unknown") \
+	X(tx_full,                "TX ring/queue full") \
+	X(dispatch_full,          "software-RSS ring to the owning worker full") \
+	X(host_unhandled,         "packet for the host and no exception port") \
+	X(arp_not_ours,           "ARP/ND request for an address that is not ours") \
+	X(reply_untracked,        "NAT reply direction packet without a tracked flow")
+
+/** Drop reasons (index into per-core drop arrays). */
+enum fg_drop {
+#define FG_X(n, d) FG_DROP_##n,
+	FG_DROP_LIST(FG_X)
+#undef FG_X
+	FG_DROP_MAX
+};
+
+/** Per-core dataplane counters (besides drops by reason). */
+#define FG_CORE_COUNTER_LIST(X) \
+	X(rx_packets,   "packets received by this core") \
+	X(rx_bytes,     "bytes received by this core") \
+	X(tx_packets,   "packets sent by this core") \
+	X(tx_bytes,     "bytes sent by this core") \
+	X(new_flows,    "flows inserted into this core's conntrack shard") \
+	X(ct_hits,      "packets that found their flow") \
+	X(ct_untracked, "packets forwarded by Maglev alone (flood mode / table full)") \
+	X(frag_later,   "non-first fragments forwarded along a tracked flow") \
+	X(icmp_err_fwd, "ICMP errors forwarded to the flow's backend") \
+	X(arp_replies,  "ARP replies sent") \
+	X(nd_adverts,   "neighbour advertisements sent") \
+	X(host_packets, "packets handed to the host exception port") \
+	X(dispatched,   "packets handed to another core by software RSS") \
+	X(drops,        "packets dropped (sum of drop reasons)")
+
+enum fg_core_counter {
+#define FG_X(n, d) FG_CC_##n,
+	FG_CORE_COUNTER_LIST(FG_X)
+#undef FG_X
+	FG_CC_MAX
+};
+
+/** Per-service counters (kept per core, summed on read). */
+#define FG_SERVICE_COUNTER_LIST(X) \
+	X(packets,   "packets to the VIP") \
+	X(bytes,     "bytes to the VIP (L3 length)") \
+	X(new_flows, "new flows scheduled") \
+	X(drops,     "packets to the VIP that were dropped") \
+	X(no_backend, "new flows refused: no usable backend")
+
+enum fg_service_counter {
+#define FG_X(n, d) FG_SC_##n,
+	FG_SERVICE_COUNTER_LIST(FG_X)
+#undef FG_X
+	FG_SC_MAX
+};
+
+/** Per-backend counters (kept per core, summed on read). */
+#define FG_BACKEND_COUNTER_LIST(X) \
+	X(packets,   "packets sent to the backend") \
+	X(bytes,     "bytes sent to the backend (L3 length before encapsulation)") \
+	X(new_flows, "new flows assigned to the backend") \
+	X(reply_packets, "NAT: reply packets from the backend") \
+	X(reply_bytes,   "NAT: reply bytes from the backend")
+
+enum fg_backend_counter {
+#define FG_X(n, d) FG_BC_##n,
+	FG_BACKEND_COUNTER_LIST(FG_X)
+#undef FG_X
+	FG_BC_MAX
+};
+
+/** Counter names and descriptions, indexed by the enums above. */
+extern const char *const fg_drop_names[FG_DROP_MAX];
+extern const char *const fg_drop_help[FG_DROP_MAX];
+extern const char *const fg_core_counter_names[FG_CC_MAX];
+extern const char *const fg_core_counter_help[FG_CC_MAX];
+extern const char *const fg_service_counter_names[FG_SC_MAX];
+extern const char *const fg_service_counter_help[FG_SC_MAX];
+extern const char *const fg_backend_counter_names[FG_BC_MAX];
+extern const char *const fg_backend_counter_help[FG_BC_MAX];
+
+/**
+ * Looks a drop reason up by name.
+ * Thread safety: pure, any thread.
+ * @return the enum value, or -ENOENT if @p name is not a drop reason.
+ */
+int fg_drop_from_name(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_COUNTERS_H */

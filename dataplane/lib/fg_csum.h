@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Internet checksum helpers (RFC 1071 sums, RFC 1624 incremental updates).
+ * All values are 16-bit one's complement quantities in NETWORK byte order as
+ * they sit in the packet (the one's complement sum is byte-order
+ * independent as long as every operand uses the same order).
+ */
+#ifndef FLOWGATE_FG_CSUM_H
+#define FLOWGATE_FG_CSUM_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Folds a 32-bit partial sum to 16 bits (not complemented). */
+static inline uint16_t fg_csum_fold(uint32_t sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/**
+ * Adds @p len bytes at @p buf to a partial sum (memory order, i.e. the
+ * 16-bit words are read as stored).  Odd trailing byte padded with zero.
+ */
+static inline uint32_t fg_csum_partial(const void *buf, uint32_t len,
+				       uint32_t sum)
+{
+	const uint8_t *p = (const uint8_t *)buf;
+	uint64_t s = sum;
+
+	while (len >= 4) {
+		uint32_t w;
+
+		memcpy(&w, p, 4);
+		s += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		uint16_t w;
+
+		memcpy(&w, p, 2);
+		s += w;
+		p += 2;
+		len -= 2;
+	}
+	if (len) {
+		uint16_t w = 0;
+
+		memcpy(&w, p, 1);
+		s += w;
+	}
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	return (uint32_t)s;
+}
+
+/** Full checksum of a buffer: ~fold(sum). */
+static inline uint16_t fg_csum(const void *buf, uint32_t len)
+{
+	return (uint16_t)~fg_csum_fold(fg_csum_partial(buf, len, 0));
+}
+
+/**
+ * RFC 1624 eqn. 3: new checksum HC' = ~(~HC + ~m + m') for one changed
+ * 16-bit word m -> m'.
+ */
+static inline uint16_t fg_csum_update16(uint16_t csum, uint16_t old16,
+					uint16_t new16)
+{
+	uint32_t s = (uint16_t)~csum;
+
+	s += (uint16_t)~old16;
+	s += new16;
+	return (uint16_t)~fg_csum_fold(s);
+}
+
+/** RFC 1624 update for a changed 32-bit field (two words). */
+static inline uint16_t fg_csum_update32(uint16_t csum, uint32_t old32,
+					uint32_t new32)
+{
+	uint32_t s = (uint16_t)~csum;
+
+	s += (uint16_t)~(old32 & 0xffff);
+	s += (uint16_t)~(old32 >> 16);
+	s += new32 & 0xffff;
+	s += new32 >> 16;
+	return (uint16_t)~fg_csum_fold(s);
+}
+
+/** RFC 1624 update for a changed 16-byte field (IPv6 address). */
+static inline uint16_t fg_csum_update128(uint16_t csum, const uint8_t old[16],
+					 const uint8_t new_[16])
+{
+	uint32_t s = (uint16_t)~csum;
+	int i;
+
+	for (i = 0; i < 16; i += 2) {
+		uint16_t o, n;
+
+		memcpy(&o, old + i, 2);
+		memcpy(&n, new_ + i, 2);
+		s += (uint16_t)~o;
+		s += n;
+	}
+	return (uint16_t)~fg_csum_fold(s);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_CSUM_H */

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * flowgate packet parser: pure C on a byte buffer (no mbuf, no EAL).
+ *
+ * fg_pkt_parse() classifies one Ethernet frame and fills the conntrack key
+ * (struct ct_key4 / ct_key6, padding zeroed) straight into its output, plus
+ * the offsets the rewriters (fg_xlate.h) need.  It never reads past @p len.
+ *
+ * ## What it accepts
+ * - Ethernet II with at most ONE 802.1Q/802.1ad tag.  QinQ (a second tag)
+ *   is dropped with `vlan_qinq`: flowgate ports carry at most one VLAN.
+ * - IPv4 with options (IHL 5..15).  total length must be >= IHL*4 and
+ *   <= the bytes after L2; Ethernet padding after it is ignored (l3_len is
+ *   the IP total length).  The header checksum is NOT verified unless
+ *   FG_PARSE_CHECK_CSUM is passed to fg_pkt_parse_ex() (NICs verify it).
+ * - IPv6 with an extension chain: hop-by-hop, routing, destination options,
+ *   fragment; at most FG_PKT_V6_EXT_MAX headers (else
+ *   `ipv6_ext_chain_too_long`).  AH/ESP -> `ipsec_unsupported`; other
+ *   unknown next headers (mobility, HIP, shim6, 59 no-next-header) ->
+ *   `ipv6_unsupported_ext`.
+ * - TCP (data offset 5..15 and within the IP payload), UDP, ICMP, ICMPv6.
+ * - TTL / hop limit <= 1 -> `ttl_expired` (flowgate forwards, so the next
+ *   hop would expire it); neighbour discovery is exempt (hop limit 255).
+ *
+ * ## Kinds (fg_pkt::kind, also the return value)
+ * | kind              | key |
+ * |-------------------|-----|
+ * | FG_PK_FLOW        | the packet's 5-tuple. ICMP echo request: sport = id, dport = 0; echo reply: sport = 0, dport = id (so a reply's key is the request key reversed). |
+ * | FG_PK_FRAG_LATER  | non-first fragment: addresses + proto, ports 0 (the daemon follows a tracked 3-tuple or counts `frag_later_untracked`). |
+ * | FG_PK_ICMP_ERR    | ICMP dest-unreachable (incl. frag-needed) / time-exceeded / parameter-problem, ICMPv6 dest-unreachable / packet-too-big / time-exceeded / parameter-problem: the key of the EMBEDDED flow, REVERSED.  The embedded header is a packet we (or a DSR backend on our behalf) sent, e.g. VIP:80->client:p; reversing it gives the tracked key client:p->VIP:80 (or, for NAT, backend->local). key.proto is the embedded protocol; fg_pkt::proto is ICMP/ICMPv6. |
+ * | FG_PK_ARP         | ARP request or reply (flags FG_PF_ARP_REPLY): k4.saddr = sender IP, k4.daddr = target IP. |
+ * | FG_PK_ND          | IPv6 neighbour solicitation (or advertisement: FG_PF_ND_ADVERT): k6.saddr = IPv6 source, k6.daddr = the TARGET address from the ND body. |
+ * | FG_PK_HOST        | valid IP for the host, not balanced: ICMP types other than echo/errors (RS/RA/redirect/MLD...). Key = addresses + proto, ports 0. |
+ * | FG_PK_DROP        | malformed/truncated/unsupported: fg_pkt::drop says why (enum fg_drop). |
+ *
+ * ## Fragments
+ * A first fragment (IPv4 MF=1 offset 0; IPv6 fragment header offset 0 and
+ * M=1) is parsed like a whole packet (its L4 header is there) and flagged
+ * FG_PF_FRAG.  Non-first fragments carry no ports: FG_PK_FRAG_LATER with a
+ * 3-tuple key (ports 0).  The daemon may forward them to the backend of a
+ * tracked 3-tuple, or count `frag_later_untracked` and drop them.
+ */
+#ifndef FLOWGATE_FG_PKT_H
+#define FLOWGATE_FG_PKT_H
+
+#include <stdint.h>
+
+#include "ct.h"
+#include "fg_counters.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Verdict of the daemon for one packet (used by fixtures too). */
+enum fg_verdict {
+	FG_V_FORWARD = 0, /**< rewritten/encapsulated and sent */
+	FG_V_DROP,        /**< dropped, a drop counter incremented */
+	FG_V_REPLY,       /**< answered in place (ARP / ND) */
+	FG_V_HOST,        /**< handed to the host exception port */
+};
+
+/** Packet kinds (fg_pkt::kind). */
+enum fg_pkt_kind {
+	FG_PK_DROP = 0,
+	FG_PK_FLOW,
+	FG_PK_FRAG_LATER,
+	FG_PK_ICMP_ERR,
+	FG_PK_ARP,
+	FG_PK_ND,
+	FG_PK_HOST,
+	FG_PK_MAX
+};
+
+/** fg_pkt::flags bits. */
+#define FG_PF_VLAN       0x01 /**< one 802.1Q tag present (fg_pkt::vlan) */
+#define FG_PF_FRAG       0x02 /**< first fragment (MF set, offset 0) */
+#define FG_PF_IP_OPTS    0x04 /**< IPv4 options / IPv6 extension headers present */
+#define FG_PF_ARP_REPLY  0x08 /**< FG_PK_ARP: opcode 2 */
+#define FG_PF_ND_ADVERT  0x08 /**< FG_PK_ND: neighbour advertisement (136) */
+#define FG_PF_ECHO_REPLY 0x10 /**< ICMP echo reply (key ports reversed) */
+#define FG_PF_DF         0x20 /**< IPv4 don't-fragment bit set */
+
+/** Largest number of IPv6 extension headers walked. */
+#define FG_PKT_V6_EXT_MAX 8
+
+/** Parse result: 64 bytes, one cache line. */
+struct fg_pkt {
+	uint16_t l2_len;    /**< bytes of Ethernet + VLAN tag (== l3_off). */
+	uint16_t l3_off;    /**< offset of the IP (or ARP) header. */
+	uint16_t l4_off;    /**< offset of TCP/UDP/ICMP (after v6 ext headers). */
+	uint16_t l3_len;    /**< IP total length (v4) / 40 + payload length (v6). */
+	uint16_t vlan;      /**< VLAN TCI (host order) when FG_PF_VLAN, else 0. */
+	uint8_t family;     /**< CT_V4 / CT_V6 (ARP: CT_V4). */
+	uint8_t proto;      /**< L4 protocol of the outer packet (6, 17, 1, 58...). */
+	uint8_t tcp_flags;  /**< TCP flags byte (FIN 0x01 .. CWR 0x80), else 0. */
+	uint8_t kind;       /**< enum fg_pkt_kind. */
+	uint8_t drop;       /**< enum fg_drop when kind == FG_PK_DROP, else 0. */
+	uint8_t flags;      /**< FG_PF_* */
+	union {
+		struct ct_key4 k4;
+		struct ct_key6 k6;
+	} key;              /**< see the kinds table; padding zeroed. */
+};
+
+/** fg_pkt_parse_ex() option bits. */
+#define FG_PARSE_CHECK_CSUM 0x1 /**< verify the IPv4 header checksum */
+
+/**
+ * Parses one Ethernet frame.
+ * Thread safety: pure function of its inputs; any thread.
+ * @param frame  first byte of the Ethernet header.
+ * @param len    bytes available at @p frame (frame length); nothing past it
+ *               is read.
+ * @param out    filled completely (also on drop: kind FG_PK_DROP and drop).
+ * @return out->kind (enum fg_pkt_kind).
+ */
+int fg_pkt_parse(const uint8_t *frame, uint32_t len, struct fg_pkt *out);
+
+/** fg_pkt_parse() with option bits (FG_PARSE_*). */
+int fg_pkt_parse_ex(const uint8_t *frame, uint32_t len, struct fg_pkt *out,
+		    unsigned int opts);
+
+/**
+ * Finds the embedded (quoted) packet of an FG_PK_ICMP_ERR.
+ * The embedded IP header starts at p->l4_off + 8.
+ * Thread safety: pure; any thread.
+ * @param inner_l4_off  receives the offset of the embedded L4 header.
+ * @return 0, or -EINVAL when @p p is not an ICMP error of @p frame.
+ */
+int fg_pkt_icmp_inner(const uint8_t *frame, uint32_t len,
+		      const struct fg_pkt *p, uint16_t *inner_l4_off);
+
+/** Length of the L4 part (l3_off + l3_len - l4_off). */
+static inline uint32_t fg_pkt_l4_len(const struct fg_pkt *p)
+{
+	return (uint32_t)p->l3_off + p->l3_len - p->l4_off;
+}
+
+/**
+ * Flow signature of a parsed packet: ct_hash_crc over the key of its
+ * family (16 B for v4, 48 B for v6) — the rte_hash signature and the
+ * Maglev slot source.  Thread safety: pure.
+ */
+uint32_t fg_pkt_sig(const struct fg_pkt *p);
+
+/** Name of a kind ("flow", "frag_later", ...); "?" when out of range. */
+const char *fg_pkt_kind_name(unsigned int kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_PKT_H */

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * In-place packet rewrites on a byte buffer: DSR encapsulation (IP-in-IP,
+ * GUE), full NAT both directions with incremental checksums, Ethernet and
+ * TTL rewrites, ARP replies and neighbour advertisements.
+ *
+ * ## Buffers
+ * A rewrite gets a struct fg_frame: the frame's first byte, its length, and
+ * how many bytes may be used before it (headroom) and after it (tailroom).
+ * With an mbuf: data = rte_pktmbuf_mtod(m), len = data_len, headroom =
+ * rte_pktmbuf_headroom(m), tailroom = rte_pktmbuf_tailroom(m).  A rewrite
+ * that grows the frame at the front moves fg_frame::data back and reduces
+ * headroom; afterwards the caller applies the change to its mbuf:
+ * `rte_pktmbuf_prepend(m, old_headroom - f.headroom)` (or adj for a
+ * negative change) and sets data_len/pkt_len to the returned length.
+ *
+ * Every function returns the new frame length (> 0) or a negative errno:
+ * -ENOSPC (not enough headroom/tailroom), -EMSGSIZE (the encapsulated
+ * packet would exceed fg_encap::mtu: count `encap_too_big`), -EINVAL
+ * (the packet kind/family does not fit the rewrite).  On error the frame
+ * is unchanged.
+ *
+ * Thread safety: all functions are pure apart from writing the frame; any
+ * thread, no shared state.
+ */
+#ifndef FLOWGATE_FG_XLATE_H
+#define FLOWGATE_FG_XLATE_H
+
+#include <stdint.h>
+
+#include "fg_pkt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A frame inside a larger buffer. */
+struct fg_frame {
+	uint8_t *data;      /**< first byte of the Ethernet header. */
+	uint32_t len;       /**< frame length. */
+	uint32_t headroom;  /**< writable bytes before data. */
+	uint32_t tailroom;  /**< writable bytes after data + len. */
+};
+
+/** fg_encap::flags */
+#define FG_ENCAP_GUE_HDR 0x1 /**< GUE: 4-byte GUE v0 header (else v1 direct IP) */
+
+/**
+ * Everything an encapsulation needs about its egress, built once per
+ * backend at configuration time.  Addresses in network byte order.
+ */
+struct fg_encap {
+	uint8_t family;        /**< outer family: CT_V4 or CT_V6. */
+	uint8_t flags;         /**< FG_ENCAP_* */
+	uint16_t vlan;         /**< egress VLAN id (host order), 0 = untagged. */
+	uint16_t gue_port;     /**< GUE destination port, network order. */
+	uint16_t mtu;          /**< egress L3 MTU (e.g. 1500); 0 = no check. */
+	uint8_t src_mac[6];    /**< balancer port MAC. */
+	uint8_t dst_mac[6];    /**< next hop MAC. */
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	} src;                 /**< outer source: the balancer's address. */
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	} dst;                 /**< outer destination: the backend. */
+};
+
+/**
+ * DSR IP-in-IP: replaces the L2 header with Ethernet (encap MACs, optional
+ * VLAN) + an outer IPv4 (protocol 4 for IPv4 inner, 41 for IPv6 inner) or
+ * IPv6 (next header 4 / 41) header in front of the unchanged inner packet
+ * (p->l3_len bytes from p->l3_off; Ethernet padding is dropped).
+ * Outer IPv4: TTL 64, DF copied from the inner IPv4 (set for IPv6 inner),
+ * id 0, correct header checksum.  Outer IPv6: hop limit 64, flow label 0,
+ * traffic class copied.  Works for any parsed IP packet (FLOW, FRAG_LATER,
+ * ICMP_ERR: an ICMP error is forwarded as-is to the flow's backend).
+ * @return new length; -EINVAL (ARP/ND/DROP kinds), -EMSGSIZE, -ENOSPC.
+ */
+int fg_xlate_ipip(struct fg_frame *f, const struct fg_pkt *p,
+		  const struct fg_encap *e);
+
+/**
+ * DSR GUE: like fg_xlate_ipip() plus a UDP header between the outer IP
+ * header and the inner packet: source port fg_rss_gue_sport(@p flow_hash),
+ * destination port e->gue_port.  By default GUE version 1 "direct IP"
+ * (the inner IP header follows UDP directly; Linux's `ip fou add port N
+ * gue` decapsulates it since 4.11, as Katran relies on); with
+ * FG_ENCAP_GUE_HDR a 4-byte GUE v0 header (proto/ctype = 4 or 41, no
+ * flags) is inserted, which `gue` mode accepts on every kernel version.
+ * The outer IPv4 UDP checksum is 0 (allowed); outer IPv6 UDP checksum is
+ * computed (RFC 8200 requires it).
+ * @return new length, or -EINVAL, -EMSGSIZE, -ENOSPC.
+ */
+int fg_xlate_gue(struct fg_frame *f, const struct fg_pkt *p,
+		 const struct fg_encap *e, uint32_t flow_hash);
+
+/** Outer header bytes (Ethernet + VLAN + IP [+ UDP [+ GUE]]) that
+ *  fg_xlate_ipip (gue = 0) / fg_xlate_gue (gue = 1) put in front. */
+uint32_t fg_xlate_encap_hdr_len(const struct fg_encap *e, int gue);
+
+/**
+ * Full NAT: rewrites source/destination addresses and ports of a FG_PK_FLOW
+ * packet to the tuple in @p to (a struct ct_key4 for IPv4 packets, ct_key6
+ * for IPv6; its proto must equal the packet's), updating the IPv4 header
+ * checksum and the TCP/UDP checksum (pseudo-header + ports) incrementally
+ * (RFC 1624).  Used both ways: request client:cp->VIP:vp becomes
+ * local:np->backend:bp, reply backend:bp->local:np becomes VIP:vp->client:cp.
+ * IPv4 UDP with checksum 0 stays 0.  ICMP/ICMPv6 echo: the identifier is
+ * rewritten to to->sport (request) or to->dport (reply), checksum updated.
+ * Does not touch L2 or TTL (see fg_xlate_eth, fg_xlate_ttl_dec).
+ * Fragments: a first fragment (FG_PF_FRAG) is rewritten like a whole
+ * packet (the incremental update only involves the pseudo-header and the
+ * ports, both in the first fragment); a FG_PK_FRAG_LATER packet gets its
+ * addresses rewritten only (its L4 checksum lives in the first fragment).
+ * @return frame length (unchanged), or -EINVAL (kind not FLOW/FRAG_LATER,
+ *   family or proto mismatch).
+ */
+int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to);
+
+/** Sets the Ethernet source and destination MAC (VLAN tag kept). */
+void fg_xlate_eth(uint8_t *frame, const uint8_t src[6], const uint8_t dst[6]);
+
+/**
+ * Decrements the IPv4 TTL (incremental header checksum) or IPv6 hop limit.
+ * @return 0, -ETIME when TTL/hop limit is <= 1 (must not be forwarded),
+ *   -EINVAL for non-IP kinds.
+ */
+int fg_xlate_ttl_dec(uint8_t *frame, const struct fg_pkt *p);
+
+/**
+ * Turns an ARP request (FG_PK_ARP, not FG_PF_ARP_REPLY) into the reply in
+ * place: Ethernet dst = requester, src = @p mac; opcode 2; sender = (@p
+ * mac, requested IP); target = requester.  The caller checks that the
+ * requested IP (p->key.k4.daddr) is one of ours.
+ * @return frame length, or -EINVAL.
+ */
+int fg_xlate_arp_reply(struct fg_frame *f, const struct fg_pkt *p,
+		       const uint8_t mac[6]);
+
+/**
+ * Turns an IPv6 neighbour solicitation (FG_PK_ND without FG_PF_ND_ADVERT)
+ * into the neighbour advertisement in place: IPv6 src = the target, dst =
+ * the solicitor (all-nodes ff02::1 when the solicitor was ::, DAD), hop
+ * limit 255, flags S (unless DAD) + O, option target link-layer address =
+ * @p mac; Ethernet dst = the solicitor's MAC (33:33:00:00:00:01 for DAD),
+ * src = @p mac.  The result is 86 bytes (+4 with a VLAN tag); needs
+ * tailroom when the NS was shorter.  The caller checks the target
+ * (p->key.k6.daddr) is ours.
+ * @return new length, or -EINVAL, -ENOSPC.
+ */
+int fg_xlate_nd_advert(struct fg_frame *f, const struct fg_pkt *p,
+		       const uint8_t mac[6]);
+
+/**
+ * Recomputes every checksum of a parsed IP packet from scratch (IPv4
+ * header, TCP/UDP/ICMP/ICMPv6).  For tests and for the fixtures builder;
+ * never on the fast path.  @return 0 or -EINVAL.
+ */
+int fg_xlate_csum_full(uint8_t *frame, const struct fg_pkt *p);
+
+/**
+ * Verifies every checksum of a parsed IP packet (IPv4 header, L4).
+ * IPv4 UDP checksum 0 counts as valid.  @return 0 if all are right,
+ * -EBADMSG otherwise, -EINVAL for non-IP kinds.
+ */
+int fg_xlate_csum_verify(const uint8_t *frame, const struct fg_pkt *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_XLATE_H */
