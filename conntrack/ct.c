@@ -176,7 +176,7 @@ ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
 	char name[RTE_HASH_NAMESIZE];
 	struct rte_hash_parameters p = {0};
 
-	snprintf(name, sizeof(name), "%s_%s", s->name, fam == CT_V4 ? "4" : "6");
+	snprintf(name, sizeof(name), "%.24s_%s", s->name, fam == CT_V4 ? "4" : "6");
 	f->key_len = fam == CT_V4 ? sizeof(struct ct_key4) : sizeof(struct ct_key6);
 	f->slots = slots;
 	p.name = name;
@@ -266,8 +266,7 @@ ct_fam_of(struct ct_shard *s, const struct ct_entry *e)
 static inline const void *
 ct_fam_key(const struct ct_fam *f, uint32_t pos)
 {
-	/* Slot 0 of rte_hash's key store is a dummy: position p is slot p+1. */
-	return f->key_base + (size_t)(pos + 1) * f->key_stride + sizeof(void *);
+	return f->key_base + (size_t)pos * f->key_stride;
 }
 
 const void *

@@ -1,0 +1,774 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * conntrack unit tests.  Cases are tables; each row becomes one cmocka
+ * test.  The clock is the test's own counter (hz = 1000: one tick = 1 ms).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <cmocka.h>
+
+#include <rte_common.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "ct.h"
+
+#define HZ 1000
+
+static int shard_seq;
+
+static struct ct_shard *
+mk_shard(uint32_t cap, uint32_t flood, uint32_t (*hash_fn)(const void *, uint32_t, uint32_t))
+{
+	struct ct_config c;
+	char name[24];
+
+	ct_config_defaults(&c);
+	snprintf(name, sizeof(name), "t%d", shard_seq++);
+	c.name = name;
+	c.capacity = cap;
+	c.capacity_v6 = cap;
+	c.hz = HZ;
+	c.flood_rate = flood;
+	c.hash_fn = hash_fn;
+	c.expire_budget = 64;
+	struct ct_shard *s = ct_shard_create(&c);
+	assert_non_null(s);
+	assert_int_equal(ct_mbox_attach(s), 0);
+	return s;
+}
+
+static struct ct_key4
+k4(uint32_t i)
+{
+	struct ct_key4 k;
+
+	memset(&k, 0, sizeof(k));
+	k.saddr = htonl(0x0a000000u | (i & 0xffffff));
+	k.daddr = htonl(0x0a640001u);
+	k.sport = htons((uint16_t)(1024 + (i >> 24) + (i % 50000)));
+	k.dport = htons(80);
+	k.proto = IPPROTO_TCP;
+	return k;
+}
+
+static struct ct_key6
+k6(uint32_t i)
+{
+	struct ct_key6 k;
+
+	memset(&k, 0, sizeof(k));
+	k.saddr[0] = 0xfd;
+	memcpy(&k.saddr[12], &i, 4);
+	k.daddr[0] = 0xfd;
+	k.daddr[15] = 1;
+	k.sport = htons(40000);
+	k.dport = htons(443);
+	k.proto = IPPROTO_TCP;
+	return k;
+}
+
+static struct ct_entry *
+ins4(struct ct_shard *s, uint32_t i, enum ct_state st, bool assured,
+     uint64_t now, int *err)
+{
+	struct ct_key4 k = k4(i);
+	int e = 0;
+	struct ct_entry *ent = ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k),
+					 IPPROTO_TCP, st, assured, now, NULL, &e);
+	if (err)
+		*err = e;
+	return ent;
+}
+
+static struct ct_entry *
+get4(struct ct_shard *s, uint32_t i, uint64_t now)
+{
+	struct ct_key4 k = k4(i);
+
+	return ct_lookup(s, CT_V4, &k, ct_key4_hash(s, &k), now, NULL);
+}
+
+/* ---- basic operations ---------------------------------------------- */
+
+static void
+test_insert_lookup_delete_v4(void **state)
+{
+	struct ct_shard *s = mk_shard(1024, 0, NULL);
+	struct ct_key4 k = k4(7);
+	uint32_t pos;
+	int err;
+
+	assert_null(get4(s, 7, 1));
+	struct ct_entry *e = ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k),
+				       IPPROTO_TCP, CT_ST_SYN_SENT, false, 1,
+				       &pos, &err);
+	assert_non_null(e);
+	e->backend = 3;
+	struct ct_entry *f = get4(s, 7, 2);
+	assert_ptr_equal(e, f);
+	assert_int_equal(f->backend, 3);
+	assert_memory_equal(ct_key_at(s, CT_V4, pos), &k, sizeof(k));
+	assert_null(ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k), IPPROTO_TCP,
+			      CT_ST_SYN_SENT, false, 1, NULL, &err));
+	assert_int_equal(err, -EEXIST);
+	assert_int_equal(ct_count(s), 1);
+	assert_int_equal(ct_delete(s, CT_V4, &k, ct_key4_hash(s, &k)), 0);
+	assert_null(get4(s, 7, 3));
+	assert_int_equal(ct_delete(s, CT_V4, &k, ct_key4_hash(s, &k)), -ENOENT);
+	assert_int_equal(ct_count(s), 0);
+	assert_int_equal(ct_stats_get(s)->live[CT_ST_SYN_SENT], 0);
+	ct_shard_free(s);
+}
+
+static void
+test_insert_lookup_v6(void **state)
+{
+	struct ct_shard *s = mk_shard(1024, 0, NULL);
+	struct ct_key6 k[100];
+	uint32_t sig[100];
+
+	for (uint32_t i = 0; i < 100; i++) {
+		k[i] = k6(i);
+		sig[i] = ct_key6_hash(s, &k[i]);
+		struct ct_entry *e = ct_insert(s, CT_V6, &k[i], sig[i], IPPROTO_TCP,
+					       CT_ST_ESTABLISHED, true, 1, NULL, NULL);
+		assert_non_null(e);
+		assert_true(e->flags & CT_F_V6);
+		e->backend = i;
+	}
+	/* Bulk lookup, with a missing key in the middle. */
+	const void *keys[64];
+	uint32_t sigs[64], pos[64];
+	struct ct_entry *ents[64];
+	struct ct_key6 miss = k6(5000);
+	for (int i = 0; i < 64; i++) {
+		keys[i] = i == 10 ? (const void *)&miss : (const void *)&k[i];
+		sigs[i] = i == 10 ? ct_key6_hash(s, &miss) : sig[i];
+	}
+	uint64_t hits = ct_lookup_bulk(s, CT_V6, keys, sigs, 64, 2, ents, pos);
+	assert_int_equal(__builtin_popcountll(hits), 63);
+	assert_false(hits & (1ull << 10));
+	assert_null(ents[10]);
+	for (int i = 0; i < 64; i++)
+		if (i != 10)
+			assert_int_equal(ents[i]->backend, i);
+	/* The IPv4 table is separate. */
+	assert_int_equal(ct_count(s), 100);
+	ct_shard_free(s);
+}
+
+struct one_flow {
+	struct ct_flow f;
+	int n;
+};
+
+static int
+keep_one(const struct ct_flow *f, void *arg)
+{
+	struct one_flow *o = arg;
+
+	o->f = *f;
+	o->n++;
+	return 0;
+}
+
+/* NAT: forward and reply keys linked; either direction finds the flow and
+ * deleting one removes both. */
+static void
+test_both_directions(void **state)
+{
+	struct ct_shard *s = mk_shard(1024, 0, NULL);
+	struct ct_key4 fwd = k4(1), rep;
+	uint32_t pf, pr;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.saddr = htonl(0x0a010001);  /* backend */
+	rep.daddr = htonl(0x0a000001);  /* balancer local */
+	rep.sport = htons(80);
+	rep.dport = htons(33333);
+	rep.proto = IPPROTO_TCP;
+	struct ct_entry *fe = ct_insert(s, CT_V4, &fwd, ct_key4_hash(s, &fwd),
+					IPPROTO_TCP, CT_ST_SYN_SENT, false, 1, &pf, NULL);
+	assert_non_null(fe);
+	fe->backend = 9;
+	fe->nat_port = htons(33333);
+	struct ct_entry *re = ct_insert(s, CT_V4, &rep, ct_key4_hash(s, &rep),
+					IPPROTO_TCP, CT_ST_SYN_SENT, false, 1, &pr, NULL);
+	assert_non_null(re);
+	ct_link_peer(s, CT_V4, pf, pr);
+	assert_int_equal(ct_stats_get(s)->live[CT_ST_SYN_SENT], 1);
+
+	struct ct_entry *r = ct_lookup(s, CT_V4, &rep, ct_key4_hash(s, &rep), 2, NULL);
+	assert_ptr_equal(r, re);
+	assert_true(r->flags & CT_F_REPLY);
+	assert_int_equal(r->backend, 9);
+	assert_int_equal(r->peer, pf);
+	/* Handshake across both directions drives the forward state. */
+	assert_int_equal(ct_update(s, re, true, CT_TCP_SYN | CT_TCP_ACK, 60, 3), CT_ST_SYN_RECV);
+	assert_int_equal(ct_update(s, fe, false, CT_TCP_ACK, 52, 4), CT_ST_ESTABLISHED);
+	assert_int_equal(fe->state, CT_ST_ESTABLISHED);
+	assert_int_equal(re->state, CT_ST_ESTABLISHED);
+	assert_true(fe->flags & CT_F_SEEN_REPLY);
+	assert_int_equal(re->packets, 1);
+	assert_int_equal(fe->packets, 1);
+
+	/* Walk reports the flow once, with its reply key. */
+	uint64_t cur = 0;
+	struct one_flow seen = {0};
+	while (cur != CT_WALK_DONE)
+		ct_walk(s, &cur, 100, 5, keep_one, &seen);
+	assert_int_equal(seen.n, 1);
+	const struct ct_flow *fl = &seen.f;
+	assert_true(fl->has_reply);
+	assert_int_equal(fl->e.backend, 9);
+	assert_memory_equal(&fl->reply.k4, &rep, sizeof(rep));
+	assert_memory_equal(&fl->k4, &fwd, sizeof(fwd));
+
+	assert_int_equal(ct_delete(s, CT_V4, &rep, ct_key4_hash(s, &rep)), 0);
+	assert_null(get4(s, 1, 6));
+	assert_int_equal(ct_count(s), 0);
+	assert_int_equal(ct_stats_get(s)->live[CT_ST_ESTABLISHED], 0);
+	ct_shard_free(s);
+}
+
+/* ---- TCP transitions: one test per row ----------------------------- */
+
+struct tcp_case {
+	const char *name;
+	enum ct_state cur;
+	bool reply;
+	uint8_t flags;
+	enum ct_state want;
+};
+
+#define S CT_TCP_SYN
+#define A CT_TCP_ACK
+#define F CT_TCP_FIN
+#define R CT_TCP_RST
+static const struct tcp_case tcp_cases[] = {
+	{"new SYN", CT_ST_NONE, false, S, CT_ST_SYN_SENT},
+	{"SYN retransmit", CT_ST_SYN_SENT, false, S, CT_ST_SYN_SENT},
+	{"SYN-ACK from server (NAT)", CT_ST_SYN_SENT, true, S | A, CT_ST_SYN_RECV},
+	{"client ACK after SYN-ACK", CT_ST_SYN_RECV, false, A, CT_ST_ESTABLISHED},
+	{"client ACK in SYN_SENT (DSR)", CT_ST_SYN_SENT, false, A, CT_ST_ESTABLISHED},
+	{"client ACK+FIN in SYN_SENT", CT_ST_SYN_SENT, false, A | F, CT_ST_FIN_WAIT},
+	{"client SYN-ACK is not a handshake", CT_ST_SYN_SENT, false, S | A, CT_ST_SYN_SENT},
+	{"data in ESTABLISHED", CT_ST_ESTABLISHED, false, A, CT_ST_ESTABLISHED},
+	{"server data", CT_ST_ESTABLISHED, true, A, CT_ST_ESTABLISHED},
+	{"client FIN", CT_ST_ESTABLISHED, false, F | A, CT_ST_FIN_WAIT},
+	{"server FIN", CT_ST_ESTABLISHED, true, F | A, CT_ST_CLOSE_WAIT},
+	{"server FIN after client FIN", CT_ST_FIN_WAIT, true, F | A, CT_ST_LAST_ACK},
+	{"client ACK in FIN_WAIT (DSR)", CT_ST_FIN_WAIT, false, A, CT_ST_FIN_WAIT},
+	{"client FIN after server FIN", CT_ST_CLOSE_WAIT, false, F | A, CT_ST_LAST_ACK},
+	{"server data in CLOSE_WAIT", CT_ST_CLOSE_WAIT, true, A, CT_ST_CLOSE_WAIT},
+	{"last ACK", CT_ST_LAST_ACK, false, A, CT_ST_TIME_WAIT},
+	{"last ACK from server", CT_ST_LAST_ACK, true, A, CT_ST_TIME_WAIT},
+	{"FIN retransmit in LAST_ACK", CT_ST_LAST_ACK, true, F | A, CT_ST_LAST_ACK},
+	{"SYN reuses TIME_WAIT", CT_ST_TIME_WAIT, false, S, CT_ST_SYN_SENT},
+	{"ACK in TIME_WAIT", CT_ST_TIME_WAIT, false, A, CT_ST_TIME_WAIT},
+	{"SYN reopens CLOSE", CT_ST_CLOSE, false, S, CT_ST_SYN_SENT},
+	{"server SYN does not open", CT_ST_CLOSE, true, S, CT_ST_CLOSE},
+	{"RST in SYN_SENT", CT_ST_SYN_SENT, false, R, CT_ST_CLOSE},
+	{"RST in ESTABLISHED", CT_ST_ESTABLISHED, true, R | A, CT_ST_CLOSE},
+	{"RST in FIN_WAIT", CT_ST_FIN_WAIT, false, R, CT_ST_CLOSE},
+	{"RST in TIME_WAIT", CT_ST_TIME_WAIT, false, R, CT_ST_CLOSE},
+};
+
+static void
+test_tcp_transition(void **state)
+{
+	const struct tcp_case *c = *state;
+
+	assert_int_equal(ct_tcp_next(c->cur, c->reply, c->flags), c->want);
+}
+
+/* Transitions through ct_update keep live-by-state and assured right. */
+static void
+test_update_live_counts_and_assured(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_entry *e = ins4(s, 1, CT_ST_SYN_SENT, false, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+
+	assert_false(e->flags & CT_F_ASSURED);
+	assert_int_equal(st->live[CT_ST_SYN_SENT], 1);
+	ct_update(s, e, false, CT_TCP_ACK, 40, 1);
+	assert_true(e->flags & CT_F_ASSURED);
+	assert_int_equal(st->live[CT_ST_SYN_SENT], 0);
+	assert_int_equal(st->live[CT_ST_ESTABLISHED], 1);
+	ct_update(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 40, 2);
+	assert_int_equal(st->live[CT_ST_FIN_WAIT], 1);
+	assert_true(e->flags & CT_F_ASSURED); /* stays assured while closing */
+	assert_int_equal(e->packets, 2);
+	assert_int_equal(e->bytes, 80);
+	assert_int_equal(e->last_seen, 2);
+	ct_shard_free(s);
+}
+
+static void
+test_initial_states(void **state)
+{
+	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_SYN), CT_ST_SYN_SENT);
+	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_ACK), CT_ST_ESTABLISHED);
+	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_RST), CT_ST_CLOSE);
+	assert_int_equal(ct_state_initial(IPPROTO_UDP, 0), CT_ST_UDP);
+	assert_int_equal(ct_state_initial(IPPROTO_ICMP, 0), CT_ST_OTHER);
+}
+
+static void
+test_udp_becomes_stream(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_key4 k = k4(3);
+	k.proto = IPPROTO_UDP;
+	struct ct_entry *e = ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k), IPPROTO_UDP,
+				       CT_ST_UDP, false, 0, NULL, NULL);
+	assert_non_null(e);
+	ct_update(s, e, false, 0, 100, 1);
+	assert_int_equal(e->state, CT_ST_UDP);
+	ct_update(s, e, false, 0, 100, 2);
+	assert_int_equal(e->state, CT_ST_UDP_STREAM);
+	assert_true(e->flags & CT_F_ASSURED);
+	ct_shard_free(s);
+}
+
+/* ---- timeouts: one test per state ----------------------------------- */
+
+static const enum ct_state timeout_states[] = {
+	CT_ST_SYN_SENT, CT_ST_SYN_RECV, CT_ST_ESTABLISHED, CT_ST_FIN_WAIT,
+	CT_ST_CLOSE_WAIT, CT_ST_LAST_ACK, CT_ST_TIME_WAIT, CT_ST_CLOSE,
+	CT_ST_UDP, CT_ST_UDP_STREAM, CT_ST_OTHER,
+};
+
+static void
+test_timeout_state(void **state)
+{
+	enum ct_state st = *(const enum ct_state *)*state;
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_timeouts t;
+
+	memset(&t, 0, sizeof(t));
+	for (int i = 0; i < CT_ST_MAX; i++)
+		t.ms[i] = 1000 + 100 * i; /* distinct per state */
+	ct_set_timeouts(s, &t);
+	uint64_t t0 = 5000, to = 1000 + 100 * st; /* ms == ticks at HZ 1000 */
+
+	assert_non_null(ins4(s, 1, st, false, t0, NULL));
+	assert_non_null(get4(s, 1, t0 + to));      /* exactly at the limit: alive */
+	assert_null(get4(s, 1, t0 + to + 1));      /* one tick later: expired */
+	assert_int_equal(ct_stats_get(s)->expired[st], 1);
+	assert_int_equal(ct_stats_get(s)->expired_on_lookup, 1);
+	assert_int_equal(ct_stats_get(s)->live[st], 0);
+
+	/* Same through the sweep, without any lookup. */
+	assert_non_null(ins4(s, 2, st, false, t0, NULL));
+	unsigned int n = 0;
+	for (uint64_t now = t0 + to + 1; now < t0 + to + 3000; now += 100)
+		n += ct_expire(s, now);
+	assert_int_equal(n, 1);
+	assert_int_equal(ct_stats_get(s)->expired[st], 2);
+	assert_int_equal(ct_count(s), 0);
+	ct_shard_free(s);
+}
+
+static void
+test_default_timeouts_documented(void **state)
+{
+	struct ct_config c;
+
+	ct_config_defaults(&c);
+	assert_int_equal(c.timeouts.ms[CT_ST_SYN_SENT], 30000);
+	assert_int_equal(c.timeouts.ms[CT_ST_ESTABLISHED], 900000);
+	assert_int_equal(c.timeouts.ms[CT_ST_TIME_WAIT], 30000);
+	assert_int_equal(c.timeouts.ms[CT_ST_UDP], 30000);
+	assert_int_equal(c.timeouts.ms[CT_ST_UDP_STREAM], 120000);
+}
+
+/* ---- bounded expiry -------------------------------------------------- */
+
+static void
+test_expire_bounded_per_call(void **state)
+{
+	struct ct_shard *s = mk_shard(4096, 0, NULL); /* expire_budget 64 */
+
+	for (uint32_t i = 0; i < 4000; i++)
+		assert_non_null(ins4(s, i, CT_ST_SYN_SENT, false, 0, NULL));
+	/* A huge clock jump: one call still examines at most 64 slots. */
+	uint64_t now = 10ull * 3600 * HZ;
+	unsigned int first = ct_expire(s, now); /* v4 turn */
+	assert_true(first <= 64);
+	assert_true(first > 0);
+	assert_true(ct_count(s) >= 4000 - 64);
+	/* Paced: no time elapsed, no work. */
+	assert_int_equal(ct_expire(s, now), 0);
+	assert_int_equal(ct_expire(s, now), 0);
+	/* Over time everything goes, 64 slots per call at most. */
+	unsigned int total = first, calls = 1;
+	while (ct_count(s) > 0 && calls < 10000) {
+		unsigned int n = ct_expire(s, now + calls);
+		assert_true(n <= 64);
+		total += n;
+		calls++;
+	}
+	assert_int_equal(total, 4000);
+	assert_int_equal(ct_stats_get(s)->expired[CT_ST_SYN_SENT], 4000);
+	ct_shard_free(s);
+}
+
+/* ---- table full ------------------------------------------------------ */
+
+struct full_case {
+	const char *name;
+	uint32_t cap;
+	uint32_t established; /* inserted first */
+	uint32_t unassured;   /* inserted next */
+	uint32_t extra;       /* new inserts attempted when full */
+	bool extra_assured;   /* the new inserts are assured (mid-stream) */
+};
+
+static const struct full_case full_cases[] = {
+	{"all established: refuse", 256, 256, 0, 10, false},
+	{"all unassured: evict oldest", 256, 0, 256, 10, false},
+	{"mix: evict unassured only", 256, 200, 56, 56, false},
+	{"mix: unassured run out", 256, 250, 6, 20, true},
+	{"room left, then evict", 256, 200, 40, 30, false},
+};
+
+static void
+test_table_full(void **state)
+{
+	const struct full_case *c = *state;
+	struct ct_shard *s = mk_shard(c->cap, 0, NULL);
+	uint32_t i, ok = 0, refused = 0;
+	int err;
+
+	for (i = 0; i < c->established; i++)
+		assert_non_null(ins4(s, i, CT_ST_ESTABLISHED, true, 1, NULL));
+	for (; i < c->established + c->unassured; i++)
+		assert_non_null(ins4(s, i, CT_ST_SYN_SENT, false, 2 + i, NULL));
+	assert_int_equal(ct_count(s), c->cap < c->established + c->unassured
+					      ? c->cap : c->established + c->unassured);
+	for (uint32_t j = 0; j < c->extra; j++, i++) {
+		if (ins4(s, 100000 + j, c->extra_assured ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT,
+			 c->extra_assured, 1000, &err))
+			ok++;
+		else {
+			assert_int_equal(err, -ENOSPC);
+			refused++;
+		}
+	}
+	uint32_t evictable = c->unassured;
+	uint32_t room = c->cap - c->established - c->unassured;
+	/* Every established entry survives. */
+	for (uint32_t j = 0; j < c->established; j++)
+		assert_non_null(get4(s, j, 1000));
+	/* New unassured entries evict older unassured ones (new ones too,
+	 * oldest first), so while any unassured entry exists inserts go on;
+	 * assured newcomers use up the room and the unassured, then stop. */
+	uint32_t expect_ok;
+	if (c->extra_assured)
+		expect_ok = RTE_MIN(c->extra, room + evictable);
+	else
+		expect_ok = (evictable + room) > 0 ? c->extra : 0;
+	assert_int_equal(ok, expect_ok);
+	assert_int_equal(refused, c->extra - expect_ok);
+	const struct ct_stats *st = ct_stats_get(s);
+	assert_int_equal(st->insert_fail_by[CT_INSFAIL_FULL], refused);
+	assert_int_equal(st->evictions[CT_EVICT_EARLY_DROP], ok > room ? ok - room : 0);
+	/* The oldest unassured went first. */
+	if (c->unassured && ok > room)
+		assert_null(get4(s, c->established, 1000));
+	ct_shard_free(s);
+}
+
+/* Forcing every key into one bucket pair: extendable buckets still take the
+ * table to capacity. */
+static uint32_t
+collide_hash(const void *k, uint32_t len, uint32_t init)
+{
+	(void)k; (void)len; (void)init;
+	return 0x12345678;
+}
+
+static void
+test_colliding_hash_fills_to_capacity(void **state)
+{
+	struct ct_shard *s = mk_shard(128, 0, collide_hash);
+
+	for (uint32_t i = 0; i < 128; i++)
+		assert_non_null(ins4(s, i, CT_ST_ESTABLISHED, true, 1, NULL));
+	for (uint32_t i = 0; i < 128; i++)
+		assert_non_null(get4(s, i, 2));
+	int err;
+	assert_null(ins4(s, 999, CT_ST_ESTABLISHED, true, 1, &err));
+	assert_int_equal(err, -ENOSPC);
+	ct_shard_free(s);
+}
+
+/* ---- flood mode ------------------------------------------------------ */
+
+static void
+test_flood_mode(void **state)
+{
+	/* 160 new flows/s -> 10 per 1/16 s window (62 ticks at HZ 1000). */
+	struct ct_shard *s = mk_shard(1024, 160, NULL);
+	int err;
+	uint32_t i;
+
+	for (i = 0; i < 10; i++)
+		assert_non_null(ins4(s, i, CT_ST_SYN_SENT, false, 100, NULL));
+	assert_null(ins4(s, i++, CT_ST_SYN_SENT, false, 100, &err));
+	assert_int_equal(err, -EBUSY);
+	/* Assured (mid-stream ACK) flows are still inserted in flood mode. */
+	assert_non_null(ins4(s, i++, CT_ST_ESTABLISHED, true, 101, NULL));
+	assert_int_equal(ct_stats_get(s)->insert_fail_by[CT_INSFAIL_FLOOD], 1);
+	assert_int_equal(ct_stats_get(s)->flood_windows, 1);
+	/* The next window admits new flows again. */
+	assert_non_null(ins4(s, i++, CT_ST_SYN_SENT, false, 100 + 63, NULL));
+	/* Off: unlimited. */
+	ct_set_flood_rate(s, 0);
+	for (uint32_t j = 0; j < 100; j++)
+		assert_non_null(ins4(s, 500 + j, CT_ST_SYN_SENT, false, 170, NULL));
+	ct_shard_free(s);
+}
+
+/* ---- counters -------------------------------------------------------- */
+
+static void
+test_counters(void **state)
+{
+	struct ct_shard *s = mk_shard(1024, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+
+	for (uint32_t i = 0; i < 10; i++)
+		ins4(s, i, i < 4 ? CT_ST_SYN_SENT : CT_ST_ESTABLISHED, i >= 4, 1, NULL);
+	for (uint32_t i = 0; i < 20; i++)
+		get4(s, i, 2);
+	struct ct_key4 k = k4(0);
+	ct_delete(s, CT_V4, &k, ct_key4_hash(s, &k));
+	assert_int_equal(st->inserts, 10);
+	assert_int_equal(st->lookups, 20);
+	assert_int_equal(st->hits, 10);
+	assert_int_equal(st->misses, 10);
+	assert_int_equal(st->deletes, 1);
+	assert_int_equal(st->live[CT_ST_SYN_SENT], 3);
+	assert_int_equal(st->live[CT_ST_ESTABLISHED], 6);
+	assert_int_equal(st->insert_fail, 0);
+	assert_string_equal(ct_state_names[CT_ST_TIME_WAIT], "TIME_WAIT");
+	assert_string_equal(ct_insfail_names[CT_INSFAIL_FLOOD], "FLOOD");
+	assert_string_equal(ct_evict_names[CT_EVICT_EARLY_DROP], "EARLY_DROP");
+	assert_true(ct_memory(s) > 0);
+	ct_shard_free(s);
+}
+
+/* ---- iteration while the owner writes (two real threads) ------------ */
+
+#define STABLE 3000
+#define CHURN 2000
+
+struct owner_ctx {
+	struct ct_shard *s;
+	volatile int stop;
+	uint64_t ops;
+};
+
+static void *
+owner_thread(void *arg)
+{
+	struct owner_ctx *o = arg;
+	uint64_t now = 10;
+	uint32_t r = 1;
+
+	while (!__atomic_load_n(&o->stop, __ATOMIC_ACQUIRE)) {
+		/* churn: insert and delete keys in [STABLE, STABLE+CHURN) */
+		for (int i = 0; i < 32; i++) {
+			r = r * 1103515245u + 12345u;
+			uint32_t id = STABLE + (r >> 8) % CHURN;
+			struct ct_key4 k = k4(id);
+			uint32_t sig = ct_key4_hash(o->s, &k);
+			if (ct_lookup(o->s, CT_V4, &k, sig, now, NULL))
+				ct_delete(o->s, CT_V4, &k, sig);
+			else
+				ct_insert(o->s, CT_V4, &k, sig, IPPROTO_TCP,
+					  CT_ST_ESTABLISHED, true, now, NULL, NULL);
+			o->ops++;
+		}
+		ct_shard_poll(o->s, now);
+		now++;
+	}
+	/* drain whatever is pending so the poster never waits forever */
+	while (ct_shard_poll(o->s, now))
+		;
+	return NULL;
+}
+
+struct walk_acc {
+	uint8_t seen[STABLE + CHURN];
+	uint32_t bad;
+	uint32_t total;
+	uint32_t delete_below; /* delete matching flows with id < this (0 = none) */
+};
+
+static int
+walk_cb(const struct ct_flow *f, void *arg)
+{
+	struct walk_acc *a = arg;
+	uint32_t id = ntohl(f->k4.saddr) & 0xffffff;
+
+	a->total++;
+	if (id >= STABLE + CHURN || f->family != CT_V4 ||
+	    f->e.state != CT_ST_ESTABLISHED) {
+		a->bad++;
+		return 0;
+	}
+	struct ct_key4 want = k4(id);
+	if (memcmp(&want, &f->k4, sizeof(want)) != 0)
+		a->bad++;
+	if (a->seen[id]++ && id < STABLE)
+		a->bad++; /* a stable flow reported twice */
+	return id < a->delete_below;
+}
+
+static void
+test_walk_while_owner_writes(void **state)
+{
+	struct ct_shard *s = mk_shard(8192, 0, NULL);
+	struct owner_ctx o = { .s = s };
+	pthread_t th;
+
+	for (uint32_t i = 0; i < STABLE; i++)
+		assert_non_null(ins4(s, i, CT_ST_ESTABLISHED, true, 1, NULL));
+	assert_int_equal(pthread_create(&th, NULL, owner_thread, &o), 0);
+
+	for (int round = 0; round < 20; round++) {
+		static struct walk_acc acc;
+		struct ct_mbox_req req = { .fn = walk_cb, .arg = &acc, .chunk = 97 };
+
+		memset(&acc, 0, sizeof(acc));
+		int ret;
+		while ((ret = ct_mbox_post(s, &req)) == -ENOBUFS)
+			;
+		assert_int_equal(ret, 0);
+		assert_int_equal(ct_mbox_wait(&req, 10 * 1000 * 1000), 0);
+		assert_int_equal(acc.bad, 0);
+		for (uint32_t i = 0; i < STABLE; i++)
+			assert_int_equal(acc.seen[i], 1);
+		assert_true(acc.total >= STABLE);
+		assert_true(req.stats.inserts >= STABLE);
+	}
+	/* Filtered delete through the mailbox while churn goes on. */
+	static struct walk_acc del;
+	memset(&del, 0, sizeof(del));
+	del.delete_below = 1000;
+	struct ct_mbox_req dreq = { .fn = walk_cb, .arg = &del };
+	while (ct_mbox_post(s, &dreq) == -ENOBUFS)
+		;
+	assert_int_equal(ct_mbox_wait(&dreq, 10 * 1000 * 1000), 0);
+	/* A stats-only request. */
+	struct ct_mbox_req sreq = { .fn = NULL };
+	while (ct_mbox_post(s, &sreq) == -ENOBUFS)
+		;
+	assert_int_equal(ct_mbox_wait(&sreq, 10 * 1000 * 1000), 0);
+	assert_true(sreq.stats.evictions[CT_EVICT_FLUSH] >= 1000);
+
+	__atomic_store_n(&o.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	assert_true(o.ops > 0);
+	for (uint32_t i = 0; i < STABLE; i++) {
+		if (i < 1000)
+			assert_null(get4(s, i, 100));
+		else
+			assert_non_null(get4(s, i, 100));
+	}
+	ct_shard_free(s);
+}
+
+static void
+test_bad_config(void **state)
+{
+	struct ct_config c;
+
+	ct_config_defaults(&c);
+	c.capacity = 0;
+	assert_null(ct_shard_create(&c));
+	assert_int_equal(rte_errno, EINVAL);
+	ct_config_defaults(&c);
+	c.hz = 0;
+	assert_null(ct_shard_create(&c));
+	assert_null(ct_shard_create(NULL));
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_key4 k = k4(1);
+	int err = 0;
+	assert_null(ct_insert(s, CT_V4, &k, 1, IPPROTO_TCP, CT_ST_NONE, false, 1, NULL, &err));
+	assert_int_equal(err, -EINVAL);
+	assert_int_equal(ct_delete_pos(s, CT_V4, 1u << 30), -ENOENT);
+	assert_null(ct_entry_at(s, CT_V4, 5));
+	ct_shard_free(s);
+}
+
+int
+main(void)
+{
+	char *eal[] = {"test_ct", "--no-pci", "--no-huge", "--no-shconf", "-m", "512",
+		       "--log-level=lib.eal:error", "-l", "0"};
+
+	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
+		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	struct CMUnitTest tests[128];
+	size_t n = 0;
+	static char names[128][96];
+
+#define ADD(f) tests[n++] = (struct CMUnitTest)cmocka_unit_test(f)
+	ADD(test_insert_lookup_delete_v4);
+	ADD(test_insert_lookup_v6);
+	ADD(test_both_directions);
+	for (size_t i = 0; i < RTE_DIM(tcp_cases); i++) {
+		snprintf(names[n], sizeof(names[n]), "tcp: %s", tcp_cases[i].name);
+		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_tcp_transition,
+									  (void *)&tcp_cases[i]);
+		tests[n].name = names[n];
+		n++;
+	}
+	ADD(test_update_live_counts_and_assured);
+	ADD(test_initial_states);
+	ADD(test_udp_becomes_stream);
+	for (size_t i = 0; i < RTE_DIM(timeout_states); i++) {
+		snprintf(names[n], sizeof(names[n]), "timeout: %s",
+			 ct_state_names[timeout_states[i]]);
+		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_timeout_state,
+									  (void *)&timeout_states[i]);
+		tests[n].name = names[n];
+		n++;
+	}
+	ADD(test_default_timeouts_documented);
+	ADD(test_expire_bounded_per_call);
+	for (size_t i = 0; i < RTE_DIM(full_cases); i++) {
+		snprintf(names[n], sizeof(names[n]), "full: %s", full_cases[i].name);
+		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_table_full,
+									  (void *)&full_cases[i]);
+		tests[n].name = names[n];
+		n++;
+	}
+	ADD(test_colliding_hash_fills_to_capacity);
+	ADD(test_flood_mode);
+	ADD(test_counters);
+	ADD(test_walk_while_owner_writes);
+	ADD(test_bad_config);
+#undef ADD
+	int rc = _cmocka_run_group_tests("conntrack", tests, n, NULL, NULL);
+	rte_eal_cleanup();
+	return rc;
+}
