@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_branch_prediction.h>
+
+#include "fg_csum.h"
+#include "fg_rss.h"
+#include "fg_xlate.h"
+
+#define P_ICMP 1
+#define P_IPIP 4
+#define P_TCP 6
+#define P_UDP 17
+#define P_IPV6 41
+#define P_ICMPV6 58
+
+static inline void wr16(uint8_t *p, uint16_t host)
+{
+	p[0] = (uint8_t)(host >> 8);
+	p[1] = (uint8_t)host;
+}
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+
+static inline uint16_t ld16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static inline void st16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+static inline int is_ip_kind(const struct fg_pkt *p)
+{
+	return p->kind == FG_PK_FLOW || p->kind == FG_PK_FRAG_LATER ||
+	       p->kind == FG_PK_ICMP_ERR;
+}
+
+/* Ethernet (+VLAN) header; returns its length. */
+static inline uint32_t write_eth(uint8_t *d, const uint8_t dst[6],
+				 const uint8_t src[6], uint16_t vlan,
+				 uint16_t ethertype)
+{
+	memcpy(d, dst, 6);
+	memcpy(d + 6, src, 6);
+	if (vlan) {
+		wr16(d + 12, 0x8100);
+		wr16(d + 14, vlan & 0x0FFF);
+		wr16(d + 16, ethertype);
+		return 18;
+	}
+	wr16(d + 12, ethertype);
+	return 14;
+}
+
+uint32_t fg_xlate_encap_hdr_len(const struct fg_encap *e, int gue)
+{
+	uint32_t h = (e->vlan ? 18 : 14) + (e->family == CT_V6 ? 40 : 20);
+
+	if (gue)
+		h += 8 + ((e->flags & FG_ENCAP_GUE_HDR) ? 4 : 0);
+	return h;
+}
+
+/* Pseudo-header sum for an L4 checksum (memory-order words). */
+static uint32_t pseudo_sum(const uint8_t *ip, int v6, uint8_t proto,
+			   uint32_t l4len)
+{
+	uint32_t s;
+	uint8_t tail[4];
+
+	if (v6) {
+		s = fg_csum_partial(ip + 8, 32, 0);
+		tail[0] = (uint8_t)(l4len >> 24);
+		tail[1] = (uint8_t)(l4len >> 16);
+		tail[2] = (uint8_t)(l4len >> 8);
+		tail[3] = (uint8_t)l4len;
+		s = fg_csum_partial(tail, 4, s);
+		tail[0] = tail[1] = tail[2] = 0;
+		tail[3] = proto;
+		return fg_csum_partial(tail, 4, s);
+	}
+	s = fg_csum_partial(ip + 12, 8, 0);
+	tail[0] = 0;
+	tail[1] = proto;
+	tail[2] = (uint8_t)(l4len >> 8);
+	tail[3] = (uint8_t)l4len;
+	return fg_csum_partial(tail, 4, s);
+}
+
+/*
+ * Common encapsulation.  Writes Ethernet + outer IP [+ UDP + GUE] in
+ * front of the inner packet and fixes f.
+ */
+static int encap(struct fg_frame *f, const struct fg_pkt *p,
+		 const struct fg_encap *e, int gue, uint32_t flow_hash)
+{
+	uint32_t hdr, inner_len, outer_l3, delta, tail_freed, o;
+	uint8_t *inner, *d, inner_proto, tos;
+	int gue_hdr = gue && (e->flags & FG_ENCAP_GUE_HDR);
+
+	if (unlikely(f == NULL || p == NULL || e == NULL || !is_ip_kind(p) ||
+		     (e->family != CT_V4 && e->family != CT_V6)))
+		return -EINVAL;
+	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len))
+		return -EINVAL;
+	hdr = fg_xlate_encap_hdr_len(e, gue);
+	inner_len = p->l3_len;
+	outer_l3 = hdr - (e->vlan ? 18 : 14) + inner_len;
+	if (unlikely((e->mtu && outer_l3 > e->mtu) || outer_l3 > 65535 + 40))
+		return -EMSGSIZE;
+	if (unlikely(e->family == CT_V4 && outer_l3 > 65535))
+		return -EMSGSIZE;
+	if (unlikely(e->family == CT_V6 && outer_l3 - 40 > 65535))
+		return -EMSGSIZE;
+	delta = hdr - p->l3_off; /* hdr >= 34 > any l2_len parsed (<= 18) */
+	if (unlikely(delta > f->headroom))
+		return -ENOSPC;
+
+	inner = f->data + p->l3_off;
+	if (p->family == CT_V4) {
+		inner_proto = P_IPIP;
+		tos = inner[1];
+	} else {
+		inner_proto = P_IPV6;
+		tos = (uint8_t)((inner[0] << 4) | (inner[1] >> 4));
+	}
+	d = f->data - delta;
+	o = write_eth(d, e->dst_mac, e->src_mac, e->vlan,
+		      e->family == CT_V4 ? 0x0800 : 0x86DD);
+	if (e->family == CT_V4) {
+		uint8_t *ip = d + o;
+		int df = p->family == CT_V6 || (p->flags & FG_PF_DF);
+
+		ip[0] = 0x45;
+		ip[1] = tos;
+		wr16(ip + 2, (uint16_t)outer_l3);
+		wr16(ip + 4, 0);
+		wr16(ip + 6, df ? 0x4000 : 0);
+		ip[8] = 64;
+		ip[9] = gue ? P_UDP : inner_proto;
+		wr16(ip + 10, 0);
+		memcpy(ip + 12, &e->src.v4, 4);
+		memcpy(ip + 16, &e->dst.v4, 4);
+		st16(ip + 10, fg_csum(ip, 20));
+		o += 20;
+	} else {
+		uint8_t *ip = d + o;
+
+		ip[0] = (uint8_t)(0x60 | (tos >> 4));
+		ip[1] = (uint8_t)(tos << 4);
+		ip[2] = 0;
+		ip[3] = 0;
+		wr16(ip + 4, (uint16_t)(outer_l3 - 40));
+		ip[6] = gue ? P_UDP : inner_proto;
+		ip[7] = 64;
+		memcpy(ip + 8, e->src.v6, 16);
+		memcpy(ip + 24, e->dst.v6, 16);
+		o += 40;
+	}
+	if (gue) {
+		uint8_t *u = d + o;
+		uint32_t ulen = 8 + (gue_hdr ? 4 : 0) + inner_len;
+
+		wr16(u, fg_rss_gue_sport(flow_hash));
+		st16(u + 2, e->gue_port);
+		wr16(u + 4, (uint16_t)ulen);
+		wr16(u + 6, 0);
+		if (gue_hdr) {
+			u[8] = 0;  /* version 0, C 0, hlen 0 */
+			u[9] = inner_proto;
+			u[10] = 0;
+			u[11] = 0;
+		}
+		if (e->family == CT_V6) {
+			const uint8_t *ip = d + o - 40;
+			uint32_t s = pseudo_sum(ip, 1, P_UDP, ulen);
+			uint16_t c;
+
+			/* inner bytes are not moved: sum them where they are */
+			s = fg_csum_partial(u, 8 + (gue_hdr ? 4 : 0), s);
+			s = fg_csum_partial(inner, inner_len, s);
+			c = (uint16_t)~fg_csum_fold(s);
+			st16(u + 6, c == 0 ? 0xFFFF : c);
+		}
+	}
+	tail_freed = f->len - (p->l3_off + p->l3_len);
+	f->data = d;
+	f->headroom -= delta;
+	f->tailroom += tail_freed;
+	f->len = hdr + inner_len;
+	return (int)f->len;
+}
+
+int fg_xlate_ipip(struct fg_frame *f, const struct fg_pkt *p,
+		  const struct fg_encap *e)
+{
+	return encap(f, p, e, 0, 0);
+}
+
+int fg_xlate_gue(struct fg_frame *f, const struct fg_pkt *p,
+		 const struct fg_encap *e, uint32_t flow_hash)
+{
+	return encap(f, p, e, 1, flow_hash);
+}
+
+int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
+{
+	uint8_t *ip, *l4;
+	uint16_t ipc = 0;
+	int v6;
+
+	if (unlikely(f == NULL || p == NULL || to == NULL ||
+		     (p->kind != FG_PK_FLOW && p->kind != FG_PK_FRAG_LATER)))
+		return -EINVAL;
+	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len))
+		return -EINVAL;
+	v6 = p->family == CT_V6;
+	ip = f->data + p->l3_off;
+	l4 = f->data + p->l4_off;
+
+	if (!v6) {
+		const struct ct_key4 *k = to;
+		uint32_t os, od;
+		uint16_t c4 = 0, nsp = k->sport, ndp = k->dport;
+		uint16_t osp = 0, odp = 0;
+		uint8_t *cp = NULL;
+
+		if (unlikely(k->proto != p->key.k4.proto))
+			return -EINVAL;
+		memcpy(&os, ip + 12, 4);
+		memcpy(&od, ip + 16, 4);
+		memcpy(&ipc, ip + 10, 2);
+		ipc = fg_csum_update32(ipc, os, k->saddr);
+		ipc = fg_csum_update32(ipc, od, k->daddr);
+		memcpy(ip + 12, &k->saddr, 4);
+		memcpy(ip + 16, &k->daddr, 4);
+		memcpy(ip + 10, &ipc, 2);
+		if (p->kind == FG_PK_FRAG_LATER)
+			return (int)f->len;
+		switch (p->proto) {
+		case P_TCP:
+			cp = l4 + 16;
+			break;
+		case P_UDP:
+			cp = l4 + 6;
+			break;
+		case P_ICMP:
+			cp = l4 + 2;
+			break;
+		default:
+			return -EINVAL;
+		}
+		memcpy(&c4, cp, 2);
+		if (p->proto == P_ICMP) {
+			/* echo: no pseudo-header, identifier at +4 */
+			uint16_t nid = (p->flags & FG_PF_ECHO_REPLY) ? ndp : nsp;
+
+			c4 = fg_csum_update16(c4, ld16(l4 + 4), nid);
+			st16(l4 + 4, nid);
+			memcpy(cp, &c4, 2);
+			return (int)f->len;
+		}
+		osp = ld16(l4);
+		odp = ld16(l4 + 2);
+		st16(l4, nsp);
+		st16(l4 + 2, ndp);
+		if (p->proto == P_UDP && c4 == 0)
+			return (int)f->len; /* no UDP checksum */
+		c4 = fg_csum_update32(c4, os, k->saddr);
+		c4 = fg_csum_update32(c4, od, k->daddr);
+		c4 = fg_csum_update16(c4, osp, nsp);
+		c4 = fg_csum_update16(c4, odp, ndp);
+		if (p->proto == P_UDP && c4 == 0)
+			c4 = 0xFFFF;
+		memcpy(cp, &c4, 2);
+		return (int)f->len;
+	} else {
+		const struct ct_key6 *k = to;
+		uint8_t os[16], od[16];
+		uint16_t c6 = 0, nsp = k->sport, ndp = k->dport;
+		uint8_t *cp;
+
+		if (unlikely(k->proto != p->key.k6.proto))
+			return -EINVAL;
+		memcpy(os, ip + 8, 16);
+		memcpy(od, ip + 24, 16);
+		memcpy(ip + 8, k->saddr, 16);
+		memcpy(ip + 24, k->daddr, 16);
+		if (p->kind == FG_PK_FRAG_LATER)
+			return (int)f->len;
+		switch (p->proto) {
+		case P_TCP:
+			cp = l4 + 16;
+			break;
+		case P_UDP:
+			cp = l4 + 6;
+			break;
+		case P_ICMPV6:
+			cp = l4 + 2;
+			break;
+		default:
+			return -EINVAL;
+		}
+		memcpy(&c6, cp, 2);
+		c6 = fg_csum_update128(c6, os, k->saddr);
+		c6 = fg_csum_update128(c6, od, k->daddr);
+		if (p->proto == P_ICMPV6) {
+			uint16_t nid = (p->flags & FG_PF_ECHO_REPLY) ? ndp : nsp;
+
+			c6 = fg_csum_update16(c6, ld16(l4 + 4), nid);
+			st16(l4 + 4, nid);
+		} else {
+			c6 = fg_csum_update16(c6, ld16(l4), nsp);
+			c6 = fg_csum_update16(c6, ld16(l4 + 2), ndp);
+			st16(l4, nsp);
+			st16(l4 + 2, ndp);
+		}
+		if (p->proto == P_UDP && c6 == 0)
+			c6 = 0xFFFF;
+		memcpy(cp, &c6, 2);
+		return (int)f->len;
+	}
+}
+
+void fg_xlate_eth(uint8_t *frame, const uint8_t src[6], const uint8_t dst[6])
+{
+	memcpy(frame, dst, 6);
+	memcpy(frame + 6, src, 6);
+}
+
+int fg_xlate_ttl_dec(uint8_t *frame, const struct fg_pkt *p)
+{
+	uint8_t *ip;
+
+	if (unlikely(frame == NULL || p == NULL || !is_ip_kind(p)))
+		return -EINVAL;
+	ip = frame + p->l3_off;
+	if (p->family == CT_V4) {
+		uint16_t c, ow, nw;
+
+		if (unlikely(ip[8] <= 1))
+			return -ETIME;
+		ow = ld16(ip + 8);
+		ip[8]--;
+		nw = ld16(ip + 8);
+		memcpy(&c, ip + 10, 2);
+		c = fg_csum_update16(c, ow, nw);
+		memcpy(ip + 10, &c, 2);
+		return 0;
+	}
+	if (unlikely(ip[7] <= 1))
+		return -ETIME;
+	ip[7]--;
+	return 0;
+}
+
+int fg_xlate_arp_reply(struct fg_frame *f, const struct fg_pkt *p,
+		       const uint8_t mac[6])
+{
+	uint8_t *a, sha[6], spa[4], tpa[4];
+
+	if (unlikely(f == NULL || p == NULL || mac == NULL ||
+		     p->kind != FG_PK_ARP || (p->flags & FG_PF_ARP_REPLY) ||
+		     (uint32_t)p->l3_off + 28 > f->len))
+		return -EINVAL;
+	a = f->data + p->l3_off;
+	memcpy(sha, a + 8, 6);
+	memcpy(spa, a + 14, 4);
+	memcpy(tpa, a + 24, 4);
+	wr16(a + 6, 2);
+	memcpy(a + 8, mac, 6);
+	memcpy(a + 14, tpa, 4);
+	memcpy(a + 18, sha, 6);
+	memcpy(a + 24, spa, 4);
+	fg_xlate_eth(f->data, mac, sha);
+	return (int)f->len;
+}
+
+int fg_xlate_nd_advert(struct fg_frame *f, const struct fg_pkt *p,
+		       const uint8_t mac[6])
+{
+	static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 0x01 };
+	static const uint8_t all_nodes_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	static const uint8_t unspec[16];
+	uint8_t target[16], sol[16], sol_mac[6], *ip, *icmp;
+	uint32_t new_len, s;
+	uint16_t c;
+	int dad;
+
+	if (unlikely(f == NULL || p == NULL || mac == NULL ||
+		     p->kind != FG_PK_ND || (p->flags & FG_PF_ND_ADVERT) ||
+		     p->l3_off > f->len))
+		return -EINVAL;
+	new_len = (uint32_t)p->l3_off + 40 + 32;
+	if (new_len > f->len && new_len - f->len > f->tailroom)
+		return -ENOSPC;
+	memcpy(target, p->key.k6.daddr, 16);
+	memcpy(sol, p->key.k6.saddr, 16);
+	memcpy(sol_mac, f->data + 6, 6);
+	dad = memcmp(sol, unspec, 16) == 0;
+
+	ip = f->data + p->l3_off;
+	icmp = ip + 40;
+	ip[0] = 0x60;
+	ip[1] = ip[2] = ip[3] = 0;
+	wr16(ip + 4, 32);
+	ip[6] = P_ICMPV6;
+	ip[7] = 255;
+	memcpy(ip + 8, target, 16);
+	memcpy(ip + 24, dad ? all_nodes : sol, 16);
+	icmp[0] = 136;
+	icmp[1] = 0;
+	icmp[2] = icmp[3] = 0;
+	icmp[4] = dad ? 0x20 : 0x60; /* (S) + O */
+	icmp[5] = icmp[6] = icmp[7] = 0;
+	memcpy(icmp + 8, target, 16);
+	icmp[24] = 2; /* target link-layer address */
+	icmp[25] = 1;
+	memcpy(icmp + 26, mac, 6);
+	s = pseudo_sum(ip, 1, P_ICMPV6, 32);
+	s = fg_csum_partial(icmp, 32, s);
+	c = (uint16_t)~fg_csum_fold(s);
+	memcpy(icmp + 2, &c, 2);
+	fg_xlate_eth(f->data, mac, dad ? all_nodes_mac : sol_mac);
+	if (new_len > f->len)
+		f->tailroom -= new_len - f->len;
+	else
+		f->tailroom += f->len - new_len;
+	f->len = new_len;
+	return (int)new_len;
+}
+
+/* Offset of the L4 checksum field, or -1 when the packet has none we own. */
+static int l4_csum_off(const struct fg_pkt *p)
+{
+	if (p->kind != FG_PK_FLOW && p->kind != FG_PK_ICMP_ERR &&
+	    p->kind != FG_PK_ND && p->kind != FG_PK_HOST)
+		return -1;
+	if (p->flags & FG_PF_FRAG)
+		return -1; /* L4 checksum covers bytes of other fragments */
+	switch (p->proto) {
+	case P_TCP:
+		return 16;
+	case P_UDP:
+		return 6;
+	case P_ICMP:
+	case P_ICMPV6:
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+static uint32_t l4_sum(const uint8_t *frame, const struct fg_pkt *p)
+{
+	const uint8_t *ip = frame + p->l3_off;
+	uint32_t l4len = fg_pkt_l4_len(p);
+	uint32_t s = 0;
+
+	if (!(p->family == CT_V4 && p->proto == P_ICMP))
+		s = pseudo_sum(ip, p->family == CT_V6, p->proto, l4len);
+	return fg_csum_partial(frame + p->l4_off, l4len, s);
+}
+
+int fg_xlate_csum_full(uint8_t *frame, const struct fg_pkt *p)
+{
+	int co;
+
+	if (frame == NULL || p == NULL || p->kind == FG_PK_DROP ||
+	    p->kind == FG_PK_ARP)
+		return -EINVAL;
+	if (p->family == CT_V4) {
+		uint8_t *ip = frame + p->l3_off;
+		uint32_t ihl = (uint32_t)(ip[0] & 15) * 4;
+
+		ip[10] = ip[11] = 0;
+		st16(ip + 10, fg_csum(ip, ihl));
+	}
+	co = l4_csum_off(p);
+	if (co >= 0) {
+		uint8_t *c = frame + p->l4_off + co;
+		uint16_t v;
+
+		c[0] = c[1] = 0;
+		v = (uint16_t)~fg_csum_fold(l4_sum(frame, p));
+		if (p->proto == P_UDP && v == 0)
+			v = 0xFFFF;
+		st16(c, v);
+	}
+	return 0;
+}
+
+int fg_xlate_csum_verify(const uint8_t *frame, const struct fg_pkt *p)
+{
+	int co;
+
+	if (frame == NULL || p == NULL || p->kind == FG_PK_DROP ||
+	    p->kind == FG_PK_ARP)
+		return -EINVAL;
+	if (p->family == CT_V4) {
+		const uint8_t *ip = frame + p->l3_off;
+		uint32_t ihl = (uint32_t)(ip[0] & 15) * 4;
+
+		if (fg_csum(ip, ihl) != 0)
+			return -EBADMSG;
+	}
+	co = l4_csum_off(p);
+	if (co >= 0) {
+		if (p->family == CT_V4 && p->proto == P_UDP &&
+		    rd16(frame + p->l4_off + 6) == 0)
+			return 0;
+		if (fg_csum_fold(l4_sum(frame, p)) != 0xFFFF)
+			return -EBADMSG;
+	}
+	return 0;
+}
