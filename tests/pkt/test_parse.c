@@ -1,0 +1,824 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Parser cases: one function per case, collected in a table.  Frames come
+ * from the test builder (fg_pktbuild.h).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include "fg_pkt.h"
+#include "fg_pktbuild.h"
+
+static uint8_t F[PB_MAX_FRAME];
+static const uint8_t MAC_C[6] = { 0x02, 0, 0, 0, 0, 0xaa };
+
+#define CLIENT "192.0.2.10"
+#define VIP "10.100.0.1"
+#define CLIENT6 "2001:db8::10"
+#define VIP6 "fd00:100::1"
+
+static int build(const struct pb_spec *s)
+{
+	int n = pb_build(s, F, sizeof(F));
+
+	assert_true(n > 0);
+	return n;
+}
+
+static void tcp4(struct pb_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->saddr = CLIENT;
+	s->daddr = VIP;
+	s->proto = 6;
+	s->sport = 40000;
+	s->dport = 80;
+	s->payload = 10;
+}
+
+static void tcp6(struct pb_spec *s)
+{
+	tcp4(s);
+	s->v6 = 1;
+	s->saddr = CLIENT6;
+	s->daddr = VIP6;
+}
+
+static void expect_drop(const uint8_t *f, uint32_t len, enum fg_drop why)
+{
+	struct fg_pkt p;
+	int k = fg_pkt_parse(f, len, &p);
+
+	if (k != FG_PK_DROP || p.drop != why)
+		fprintf(stderr, "len %u: kind %s drop %s, want drop %s\n", len,
+			fg_pkt_kind_name(k), fg_drop_names[p.drop],
+			fg_drop_names[why]);
+	assert_int_equal(k, FG_PK_DROP);
+	assert_int_equal(p.kind, FG_PK_DROP);
+	assert_string_equal(fg_drop_names[p.drop], fg_drop_names[why]);
+}
+
+static void check_key4(const struct fg_pkt *p, const char *s, const char *d,
+		       uint16_t sp, uint16_t dp, uint8_t proto)
+{
+	uint8_t a[16], b[16];
+	struct ct_key4 k;
+
+	pb_addr(s, a);
+	pb_addr(d, b);
+	memset(&k, 0, sizeof(k));
+	memcpy(&k.saddr, a, 4);
+	memcpy(&k.daddr, b, 4);
+	k.sport = htons(sp);
+	k.dport = htons(dp);
+	k.proto = proto;
+	assert_memory_equal(&p->key.k4, &k, sizeof(k)); /* padding zero too */
+}
+
+static void check_key6(const struct fg_pkt *p, const char *s, const char *d,
+		       uint16_t sp, uint16_t dp, uint8_t proto)
+{
+	struct ct_key6 k;
+
+	memset(&k, 0, sizeof(k));
+	pb_addr(s, k.saddr);
+	pb_addr(d, k.daddr);
+	k.sport = htons(sp);
+	k.dport = htons(dp);
+	k.proto = proto;
+	assert_memory_equal(&p->key.k6, &k, sizeof(k));
+}
+
+/* ---- cases ------------------------------------------------------------ */
+
+static void t_v4_tcp(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.tcp_flags = 0x12;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l2_len, 14);
+	assert_int_equal(p.l3_off, 14);
+	assert_int_equal(p.l4_off, 34);
+	assert_int_equal(p.l3_len, 20 + 20 + 10);
+	assert_int_equal(p.family, CT_V4);
+	assert_int_equal(p.proto, 6);
+	assert_int_equal(p.tcp_flags, 0x12);
+	assert_int_equal(p.drop, 0);
+	check_key4(&p, CLIENT, VIP, 40000, 80, 6);
+	assert_int_equal(fg_pkt_sig(&p), ct_hash_crc(&p.key.k4, 16));
+}
+
+static void t_v4_udp(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.proto = 17;
+	s.dport = 53;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	check_key4(&p, CLIENT, VIP, 40000, 53, 17);
+	assert_int_equal(p.tcp_flags, 0);
+}
+
+static void t_v4_padding(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.proto = 17;
+	s.payload = 2; /* 14+20+8+2 = 44 -> padded to 60 */
+	n = build(&s);
+	assert_int_equal(n, 60);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l3_len, 30);
+	assert_int_equal(fg_pkt_l4_len(&p), 10);
+}
+
+static void t_vlan(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.vlan = 100;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l3_off, 18);
+	assert_int_equal(p.l2_len, 18);
+	assert_int_equal(p.l4_off, 38);
+	assert_int_equal(p.vlan & 0xfff, 100);
+	assert_true(p.flags & FG_PF_VLAN);
+	check_key4(&p, CLIENT, VIP, 40000, 80, 6);
+}
+
+static void t_qinq(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp4(&s);
+	s.vlan = 100;
+	s.vlan2 = 200;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_vlan_qinq);
+}
+
+static void t_v4_options(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.ip_opts = 8;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l4_off, 14 + 28);
+	assert_true(p.flags & FG_PF_IP_OPTS);
+	check_key4(&p, CLIENT, VIP, 40000, 80, 6);
+	s.ip_opts = 40; /* IHL 15 */
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l4_off, 14 + 60);
+}
+
+static void t_v4_bad_ihl(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp4(&s);
+	n = build(&s);
+	F[14] = 0x44; /* IHL 4 */
+	expect_drop(F, n, FG_DROP_ipv4_bad_ihl);
+	F[14] = 0x4f; /* IHL 15 = 60 bytes, frame has 20 + 30 after L2 */
+	s.payload = 0;
+	n = build(&s);
+	F[14] = 0x4f;
+	expect_drop(F, 14 + 40, FG_DROP_ipv4_bad_ihl);
+	F[14] = 0x45;
+	F[14] = 0x55; /* version 5 */
+	expect_drop(F, n, FG_DROP_ipv4_bad_version);
+}
+
+static void t_v4_bad_len(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp4(&s);
+	n = build(&s);
+	F[16] = 0x7f; /* total length 0x7f.. > frame */
+	expect_drop(F, n, FG_DROP_ipv4_bad_len);
+	n = build(&s);
+	F[16] = 0;
+	F[17] = 19; /* < IHL */
+	expect_drop(F, n, FG_DROP_ipv4_bad_len);
+}
+
+static void t_v4_bad_csum(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse_ex(F, n, &p, FG_PARSE_CHECK_CSUM),
+			 FG_PK_FLOW);
+	F[24] ^= 0x55;
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW); /* not checked */
+	assert_int_equal(fg_pkt_parse_ex(F, n, &p, FG_PARSE_CHECK_CSUM),
+			 FG_PK_DROP);
+	assert_int_equal(p.drop, FG_DROP_ipv4_bad_csum);
+}
+
+static void t_tcp_bad_doff(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp4(&s);
+	s.payload = 0;
+	n = build(&s);
+	F[34 + 12] = 0x40; /* doff 4 */
+	expect_drop(F, n, FG_DROP_tcp_bad_doff);
+	F[34 + 12] = 0x60; /* doff 6 = 24 > 20 bytes of L4 */
+	expect_drop(F, n, FG_DROP_tcp_bad_doff);
+	s.tcp_opts = 4; /* doff 6 valid */
+	n = build(&s);
+	{
+		struct fg_pkt p;
+
+		assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	}
+}
+
+static void t_tcp_opts_ok(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.tcp_opts = 40; /* doff 15 */
+	s.payload = 0;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+}
+
+static void t_udp_bad_len(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp4(&s);
+	s.proto = 17;
+	n = build(&s);
+	F[34 + 4] = 0;
+	F[34 + 5] = 7;
+	expect_drop(F, n, FG_DROP_udp_bad_len);
+	F[34 + 5] = 200;
+	expect_drop(F, n, FG_DROP_udp_bad_len);
+}
+
+static void t_v4_frag_first(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.proto = 17;
+	s.mf = 1;
+	n = build(&s);
+	F[34 + 5] = 0xff; /* UDP length = whole datagram, longer than this */
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_true(p.flags & FG_PF_FRAG);
+	check_key4(&p, CLIENT, VIP, 40000, 80, 17);
+}
+
+static void t_v4_frag_later(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.frag_off = 185; /* 1480 bytes */
+	s.payload = 100;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FRAG_LATER);
+	check_key4(&p, CLIENT, VIP, 0, 0, 6);
+	assert_int_equal(p.l4_off, 34);
+	s.frag_off = 0x1fff; /* offset + length > 65535 */
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ipv4_bad_frag);
+}
+
+static void t_ttl(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.ttl = 1;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ttl_expired);
+	s.ttl = 2;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	tcp6(&s);
+	s.ttl = 1;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ttl_expired);
+	tcp4(&s);
+	s.ttl = 1;
+	s.frag_off = 10;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ttl_expired);
+}
+
+static void t_v6_tcp(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp6(&s);
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.family, CT_V6);
+	assert_int_equal(p.l4_off, 54);
+	assert_int_equal(p.l3_len, 40 + 30);
+	check_key6(&p, CLIENT6, VIP6, 40000, 80, 6);
+	assert_int_equal(fg_pkt_sig(&p), ct_hash_crc(&p.key.k6, 48));
+}
+
+static void t_v6_ext_chain(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp6(&s);
+	s.proto = 17;
+	s.n_ext = 3;
+	s.ext[0] = 0;
+	s.ext[1] = 60;
+	s.ext[2] = 43;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l4_off, 54 + 24);
+	assert_true(p.flags & FG_PF_IP_OPTS);
+	check_key6(&p, CLIENT6, VIP6, 40000, 80, 17);
+}
+
+static void t_v6_ext_too_long(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n, i;
+
+	tcp6(&s);
+	s.n_ext = FG_PKT_V6_EXT_MAX;
+	for (i = 0; i < s.n_ext; i++)
+		s.ext[i] = 60;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	s.n_ext = FG_PKT_V6_EXT_MAX + 1;
+	s.ext[FG_PKT_V6_EXT_MAX] = 60;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ipv6_ext_chain_too_long);
+}
+
+static void t_v6_ah_esp(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp6(&s);
+	s.n_ext = 1;
+	s.ext[0] = 51;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ipsec_unsupported);
+	tcp6(&s);
+	s.proto = 50;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ipsec_unsupported);
+	tcp4(&s);
+	s.proto = 51;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ipsec_unsupported);
+	tcp6(&s);
+	s.n_ext = 1;
+	s.ext[0] = 135; /* mobility */
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_ipv6_unsupported_ext);
+}
+
+static void t_v6_frag(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp6(&s);
+	s.v6_frag = 1;
+	s.mf = 1;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_true(p.flags & FG_PF_FRAG);
+	assert_int_equal(p.l4_off, 54 + 8);
+	check_key6(&p, CLIENT6, VIP6, 40000, 80, 6);
+	s.frag_off = 100;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FRAG_LATER);
+	check_key6(&p, CLIENT6, VIP6, 0, 0, 6);
+}
+
+static void t_v6_bad(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp6(&s);
+	n = build(&s);
+	F[14 + 4] = 0x10; /* payload length 4096+ */
+	expect_drop(F, n, FG_DROP_ipv6_bad_len);
+	n = build(&s);
+	F[14] = 0x40;
+	expect_drop(F, n, FG_DROP_ipv6_bad_version);
+}
+
+static void t_icmp_echo(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.proto = 1;
+	s.icmp_type = 8;
+	s.icmp_id = 0x4242;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	check_key4(&p, CLIENT, VIP, 0x4242, 0, 1);
+	s.icmp_type = 0;
+	s.saddr = VIP;
+	s.daddr = CLIENT;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_true(p.flags & FG_PF_ECHO_REPLY);
+	check_key4(&p, VIP, CLIENT, 0, 0x4242, 1);
+	tcp6(&s);
+	s.proto = 58;
+	s.icmp_type = 128;
+	s.icmp_id = 7;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	check_key6(&p, CLIENT6, VIP6, 7, 0, 58);
+}
+
+/* Embedded packet: what a DSR backend sent, VIP:80 -> client:40000. */
+static int inner_reply(int v6, uint8_t proto, uint8_t *out)
+{
+	struct pb_spec s;
+
+	memset(&s, 0, sizeof(s));
+	s.v6 = v6;
+	s.saddr = v6 ? VIP6 : VIP;
+	s.daddr = v6 ? CLIENT6 : CLIENT;
+	s.proto = proto;
+	s.sport = 80;
+	s.dport = 40000;
+	s.df = 1;
+	/* the quote: IP header + the first 8+ bytes of L4 */
+	assert_true(pb_build(&s, F, sizeof(F)) > 0);
+	memcpy(out, F + 14, (v6 ? 40 : 20) + (proto == 6 ? 20 : 8));
+	return (v6 ? 40 : 20) + (proto == 6 ? 20 : 8);
+}
+
+static void t_icmp4_frag_needed(void **st)
+{
+	uint8_t in[128];
+	struct pb_spec s;
+	struct fg_pkt p;
+	uint16_t il4;
+	int n, il = inner_reply(0, 6, in);
+
+	memset(&s, 0, sizeof(s));
+	s.saddr = "192.0.2.254"; /* router */
+	s.daddr = VIP;
+	s.proto = 1;
+	s.icmp_type = 3;
+	s.icmp_code = 4;
+	s.icmp_mtu = 1400;
+	s.inner = in;
+	s.inner_len = il;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ICMP_ERR);
+	assert_int_equal(p.proto, 1);
+	/* tracked key: client:40000 -> VIP:80 */
+	check_key4(&p, CLIENT, VIP, 40000, 80, 6);
+	assert_int_equal(fg_pkt_icmp_inner(F, n, &p, &il4), 0);
+	assert_int_equal(il4, 34 + 8 + 20);
+	/* quote shorter than 8 L4 bytes */
+	s.inner_len = 20 + 4;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_icmp_unrelated);
+	/* time exceeded about UDP */
+	il = inner_reply(0, 17, in);
+	s.inner_len = il;
+	s.icmp_type = 11;
+	s.icmp_code = 0;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ICMP_ERR);
+	check_key4(&p, CLIENT, VIP, 40000, 80, 17);
+	/* embedded GRE: unrelated */
+	in[9] = 47;
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_icmp_unrelated);
+}
+
+static void t_icmp6_ptb(void **st)
+{
+	uint8_t in[128];
+	struct pb_spec s;
+	struct fg_pkt p;
+	uint16_t il4;
+	int n, il = inner_reply(1, 6, in);
+
+	memset(&s, 0, sizeof(s));
+	s.v6 = 1;
+	s.saddr = "2001:db8::fe";
+	s.daddr = VIP6;
+	s.proto = 58;
+	s.icmp_type = 2;
+	s.icmp_mtu = 1280;
+	s.inner = in;
+	s.inner_len = il;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ICMP_ERR);
+	assert_int_equal(p.proto, 58);
+	check_key6(&p, CLIENT6, VIP6, 40000, 80, 6);
+	assert_int_equal(fg_pkt_icmp_inner(F, n, &p, &il4), 0);
+	assert_int_equal(il4, 54 + 8 + 40);
+	s.icmp_type = 1; /* dest unreachable */
+	s.icmp_code = 4;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ICMP_ERR);
+	s.inner_len = 30; /* inside the embedded IPv6 header */
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_icmp_unrelated);
+}
+
+static void t_icmp_other(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp6(&s);
+	s.proto = 58;
+	s.icmp_type = 134; /* router advertisement */
+	s.ttl = 255;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_HOST);
+	check_key6(&p, CLIENT6, VIP6, 0, 0, 58);
+	tcp4(&s);
+	s.proto = 1;
+	s.icmp_type = 5; /* redirect */
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_HOST);
+	check_key4(&p, CLIENT, VIP, 0, 0, 1);
+	tcp4(&s);
+	s.proto = 47; /* GRE */
+	n = build(&s);
+	expect_drop(F, n, FG_DROP_l4_unsupported_proto);
+}
+
+static void t_arp(void **st)
+{
+	struct fg_pkt p;
+	int n = pb_arp(1, MAC_C, "10.0.0.2", "10.0.0.1", 0, F, sizeof(F));
+
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ARP);
+	assert_false(p.flags & FG_PF_ARP_REPLY);
+	check_key4(&p, "10.0.0.2", "10.0.0.1", 0, 0, 0);
+	n = pb_arp(2, MAC_C, "10.0.0.2", "10.0.0.1", 7, F, sizeof(F));
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ARP);
+	assert_true(p.flags & FG_PF_ARP_REPLY);
+	assert_int_equal(p.l3_off, 18);
+	n = pb_arp(3, MAC_C, "10.0.0.2", "10.0.0.1", 0, F, sizeof(F));
+	expect_drop(F, n, FG_DROP_arp_unsupported_op);
+	n = pb_arp(1, MAC_C, "10.0.0.2", "10.0.0.1", 0, F, sizeof(F));
+	F[14 + 5] = 16; /* plen */
+	expect_drop(F, n, FG_DROP_arp_malformed);
+	expect_drop(F, 14 + 27, FG_DROP_arp_malformed);
+}
+
+static void t_nd(void **st)
+{
+	struct fg_pkt p;
+	int n = pb_ns(MAC_C, "fd00::2", "fd00::1", 255, 0, F, sizeof(F));
+
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ND);
+	check_key6(&p, "fd00::2", "fd00::1", 0, 0, 58);
+	n = pb_ns(MAC_C, "fd00::2", "fd00::1", 64, 0, F, sizeof(F));
+	expect_drop(F, n, FG_DROP_nd_malformed);
+	n = pb_ns(MAC_C, "::", "fd00::1", 255, 0, F, sizeof(F));
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ND);
+}
+
+static void t_unknown_ethertype(void **st)
+{
+	struct pb_spec s;
+	int n;
+
+	tcp4(&s);
+	n = build(&s);
+	F[12] = 0x88;
+	F[13] = 0xcc; /* LLDP */
+	expect_drop(F, n, FG_DROP_unknown_ethertype);
+}
+
+static void t_jumbo(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp4(&s);
+	s.payload = 9000 - 40;
+	n = build(&s);
+	assert_int_equal(n, 9014);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l3_len, 9000);
+}
+
+/* Every frame length short of a full packet drops with the reason of the
+ * header the cut falls into. */
+static void sweep(const struct pb_spec *s, uint32_t l3)
+{
+	struct fg_pkt p;
+	uint8_t copy[PB_MAX_FRAME];
+	int n = pb_build(s, copy, sizeof(copy));
+	uint32_t len;
+
+	assert_true(n > 0);
+	assert_int_not_equal(fg_pkt_parse(copy, n, &p), FG_PK_DROP);
+	for (len = 0; len < (uint32_t)n; len++) {
+		/* exactly len bytes on the heap so ASan sees any over-read */
+		uint8_t *b = test_malloc(len ? len : 1);
+		int k;
+
+		memcpy(b, copy, len);
+		k = fg_pkt_parse(b, len, &p);
+		test_free(b);
+		assert_int_equal(k, FG_PK_DROP);
+		if (len < 14)
+			assert_int_equal(p.drop, FG_DROP_l2_truncated);
+		else if (len < l3)
+			assert_int_equal(p.drop, FG_DROP_vlan_truncated);
+		else if (len < l3 + (s->v6 ? 40 : 20))
+			assert_int_equal(p.drop, s->v6 ? FG_DROP_ipv6_truncated :
+						 FG_DROP_ipv4_truncated);
+		else
+			assert_int_equal(p.drop, s->v6 ? FG_DROP_ipv6_bad_len :
+						 FG_DROP_ipv4_bad_len);
+	}
+}
+
+static void t_trunc_sweep(void **st)
+{
+	struct pb_spec s;
+
+	tcp4(&s);
+	sweep(&s, 14);
+	s.vlan = 5;
+	sweep(&s, 18);
+	tcp6(&s);
+	sweep(&s, 14);
+	s.n_ext = 2;
+	s.ext[0] = 0;
+	s.ext[1] = 43;
+	sweep(&s, 14);
+}
+
+/* IP length consistent but ending inside L4 / ext headers. */
+static void t_l4_truncated(void **st)
+{
+	struct pb_spec s;
+	uint32_t cut;
+	int n;
+
+	for (cut = 0; cut < 20; cut++) {
+		tcp4(&s);
+		n = build(&s);
+		F[16] = 0;
+		F[17] = (uint8_t)(20 + cut);
+		expect_drop(F, n, FG_DROP_l4_truncated);
+	}
+	for (cut = 0; cut < 8; cut++) {
+		tcp4(&s);
+		s.proto = 17;
+		n = build(&s);
+		F[16] = 0;
+		F[17] = (uint8_t)(20 + cut);
+		expect_drop(F, n, FG_DROP_l4_truncated);
+		s.proto = 1;
+		s.icmp_type = 8;
+		n = build(&s);
+		F[16] = 0;
+		F[17] = (uint8_t)(20 + cut);
+		expect_drop(F, n, FG_DROP_l4_truncated);
+	}
+	for (cut = 0; cut < 20; cut++) {
+		tcp6(&s);
+		n = build(&s);
+		F[18] = 0;
+		F[19] = (uint8_t)cut;
+		expect_drop(F, n, FG_DROP_l4_truncated);
+	}
+	for (cut = 0; cut < 16; cut++) {
+		tcp6(&s);
+		s.n_ext = 2;
+		s.ext[0] = 0;
+		s.ext[1] = 60;
+		n = build(&s);
+		F[18] = 0;
+		F[19] = (uint8_t)cut;
+		expect_drop(F, n, FG_DROP_ipv6_ext_truncated);
+	}
+}
+
+static void t_names(void **st)
+{
+	assert_string_equal(fg_drop_names[FG_DROP_ttl_expired], "ttl_expired");
+	assert_int_equal(fg_drop_from_name("tcp_bad_doff"), FG_DROP_tcp_bad_doff);
+	assert_true(fg_drop_from_name("nope") < 0);
+	assert_string_equal(fg_pkt_kind_name(FG_PK_ICMP_ERR), "icmp_err");
+	assert_string_equal(fg_pkt_kind_name(99), "?");
+	assert_int_equal(sizeof(struct fg_pkt), 64);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_v4_tcp),
+		cmocka_unit_test(t_v4_udp),
+		cmocka_unit_test(t_v4_padding),
+		cmocka_unit_test(t_vlan),
+		cmocka_unit_test(t_qinq),
+		cmocka_unit_test(t_v4_options),
+		cmocka_unit_test(t_v4_bad_ihl),
+		cmocka_unit_test(t_v4_bad_len),
+		cmocka_unit_test(t_v4_bad_csum),
+		cmocka_unit_test(t_tcp_bad_doff),
+		cmocka_unit_test(t_tcp_opts_ok),
+		cmocka_unit_test(t_udp_bad_len),
+		cmocka_unit_test(t_v4_frag_first),
+		cmocka_unit_test(t_v4_frag_later),
+		cmocka_unit_test(t_ttl),
+		cmocka_unit_test(t_v6_tcp),
+		cmocka_unit_test(t_v6_ext_chain),
+		cmocka_unit_test(t_v6_ext_too_long),
+		cmocka_unit_test(t_v6_ah_esp),
+		cmocka_unit_test(t_v6_frag),
+		cmocka_unit_test(t_v6_bad),
+		cmocka_unit_test(t_icmp_echo),
+		cmocka_unit_test(t_icmp4_frag_needed),
+		cmocka_unit_test(t_icmp6_ptb),
+		cmocka_unit_test(t_icmp_other),
+		cmocka_unit_test(t_arp),
+		cmocka_unit_test(t_nd),
+		cmocka_unit_test(t_unknown_ethertype),
+		cmocka_unit_test(t_jumbo),
+		cmocka_unit_test(t_trunc_sweep),
+		cmocka_unit_test(t_l4_truncated),
+		cmocka_unit_test(t_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
