@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The daemon's side of the control socket: struct fg_ctl_ops callbacks.
+ * They run on the control thread (control/fg_ctl_server.c).  Config
+ * changes rebuild the service tables under fg_dp::cfg_lock and publish them
+ * with an RCU grace period (fg_lb.c); everything that touches a conntrack
+ * shard goes through that shard's mailbox and runs on its worker.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+
+#include "fg_config_parse.h"
+#include "fg_ctl_server.h"
+#include "fg_dp.h"
+#include "fg_proto.h"
+
+#define MBOX_TIMEOUT_US (30ull * 1000 * 1000)
+
+static struct fg_ctl_server *g_srv;
+
+/* Posts @p req to worker @p i and waits.  mbox_lock serializes producers
+ * (one control thread plus the telemetry thread). */
+static int mbox_run(struct fg_dp *dp, unsigned int i, struct ct_mbox_req *req)
+{
+	int rc;
+
+	pthread_mutex_lock(&dp->mbox_lock);
+	req->done = 0;
+	rc = ct_mbox_post(dp->workers[i]->ct, req);
+	if (rc == 0)
+		rc = ct_mbox_wait(req, MBOX_TIMEOUT_US);
+	pthread_mutex_unlock(&dp->mbox_lock);
+	return rc;
+}
+
+int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out)
+{
+	struct ct_mbox_req *req = calloc(1, sizeof(*req));
+	int rc;
+
+	if (req == NULL)
+		return -ENOMEM;
+	rc = mbox_run(dp, i, req);
+	if (rc == 0)
+		*out = req->stats;
+	if (rc != -ETIMEDOUT)
+		free(req);  /* on timeout the shard still owns it: leak, rare */
+	return rc;
+}
+
+/* ------------------------------------------------------------ flows */
+
+struct walk_ctx {
+	struct fg_dp *dp;
+	const struct fg_lb_table *lb;
+	const struct fg_flow_filter *f;
+	bool del;
+	unsigned int core;
+	uint64_t matched;
+	struct fg_flow_info *v;
+	size_t n, cap;
+	int err;
+};
+
+static void flow_info_fill(struct walk_ctx *c, const struct ct_flow *cf,
+			   struct fg_flow_info *fi)
+{
+	const struct fg_lb_table *lb = c->lb;
+	double ms_per_tick = 1000.0 / (double)c->dp->hz;
+
+	memset(fi, 0, sizeof(*fi));
+	if (cf->family == CT_V4) {
+		fi->src.family = fi->dst.family = AF_INET;
+		fi->src.v4.s_addr = cf->k4.saddr;
+		fi->dst.v4.s_addr = cf->k4.daddr;
+		fi->sport = rte_be_to_cpu_16(cf->k4.sport);
+		fi->dport = rte_be_to_cpu_16(cf->k4.dport);
+		fi->proto = cf->k4.proto;
+	} else {
+		fi->src.family = fi->dst.family = AF_INET6;
+		memcpy(fi->src.v6.s6_addr, cf->k6.saddr, 16);
+		memcpy(fi->dst.v6.s6_addr, cf->k6.daddr, 16);
+		fi->sport = rte_be_to_cpu_16(cf->k6.sport);
+		fi->dport = rte_be_to_cpu_16(cf->k6.dport);
+		fi->proto = cf->k6.proto;
+	}
+	fi->flags = cf->e.flags;
+	snprintf(fi->state, sizeof(fi->state), "%s",
+		 cf->e.state < CT_ST_MAX ? ct_state_names[cf->e.state] : "?");
+	fi->service_id = cf->e.service;
+	fi->backend_id = cf->e.backend;
+	fi->core = (int32_t)c->core;
+	fi->packets = cf->e.packets + cf->reply_packets;
+	fi->bytes = cf->e.bytes + cf->reply_bytes;
+	fi->age_ms = (uint64_t)(cf->age_ticks * ms_per_tick);
+	fi->expires_ms = (uint64_t)(cf->expires_ticks * ms_per_tick);
+	uint16_t sid = lb->svc_by_id[cf->e.service];
+
+	if (sid) {
+		const struct fg_lb_service *s = &lb->services[sid - 1];
+		const struct fg_lb_backend *b = fg_lb_backend_find(s, cf->e.backend);
+
+		if (s->name[0])
+			snprintf(fi->service, sizeof(fi->service), "%s", s->name);
+		else
+			fg_service_spec_format(&s->vip, rte_be_to_cpu_16(s->port_be),
+					       s->proto, fi->service,
+					       sizeof(fi->service));
+		if (b != NULL && !b->gone) {
+			fi->backend = b->addr;
+			fi->backend_port = rte_be_to_cpu_16(b->port_be);
+		}
+	}
+	if (cf->has_reply && (cf->e.flags & CT_F_NAT) &&
+	    cf->e.nat_addr < c->dp->n_locals) {
+		fi->nat_addr = c->dp->locals[cf->e.nat_addr];
+		fi->nat_port = rte_be_to_cpu_16(cf->e.nat_port);
+	}
+}
+
+/* Runs on the worker that owns the shard. */
+static int walk_cb(const struct ct_flow *cf, void *arg)
+{
+	struct walk_ctx *c = arg;
+	struct fg_flow_info fi;
+
+	if (c->err || (c->f->limit && c->matched >= c->f->limit))
+		return 0;
+	flow_info_fill(c, cf, &fi);
+	if (!fg_flow_filter_match(c->f, &fi))
+		return 0;
+	c->matched++;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 1024;
+		struct fg_flow_info *v = realloc(c->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = fi;
+	return c->del ? 1 : 0;
+}
+
+static int64_t op_flows_walk(const struct fg_flow_filter *f, fg_flow_emit_fn emit,
+			     void *emit_arg, bool delete_matching, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	int64_t total = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	for (unsigned int i = 0; i < dp->n_workers && rc == 0; i++) {
+		struct walk_ctx c = {.dp = dp, .lb = dp->lb, .f = f,
+				     .del = delete_matching, .core = i};
+		struct ct_mbox_req *req;
+
+		if (f->core >= 0 && (unsigned int)f->core != i)
+			continue;
+		if (f->limit && (uint64_t)total >= f->limit)
+			break;
+		req = calloc(1, sizeof(*req));
+		if (req == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		struct fg_flow_filter fl = *f;
+
+		if (f->limit)
+			fl.limit = f->limit - (uint64_t)total;
+		c.f = &fl;
+		req->fn = walk_cb;
+		req->arg = &c;
+		req->chunk = 4096;
+		rc = mbox_run(dp, i, req);
+		if (rc == -ETIMEDOUT) {
+			/* the worker still owns req and c: cannot free them;
+			 * report instead of blocking the control thread */
+			pthread_mutex_unlock(&dp->cfg_lock);
+			return -ETIMEDOUT;
+		}
+		free(req);
+		if (rc == 0 && c.err)
+			rc = c.err;
+		for (size_t k = 0; rc == 0 && emit && k < c.n; k++)
+			rc = emit(&c.v[k], emit_arg);
+		total += (int64_t)c.matched;
+		free(c.v);
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return rc < 0 ? rc : total;
+}
+
+static int op_flows_count(struct fg_flow_counts *out, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+
+	memset(out, 0, sizeof(*out));
+	out->n_cores = dp->n_workers;
+	for (unsigned int i = 0; i < dp->n_workers && i < FG_CTL_MAX_CORES; i++) {
+		struct ct_stats st;
+		int rc = fg_dp_ct_stats(dp, i, &st);
+
+		if (rc < 0)
+			return rc;
+		for (int s = 1; s < CT_ST_MAX && s < 16; s++) {
+			/* NAT flows have two entries of one state: count flows */
+			out->per_state[s] += st.live[s];
+			out->per_core[i] += st.live[s];
+		}
+		out->total += out->per_core[i];
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ config */
+
+static int op_config_get(struct fg_config *out, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	int rc;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	rc = fg_config_copy(out, dp->cfg);
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return rc;
+}
+
+static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen,
+			   void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	int rc;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	rc = fg_dp_apply_config(dp, cfg, err, errlen);
+	if (rc == 0) {
+		/* static neighbours may have changed; learned ones are kept */
+		struct fg_neigh_table *old = dp->neigh;
+		struct fg_neigh_table *nt = fg_neigh_table_build(dp->cfg, old, NULL, 0);
+
+		if (nt != NULL) {
+			__atomic_store_n(&dp->neigh, nt, __ATOMIC_RELEASE);
+			rte_rcu_qsbr_synchronize(dp->qsbr, RTE_QSBR_THRID_INVALID);
+			fg_neigh_table_free(old);
+		}
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return rc;
+}
+
+/* ------------------------------------------------------------- stats */
+
+static void write_core(struct fg_json_writer *w, const char *key,
+		       const struct fg_dp *dp, int core)
+{
+	fg_jw_obj_open(w, key);
+	for (int c = 0; c < FG_CC_MAX; c++) {
+		uint64_t v = 0;
+
+		for (unsigned int i = 0; i < dp->n_workers; i++)
+			if (core < 0 || (unsigned int)core == i)
+				v += dp->workers[i]->cc[c];
+		fg_jw_u64(w, fg_core_counter_names[c], v);
+	}
+	for (int c = 0; c < FG_DC_MAX; c++) {
+		uint64_t v = 0;
+
+		for (unsigned int i = 0; i < dp->n_workers; i++)
+			if (core < 0 || (unsigned int)core == i)
+				v += dp->workers[i]->dc[c];
+		fg_jw_u64(w, fg_dp_counter_names[c], v);
+	}
+	fg_jw_obj_open(w, "drops_by_reason");
+	for (int r = 1; r < FG_DROP_MAX; r++) {
+		uint64_t v = 0;
+
+		for (unsigned int i = 0; i < dp->n_workers; i++)
+			if (core < 0 || (unsigned int)core == i)
+				v += dp->workers[i]->drops[r];
+		fg_jw_u64(w, fg_drop_names[r], v);
+	}
+	fg_jw_obj_close(w);
+	fg_jw_obj_close(w);
+}
+
+static int op_stats(struct fg_json_writer *w, const char *service, bool per_core,
+		    void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	int idx = -1;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	const struct fg_lb_table *lb = dp->lb;
+
+	if (service != NULL) {
+		idx = fg_config_find_service(lb->cfg, service);
+		if (idx < 0) {
+			pthread_mutex_unlock(&dp->cfg_lock);
+			return -ENOENT;
+		}
+	}
+	fg_jw_obj_open(w, NULL);
+	fg_jw_u64(w, "workers", dp->n_workers);
+	fg_jw_bool(w, "sw_rss", dp->sw_rss);
+	write_core(w, "total", dp, -1);
+	if (per_core) {
+		fg_jw_arr_open(w, "per_core");
+		for (unsigned int i = 0; i < dp->n_workers; i++)
+			write_core(w, NULL, dp, (int)i);
+		fg_jw_arr_close(w);
+	}
+	fg_jw_arr_open(w, "services");
+	for (uint32_t i = 0; i < lb->n_services; i++) {
+		const struct fg_lb_service *s = &lb->services[i];
+		char buf[96];
+
+		if (idx >= 0 && (uint32_t)idx != i)
+			continue;
+		fg_jw_obj_open(w, NULL);
+		fg_jw_u64(w, "id", s->id);
+		fg_jw_str(w, "name", s->name);
+		fg_jw_str(w, "service", fg_service_spec_format(&s->vip,
+			  rte_be_to_cpu_16(s->port_be), s->proto, buf, sizeof(buf)));
+		for (int c = 0; c < FG_SC_MAX; c++)
+			fg_jw_u64(w, fg_service_counter_names[c],
+				  fg_lb_svc_counter(lb, dp->n_workers, s, c));
+		fg_jw_arr_open(w, "backends");
+		for (uint32_t j = 0; j < s->n_backends; j++) {
+			const struct fg_lb_backend *b = &s->backends[j];
+
+			fg_jw_obj_open(w, NULL);
+			fg_jw_u64(w, "id", b->id);
+			fg_jw_str(w, "addr", fg_addr_format(&b->addr, buf, sizeof(buf)));
+			fg_jw_u64(w, "port", rte_be_to_cpu_16(b->port_be));
+			fg_jw_u64(w, "weight", b->weight);
+			fg_jw_str(w, "state", b->gone ? "gone" : b->usable ? "up" : "drained");
+			for (int c = 0; c < FG_BC_MAX; c++)
+				fg_jw_u64(w, fg_backend_counter_names[c],
+					  fg_lb_be_counter(lb, dp->n_workers, b, c));
+			fg_jw_obj_close(w);
+		}
+		fg_jw_arr_close(w);
+		fg_jw_obj_close(w);
+	}
+	fg_jw_arr_close(w);
+	fg_jw_obj_close(w);
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return fg_jw_error(w);
+}
+
+static const struct fg_ctl_ops g_ops = {
+	.config_get = op_config_get,
+	.config_apply = op_config_apply,
+	.flows_walk = op_flows_walk,
+	.flows_count = op_flows_count,
+	.stats = op_stats,
+	/* conntrack has no event hook yet: flows.watch answers "not supported" */
+	.watch_set = NULL,
+	.watch_poll = NULL,
+};
+
+int fg_dp_config_load(const char *path, struct fg_config *out)
+{
+	struct fg_cfg_err ev[32];
+	struct fg_cfg_errs errs = {ev, RTE_DIM(ev), 0};
+	struct fg_config cfg;
+	int rc;
+
+	memset(&cfg, 0, sizeof(cfg));
+	rc = fg_config_load(path, &cfg, &errs);
+	if (rc == 0)
+		rc = fg_config_assign_ids(&cfg, NULL);
+	if (rc < 0) {
+		for (unsigned int i = 0; i < errs.n && i < errs.max; i++)
+			fprintf(stderr, "%s:%u: %s\n", ev[i].file, ev[i].line, ev[i].msg);
+		if (errs.n == 0)
+			fprintf(stderr, "flowgate: %s: %s\n", path, strerror(-rc));
+		fg_config_free(&cfg);
+		return rc;
+	}
+	/* hand over: the caller frees services with free() */
+	struct fg_service_cfg *sv = NULL;
+
+	if (cfg.n_services) {
+		sv = malloc(cfg.n_services * sizeof(*sv));
+		if (sv == NULL) {
+			fg_config_free(&cfg);
+			return -ENOMEM;
+		}
+		memcpy(sv, cfg.services, cfg.n_services * sizeof(*sv));
+	}
+	free(out->services);
+	*out = cfg;
+	out->services = sv;
+	cfg.n_services = 0;
+	fg_config_free(&cfg);
+	if (out->ct_capacity == 0)
+		out->ct_capacity = 1u << 20;
+	return 0;
+}
+
+int fg_control_start(struct fg_dp *dp, const char *socket_path)
+{
+	struct fg_ctl_server_params p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.socket_path = socket_path;
+	p.ops = &g_ops;
+	p.ctx = dp;
+	rc = fg_ctl_server_create(&p, &g_srv);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: control socket %s: %s\n",
+			socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc));
+		return rc;
+	}
+	rc = fg_ctl_server_start(g_srv);
+	if (rc < 0) {
+		fg_ctl_server_destroy(g_srv);
+		g_srv = NULL;
+		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));
+	}
+	return rc;
+}
+
+void fg_control_stop(struct fg_dp *dp)
+{
+	RTE_SET_USED(dp);
+	fg_ctl_server_destroy(g_srv);
+	g_srv = NULL;
+}

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * flowgate daemon internals shared by the files of dataplane/ (not a public
+ * API: the daemon, flowgate-bench dataplane and the tests link it as the
+ * static library fg_dp).
+ *
+ * Objects and who writes them:
+ * - struct fg_dp: one per process; written by the main lcore at start-up.
+ * - struct fg_lb_table: services, backends, Maglev tables, addresses we
+ *   answer ARP/ND for.  Immutable once published; the main lcore builds a
+ *   new one, swaps fg_dp::lb, waits for an rte_rcu_qsbr grace period and
+ *   frees the old one (fg_lb.c).
+ * - struct fg_neigh_table: next-hop MACs, same publication scheme; workers
+ *   post learned entries over an MP/SC ring, the main lcore republishes.
+ * - struct fg_worker: one per worker lcore, written only by that lcore
+ *   (its conntrack shard, TX buffers, counters).  Readers sum counters.
+ */
+#ifndef FLOWGATE_FG_DP_H
+#define FLOWGATE_FG_DP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "ct.h"
+#include "fg_config.h"
+#include "fg_counters.h"
+#include "fg_pkt.h"
+#include "fg_rss.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FG_MAX_WORKERS 16
+#define FG_BURST 32
+#define FG_NEIGH_MAX 4096
+/** Backends removed by an apply are remembered this long (seconds) so
+ *  flows pinned to them can still be forwarded (FG_FAIL_KEEP). */
+#define FG_TOMBSTONE_S 900
+
+/** Daemon-only counters that are not (yet) in fg_counters.h. */
+#define FG_DP_COUNTER_LIST(X) \
+	X(backend_gone_fwd,  "packets of flows whose backend left the config, sent to its last address") \
+	X(backend_gone_drop, "packets of flows whose backend left the config, dropped (on_fail=reset)") \
+	X(service_gone,      "packets of flows whose service left the config, dropped") \
+	X(arp_requests,      "ARP requests / neighbour solicitations sent for unknown next hops") \
+	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \
+	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
+	X(tx_flushes,        "TX buffer flushes by the 100 us timer")
+
+enum fg_dp_counter {
+#define FG_X(n, d) FG_DC_##n,
+	FG_DP_COUNTER_LIST(FG_X)
+#undef FG_X
+	FG_DC_MAX
+};
+extern const char *const fg_dp_counter_names[FG_DC_MAX];
+
+/* ---------------- service / backend table (fg_lb.c) ---------------- */
+
+struct fg_lb_backend {
+	struct fg_addr addr;
+	struct fg_addr src;     /**< DSR outer source (resolved at build). */
+	uint16_t port_be;       /**< NAT destination port, network order. */
+	uint32_t id;
+	uint32_t weight;
+	bool usable;            /**< weight > 0, not drained, not down. */
+	bool gone;              /**< tombstone: removed from the config. */
+	uint64_t gone_tsc;      /**< when it was removed (tombstones). */
+	uint32_t stat_idx;      /**< row in the per-core backend counters. */
+};
+
+struct fg_lb_service {
+	uint32_t id;
+	char name[FG_NAME_MAX];
+	struct fg_addr vip;
+	uint16_t port_be;       /**< network order */
+	uint8_t proto;
+	uint8_t mode;           /**< enum fg_fwd_mode */
+	uint8_t sched;          /**< enum fg_sched */
+	uint8_t on_fail;        /**< enum fg_fail_policy */
+	uint16_t gue_port_be;   /**< network order */
+	uint32_t n_backends;    /**< live + tombstones (tombstones last) */
+	uint32_t n_live;        /**< backends in the running config */
+	struct fg_lb_backend *backends; /**< sorted by id within live/tombstones */
+	uint32_t maglev_size;
+	uint32_t *maglev;       /**< slot -> backend index; UINT32_MAX = none */
+	uint32_t n_usable;
+	uint32_t stat_idx;      /**< row in the per-core service counters. */
+};
+
+/** Per-core counters of one table: svc[n_services][FG_SC_MAX] then
+ *  be[n_stat_backends][FG_BC_MAX]. */
+struct fg_lb_counters {
+	uint64_t *svc;
+	uint64_t *be;
+} __rte_cache_aligned;
+
+struct fg_lb_svc_slot {
+	uint8_t used, family, proto, pad;
+	uint16_t port_be;
+	uint16_t svc;           /**< index into services */
+	uint8_t addr[16];
+};
+
+struct fg_lb_addr_slot {
+	uint8_t used, family, kind, port; /**< kind: 1 VIP, 2 local */
+	uint8_t addr[16];
+};
+
+struct fg_lb_table {
+	uint64_t generation;
+	uint32_t n_services;
+	struct fg_lb_service *services;
+	uint32_t svc_mask;
+	struct fg_lb_svc_slot *svc_slots;
+	uint32_t addr_mask;
+	struct fg_lb_addr_slot *addr_slots;
+	uint16_t *svc_by_id;    /**< 65536 entries: service index + 1, 0 none */
+	uint32_t n_stat_backends;
+	struct fg_lb_counters core[FG_MAX_WORKERS];
+	/* Totals carried over from earlier tables (written by the main lcore
+	 * only, after a grace period), same layout as one core's arrays. */
+	uint64_t *base_svc;
+	uint64_t *base_be;
+	struct fg_config *cfg;  /**< deep copy of the config it was built from */
+};
+
+/**
+ * Builds an immutable table from a config.  Maglev tables, service hash and
+ * address set are computed here (main lcore, off the fast path).  @p old
+ * (may be NULL) supplies tombstones for removed backends and counter bases.
+ * Thread safety: main lcore / control thread with fg_dp::cfg_lock held.
+ * @return 0 and *out, or -EINVAL (bad config: message in @p err), -ENOMEM.
+ */
+int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old,
+		      unsigned int n_workers, const struct fg_port_cfg *ports,
+		      struct fg_lb_table **out, char *err, size_t err_len);
+/** Frees a table (after the grace period).  NULL is a no-op. */
+void fg_lb_table_free(struct fg_lb_table *t);
+/** Finds a service by VIP/port/proto.  Any thread holding a table ref. */
+const struct fg_lb_service *fg_lb_service_find(const struct fg_lb_table *t,
+					       uint8_t family, const void *addr,
+					       uint16_t port_be, uint8_t proto);
+/** Finds a backend of a service by id (binary search).  NULL if none. */
+const struct fg_lb_backend *fg_lb_backend_find(const struct fg_lb_service *s,
+					       uint32_t id);
+/** Is @p addr a VIP (1) or a local address (2) of ours? 0 if not. */
+int fg_lb_addr_kind(const struct fg_lb_table *t, uint8_t family,
+		    const void *addr);
+/** Sums one service / backend counter over cores + base. */
+uint64_t fg_lb_svc_counter(const struct fg_lb_table *t, unsigned int n_workers,
+			   const struct fg_lb_service *s, enum fg_service_counter c);
+uint64_t fg_lb_be_counter(const struct fg_lb_table *t, unsigned int n_workers,
+			  const struct fg_lb_backend *b, enum fg_backend_counter c);
+/** Deep-copies a config (services array included).  NULL on ENOMEM. */
+struct fg_config *fg_dp_config_dup(const struct fg_config *c);
+void fg_dp_config_free(struct fg_config *c);
+
+/* ---------------- neighbours (fg_neigh.c) ---------------- */
+
+struct fg_neigh_entry {
+	uint8_t used, family, is_static, port;
+	uint8_t addr[16];
+	struct rte_ether_addr mac;
+	uint64_t learned_tsc;
+};
+
+struct fg_neigh_table {
+	uint32_t mask;
+	uint32_t count;
+	struct fg_neigh_entry *e;
+};
+
+/** What a worker posts when it learns a neighbour (to fg_dp::learn_ring). */
+struct fg_neigh_learn {
+	uint8_t family, port;
+	uint8_t addr[16];
+	struct rte_ether_addr mac;
+};
+
+const struct fg_neigh_entry *fg_neigh_lookup(const struct fg_neigh_table *t,
+					     uint8_t family, const void *addr);
+/** Builds a table from static config entries plus @p old's learned ones plus
+ *  @p add (may be NULL).  @return NULL on ENOMEM. */
+struct fg_neigh_table *fg_neigh_table_build(const struct fg_config *cfg,
+					    const struct fg_neigh_table *old,
+					    const struct fg_neigh_learn *add,
+					    unsigned int n_add);
+void fg_neigh_table_free(struct fg_neigh_table *t);
+
+/* ---------------- ports and workers ---------------- */
+
+struct fg_port {
+	uint16_t port_id;
+	struct rte_ether_addr mac;
+	uint16_t n_rxq, n_txq;
+	uint16_t mtu;
+	bool hw_rss;            /**< symmetric key programmed */
+	struct fg_port_cfg cfg; /**< locals, gateways */
+};
+
+
+struct fg_dp;
+
+struct fg_worker {
+	unsigned int idx;       /**< 0..n_workers-1 (= QSBR thread id, RETA value) */
+	unsigned int lcore;
+	struct fg_dp *dp;
+	struct ct_shard *ct;
+	struct rte_eth_dev_tx_buffer *txb[FG_MAX_PORTS];
+	/** dispatch rings: in[i] receives from worker i (SP/SC). */
+	struct rte_ring *in[FG_MAX_WORKERS];
+	uint64_t last_flush;
+	uint64_t cc[FG_CC_MAX];
+	uint64_t drops[FG_DROP_MAX];
+	uint64_t dc[FG_DC_MAX];
+	/* least-connections: opened - closed flows per backend stat row */
+	uint32_t *lc_active;
+	uint32_t lc_size;
+	uint64_t lc_generation;
+	uint16_t nat_next;      /**< where the next NAT port search starts */
+	/* rate limit for ARP/NS we originate */
+	uint64_t solicit_tsc[64];
+	uint8_t solicit_addr[64][16];
+	volatile bool stop;
+} __rte_cache_aligned;
+
+struct fg_dp {
+	unsigned int n_workers;
+	unsigned int n_ports;
+	struct fg_port ports[FG_MAX_PORTS];
+	uint16_t reta[FG_RSS_RETA_SIZE]; /**< worker of a dispatch hash */
+	bool sw_rss;            /**< dispatch in software over rings */
+	struct fg_worker *workers[FG_MAX_WORKERS];
+	struct rte_mempool *pool[RTE_MAX_NUMA_NODES];
+	struct rte_rcu_qsbr *qsbr;
+	struct fg_lb_table *lb;         /**< read with __atomic acquire */
+	struct fg_neigh_table *neigh;   /**< read with __atomic acquire */
+	struct rte_ring *learn_ring;    /**< MP/SC: workers -> main */
+	pthread_mutex_t cfg_lock;       /**< serializes control-side readers/writers */
+	pthread_mutex_t mbox_lock;      /**< one mailbox producer at a time */
+	struct fg_config *cfg;          /**< running config (owned) */
+	/** Local addresses of all ports, flattened (ct_entry::nat_addr). */
+	struct fg_addr locals[FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS];
+	unsigned int n_locals;
+	uint64_t hz;
+	uint64_t flush_ticks;
+	uint32_t ct_capacity;
+	volatile bool stop;
+	bool no_tx;                     /**< bench: free instead of TX */
+};
+
+/** Private area of every mbuf of flowgate's pools. */
+struct fg_mbuf_priv {
+	struct fg_pkt pkt;
+	uint32_t sig;
+	uint8_t parsed;
+};
+
+static inline struct fg_mbuf_priv *fg_mbuf_priv(struct rte_mbuf *m)
+{
+	return (struct fg_mbuf_priv *)rte_mbuf_to_priv(m);
+}
+
+/* fg_port.c */
+/** Creates the mempools and configures/starts every port with one RX and
+ *  TX queue per worker where it can; programs the symmetric RSS key when
+ *  the port supports RSS.  @p sw_rss: -1 auto, 0 off, 1 on.
+ *  @return 0 or -errno (message printed). */
+int fg_port_setup(struct fg_dp *dp, int sw_rss, unsigned int n_mbufs);
+
+/* fg_worker.c */
+/** Allocates a worker (conntrack shard, TX buffers).  Main lcore. */
+int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
+		     struct fg_worker **out);
+void fg_worker_free(struct fg_worker *w);
+/** The per-lcore loop (rte_eal_remote_launch entry).  Returns on w->stop. */
+int fg_worker_main(void *arg);
+/** Processes one burst (the pipeline of DESIGN.md).  mbuf->port must be
+ *  the flowgate port index and the private area's parsed flag 0 for fresh
+ *  packets.  Exposed for the bench.  Owner lcore only. */
+void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		     uint64_t now);
+/** Creates the SP/SC software-RSS rings between all workers.  Main lcore. */
+int fg_worker_rings_create(struct fg_dp *dp);
+/** Drains dispatch rings, expires, polls the mailbox, flushes TX. */
+void fg_worker_housekeeping(struct fg_worker *w, uint64_t now);
+
+/* fg_lb_publish (fg_lb.c): swap + grace period + free, cfg_lock held. */
+int fg_dp_apply_config(struct fg_dp *dp, const struct fg_config *cfg,
+		       char *err, size_t err_len);
+/** Main lcore: drains learned neighbours and republishes. */
+void fg_dp_neigh_poll(struct fg_dp *dp);
+
+/* fg_control.c */
+/** Conntrack counters of worker @p i through its mailbox.  Control side.
+ *  @return 0, -ETIMEDOUT (worker stuck), -ENOMEM. */
+int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out);
+/** Loads a config file with control/fg_config_parse (errors printed as
+ *  file:line: reason).  @return 0 or -errno. */
+int fg_dp_config_load(const char *path, struct fg_config *out);
+/** Creates the control socket and starts its thread.  @return 0 or -errno. */
+int fg_control_start(struct fg_dp *dp, const char *socket_path);
+void fg_control_stop(struct fg_dp *dp);
+
+/* fg_stats.c */
+int fg_stats_telemetry_register(struct fg_dp *dp);
+void fg_stats_print(struct fg_dp *dp, FILE *f);
+uint64_t fg_stats_core_sum(const struct fg_dp *dp, enum fg_core_counter c);
+uint64_t fg_stats_drop_sum(const struct fg_dp *dp, enum fg_drop d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_DP_H */

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flowgate daemon: EAL, ports, workers, config, control socket, telemetry,
+ * signals.  The packet path is in fg_worker.c.
+ *
+ *   flowgate [EAL args] -- [options]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "fg_dp.h"
+#include "fg_proto.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	g_stop = sig;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [EAL args] -- [options]\n"
+		"  -c, --config FILE        config file (control/fg_config_parse.h syntax)\n"
+		"  -s, --socket PATH        control socket (default " FG_CTL_DEFAULT_SOCKET ")\n"
+		"      --workers N          worker lcores to use (default: all but the main)\n"
+		"      --sw-rss auto|on|off software RSS dispatch between workers (default auto)\n"
+		"      --ct-capacity N      conntrack entries per worker (default 1048576)\n"
+		"      --mbufs N            mbufs per socket (default 65535)\n"
+		"      --gpu                GPU batch path (not built into this binary)\n"
+		"  config built from options (when no -c is given):\n"
+		"      --service VIP:PORT[/tcp|udp][,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N][,gue-port=P][,on-fail=keep|reset]\n"
+		"      --backend ADDR[:PORT][,weight=W][,drained][,id=N]   (adds to the last --service)\n"
+		"      --local ADDR[,port=N]    balancer address (ARP/ND answered; NAT source; DSR outer source)\n"
+		"      --gateway ADDR[,port=N]  default next hop of a port\n"
+		"      --neigh ADDR,MAC[,port=N] static neighbour\n"
+		"      --port-mac N,MAC         source MAC of port N\n"
+		"      --flood-rate N           conntrack flood threshold (new flows/s per core)\n",
+		prog);
+}
+
+/* ---------------------------------------------- config from options */
+
+static int parse_addr(const char *s, struct fg_addr *a)
+{
+	char buf[64];
+	size_t n = strlen(s);
+
+	memset(a, 0, sizeof(*a));
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	if (s[0] == '[' && n > 2 && s[n - 1] == ']') {
+		memcpy(buf, s + 1, n - 2);
+		buf[n - 2] = '\0';
+	} else {
+		memcpy(buf, s, n + 1);
+	}
+	if (inet_pton(AF_INET, buf, &a->v4) == 1) {
+		a->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, buf, &a->v6) == 1) {
+		a->family = AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* "ADDR:PORT", "[V6]:PORT", "ADDR" or a bare IPv6 address. */
+static int parse_endpoint(const char *s, struct fg_addr *a, uint16_t *port)
+{
+	char buf[80];
+	const char *colon;
+
+	*port = 0;
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (end == NULL)
+			return -EINVAL;
+		memcpy(buf, s, end - s + 1);
+		buf[end - s + 1] = '\0';
+		if (end[1] == ':')
+			*port = (uint16_t)atoi(end + 2);
+		else if (end[1] != '\0')
+			return -EINVAL;
+		return parse_addr(buf, a);
+	}
+	colon = strchr(s, ':');
+	if (colon && strchr(colon + 1, ':') == NULL) {
+		memcpy(buf, s, colon - s);
+		buf[colon - s] = '\0';
+		*port = (uint16_t)atoi(colon + 1);
+		return parse_addr(buf, a);
+	}
+	return parse_addr(s, a);
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4],
+		   &v[5]) != 6)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+/* Splits "head,k=v,k=v" in place; returns the head. */
+static char *kv_next(char **rest, char **key, char **val)
+{
+	char *tok = strsep(rest, ",");
+
+	if (tok == NULL)
+		return NULL;
+	*key = tok;
+	*val = strchr(tok, '=');
+	if (*val)
+		*(*val)++ = '\0';
+	return tok;
+}
+
+struct opt_cfg {
+	struct fg_config cfg;
+	uint32_t next_backend_id;
+};
+
+static int opt_service(struct opt_cfg *oc, const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v;
+	struct fg_service_cfg *s;
+	int rc = -EINVAL;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	head = strsep(&rest, ",");
+	if (oc->cfg.n_services >= FG_MAX_SERVICES)
+		goto out;
+	s = realloc(oc->cfg.services, (oc->cfg.n_services + 1) * sizeof(*s));
+	if (s == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	oc->cfg.services = s;
+	s = &s[oc->cfg.n_services];
+	memset(s, 0, sizeof(*s));
+	s->proto = IPPROTO_TCP;
+	s->mode = FG_MODE_DSR_IPIP;
+	s->sched = FG_SCHED_MAGLEV;
+	s->gue_port = 6080;
+	s->id = oc->cfg.n_services + 1;
+	char *slash = strchr(head, '/');
+
+	if (slash) {
+		*slash++ = '\0';
+		if (strcmp(slash, "udp") == 0)
+			s->proto = IPPROTO_UDP;
+		else if (strcmp(slash, "tcp") != 0)
+			goto out;
+	}
+	if (parse_endpoint(head, &s->vip, &s->port) < 0 || s->port == 0)
+		goto out;
+	while (kv_next(&rest, &k, &v)) {
+		if (v == NULL)
+			goto out;
+		if (!strcmp(k, "mode")) {
+			if (!strcmp(v, "dsr-ipip"))
+				s->mode = FG_MODE_DSR_IPIP;
+			else if (!strcmp(v, "dsr-gue"))
+				s->mode = FG_MODE_DSR_GUE;
+			else if (!strcmp(v, "nat"))
+				s->mode = FG_MODE_NAT;
+			else
+				goto out;
+		} else if (!strcmp(k, "sched")) {
+			if (!strcmp(v, "maglev"))
+				s->sched = FG_SCHED_MAGLEV;
+			else if (!strcmp(v, "lc"))
+				s->sched = FG_SCHED_LC;
+			else
+				goto out;
+		} else if (!strcmp(k, "name")) {
+			snprintf(s->name, sizeof(s->name), "%s", v);
+		} else if (!strcmp(k, "gue-port")) {
+			s->gue_port = (uint16_t)atoi(v);
+		} else if (!strcmp(k, "on-fail")) {
+			s->on_fail = !strcmp(v, "reset") ? FG_FAIL_RESET : FG_FAIL_KEEP;
+		} else {
+			goto out;
+		}
+	}
+	oc->cfg.n_services++;
+	rc = 0;
+out:
+	if (rc == -EINVAL)
+		fprintf(stderr, "flowgate: bad --service '%s' (expected VIP:PORT[/tcp|udp]"
+			"[,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N])\n", arg);
+	free(dup);
+	return rc;
+}
+
+static int opt_backend(struct opt_cfg *oc, const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v;
+	struct fg_service_cfg *s;
+	struct fg_backend_cfg *b;
+	int rc = -EINVAL;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	head = strsep(&rest, ",");
+	if (oc->cfg.n_services == 0) {
+		fprintf(stderr, "flowgate: --backend before any --service\n");
+		goto out;
+	}
+	s = &oc->cfg.services[oc->cfg.n_services - 1];
+	if (s->n_backends >= FG_MAX_BACKENDS)
+		goto out;
+	b = &s->backends[s->n_backends];
+	memset(b, 0, sizeof(*b));
+	b->weight = 1;
+	b->id = ++oc->next_backend_id;
+	if (parse_endpoint(head, &b->addr, &b->port) < 0)
+		goto out;
+	while (kv_next(&rest, &k, &v)) {
+		if (!strcmp(k, "drained") && v == NULL)
+			b->drained = true;
+		else if (!strcmp(k, "weight") && v)
+			b->weight = (uint32_t)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "id") && v)
+			b->id = (uint32_t)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "src") && v) {
+			if (parse_addr(v, &b->src) < 0)
+				goto out;
+		} else
+			goto out;
+	}
+	if (b->weight > 65535)
+		goto out;
+	s->n_backends++;
+	rc = 0;
+out:
+	if (rc == -EINVAL)
+		fprintf(stderr, "flowgate: bad --backend '%s' (expected ADDR[:PORT]"
+			"[,weight=W][,drained][,id=N][,src=ADDR])\n", arg);
+	free(dup);
+	return rc;
+}
+
+/* --local / --gateway / --neigh / --port-mac */
+static int opt_port_thing(struct opt_cfg *oc, const char *what, const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v;
+	struct fg_addr a;
+	uint8_t mac[6] = {0};
+	unsigned int port = 0;
+	bool have_mac = false;
+	int rc = -EINVAL;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	head = strsep(&rest, ",");
+	if (!strcmp(what, "port-mac")) {
+		port = (unsigned int)atoi(head);
+		if (rest == NULL || parse_mac(rest, mac) < 0 || port >= FG_MAX_PORTS)
+			goto out;
+		memcpy(oc->cfg.ports[port].mac, mac, 6);
+		if (oc->cfg.n_ports <= port)
+			oc->cfg.n_ports = port + 1;
+		rc = 0;
+		goto out;
+	}
+	if (parse_addr(head, &a) < 0)
+		goto out;
+	while (kv_next(&rest, &k, &v)) {
+		if (!strcmp(k, "port") && v)
+			port = (unsigned int)atoi(v);
+		else if (v == NULL && parse_mac(k, mac) == 0)
+			have_mac = true;
+		else
+			goto out;
+	}
+	if (port >= FG_MAX_PORTS)
+		goto out;
+	if (oc->cfg.n_ports <= port)
+		oc->cfg.n_ports = port + 1;
+	struct fg_port_cfg *pc = &oc->cfg.ports[port];
+
+	if (!strcmp(what, "local")) {
+		if (pc->n_local >= FG_MAX_LOCAL_ADDRS)
+			goto out;
+		pc->local[pc->n_local++] = a;
+	} else if (!strcmp(what, "gateway")) {
+		if (a.family == AF_INET6)
+			pc->gateway6 = a;
+		else
+			pc->gateway = a;
+	} else {
+		if (!have_mac || oc->cfg.n_neigh >= FG_MAX_NEIGH)
+			goto out;
+		struct fg_neigh_cfg *n = &oc->cfg.neigh[oc->cfg.n_neigh++];
+
+		n->ip = a;
+		memcpy(n->mac, mac, 6);
+		n->port = (uint16_t)port;
+	}
+	rc = 0;
+out:
+	if (rc == -EINVAL)
+		fprintf(stderr, "flowgate: bad --%s '%s'\n", what, arg);
+	free(dup);
+	return rc;
+}
+
+/* ------------------------------------------------------------- main */
+
+enum {
+	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
+	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
+	OPT_PORT_MAC, OPT_FLOOD,
+};
+
+static const struct option long_opts[] = {
+	{"config", required_argument, NULL, 'c'},
+	{"socket", required_argument, NULL, 's'},
+	{"help", no_argument, NULL, 'h'},
+	{"workers", required_argument, NULL, OPT_WORKERS},
+	{"sw-rss", required_argument, NULL, OPT_SW_RSS},
+	{"ct-capacity", required_argument, NULL, OPT_CT_CAP},
+	{"mbufs", required_argument, NULL, OPT_MBUFS},
+	{"gpu", no_argument, NULL, OPT_GPU},
+	{"service", required_argument, NULL, OPT_SERVICE},
+	{"backend", required_argument, NULL, OPT_BACKEND},
+	{"local", required_argument, NULL, OPT_LOCAL},
+	{"gateway", required_argument, NULL, OPT_GATEWAY},
+	{"neigh", required_argument, NULL, OPT_NEIGH},
+	{"port-mac", required_argument, NULL, OPT_PORT_MAC},
+	{"flood-rate", required_argument, NULL, OPT_FLOOD},
+	{NULL, 0, NULL, 0},
+};
+
+int main(int argc, char **argv)
+{
+	struct fg_dp *dp;
+	struct opt_cfg oc;
+	const char *config_file = NULL, *socket_path = NULL;
+	unsigned int want_workers = 0, n_mbufs = 65535;
+	int sw_rss = -1, rc, opt;
+	char err[256];
+
+	rc = rte_eal_init(argc, argv);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: EAL init failed: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= rc;
+	argv += rc;
+
+	memset(&oc, 0, sizeof(oc));
+	oc.cfg.ct_capacity = 1u << 20;
+	oc.cfg.gue_port = 6080;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "c:s:h", long_opts, NULL)) != -1) {
+		rc = 0;
+		switch (opt) {
+		case 'c': config_file = optarg; break;
+		case 's': socket_path = optarg; break;
+		case 'h': usage(argv[0]); return 0;
+		case OPT_WORKERS: want_workers = (unsigned int)atoi(optarg); break;
+		case OPT_SW_RSS:
+			if (!strcmp(optarg, "auto")) sw_rss = -1;
+			else if (!strcmp(optarg, "on")) sw_rss = 1;
+			else if (!strcmp(optarg, "off")) sw_rss = 0;
+			else rc = -EINVAL;
+			break;
+		case OPT_CT_CAP: oc.cfg.ct_capacity = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case OPT_GPU:
+			fprintf(stderr, "flowgate: --gpu: the GPU batch path is not "
+				"built into this binary\n");
+			rc = -ENOTSUP;
+			break;
+		case OPT_SERVICE: rc = opt_service(&oc, optarg); break;
+		case OPT_BACKEND: rc = opt_backend(&oc, optarg); break;
+		case OPT_LOCAL: rc = opt_port_thing(&oc, "local", optarg); break;
+		case OPT_GATEWAY: rc = opt_port_thing(&oc, "gateway", optarg); break;
+		case OPT_NEIGH: rc = opt_port_thing(&oc, "neigh", optarg); break;
+		case OPT_PORT_MAC: rc = opt_port_thing(&oc, "port-mac", optarg); break;
+		case OPT_FLOOD: oc.cfg.flood_rate = (uint32_t)strtoul(optarg, NULL, 0); break;
+		default: rc = -EINVAL; break;
+		}
+		if (rc < 0) {
+			usage(argv[0]);
+			rte_eal_cleanup();
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "flowgate: unexpected argument '%s'\n", argv[optind]);
+		usage(argv[0]);
+		rte_eal_cleanup();
+		return 2;
+	}
+	if (config_file != NULL) {
+		rc = fg_dp_config_load(config_file, &oc.cfg);
+		if (rc < 0) {
+			rte_eal_cleanup();
+			return 1;
+		}
+	}
+	if (socket_path == NULL && oc.cfg.control_socket[0])
+		socket_path = oc.cfg.control_socket;
+	if (socket_path == NULL) {
+		socket_path = getenv(FG_CTL_SOCKET_ENV) ? getenv(FG_CTL_SOCKET_ENV) :
+			      FG_CTL_DEFAULT_SOCKET;
+		if (!strcmp(socket_path, FG_CTL_DEFAULT_SOCKET))
+			mkdir("/run/flowgate", 0755);
+	}
+
+	dp = rte_zmalloc("fg_dp", sizeof(*dp), RTE_CACHE_LINE_SIZE);
+	if (dp == NULL) {
+		fprintf(stderr, "flowgate: out of memory\n");
+		return 1;
+	}
+	pthread_mutex_init(&dp->cfg_lock, NULL);
+	pthread_mutex_init(&dp->mbox_lock, NULL);
+	dp->hz = rte_get_tsc_hz();
+	dp->flush_ticks = dp->hz / 10000;   /* 100 us */
+	dp->ct_capacity = oc.cfg.ct_capacity ? oc.cfg.ct_capacity : (1u << 20);
+	dp->cfg = fg_dp_config_dup(&oc.cfg);
+
+	/* ports: every probed ethdev; config port i names its ethdev, or
+	 * applies to ethdev i when it has no name */
+	uint16_t pid;
+
+	RTE_ETH_FOREACH_DEV(pid) {
+		if (dp->n_ports >= FG_MAX_PORTS)
+			break;
+		dp->ports[dp->n_ports].port_id = pid;
+		dp->n_ports++;
+	}
+	if (dp->n_ports == 0) {
+		fprintf(stderr, "flowgate: no ports (give e.g. --vdev=net_af_packet0,"
+			"iface=veth0 --no-pci)\n");
+		return 1;
+	}
+	for (uint32_t i = 0; i < oc.cfg.n_ports && i < FG_MAX_PORTS; i++) {
+		const struct fg_port_cfg *pc = &oc.cfg.ports[i];
+		unsigned int idx = i;
+
+		if (pc->name[0]) {
+			uint16_t id;
+
+			if (rte_eth_dev_get_port_by_name(pc->name, &id) != 0) {
+				fprintf(stderr, "flowgate: config port '%s' is not a "
+					"probed device\n", pc->name);
+				return 1;
+			}
+			for (idx = 0; idx < dp->n_ports; idx++)
+				if (dp->ports[idx].port_id == id)
+					break;
+		}
+		if (idx >= dp->n_ports) {
+			fprintf(stderr, "flowgate: config port %u has no device\n", i);
+			return 1;
+		}
+		dp->ports[idx].cfg = *pc;
+	}
+	for (unsigned int p = 0; p < dp->n_ports; p++)
+		for (uint32_t i = 0; i < dp->ports[p].cfg.n_local; i++)
+			dp->locals[dp->n_locals++] = dp->ports[p].cfg.local[i];
+
+	/* workers: worker lcores in order */
+	unsigned int lcore;
+
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (dp->n_workers >= FG_MAX_WORKERS ||
+		    (want_workers && dp->n_workers >= want_workers))
+			break;
+		rc = fg_worker_create(dp, dp->n_workers, lcore,
+				      &dp->workers[dp->n_workers]);
+		if (rc < 0) {
+			fprintf(stderr, "flowgate: worker %u: %s (conntrack capacity "
+				"%u per worker; lower --ct-capacity or add memory)\n",
+				dp->n_workers, strerror(-rc), dp->ct_capacity);
+			return 1;
+		}
+		dp->n_workers++;
+	}
+	if (dp->n_workers == 0) {
+		fprintf(stderr, "flowgate: no worker lcore (use e.g. -l 0,1: lcore 0 "
+			"is the main lcore, the others are workers)\n");
+		return 1;
+	}
+	size_t qsz = rte_rcu_qsbr_get_memsize(dp->n_workers);
+
+	dp->qsbr = rte_zmalloc("fg_qsbr", qsz, RTE_CACHE_LINE_SIZE);
+	if (dp->qsbr == NULL || rte_rcu_qsbr_init(dp->qsbr, dp->n_workers) != 0) {
+		fprintf(stderr, "flowgate: RCU init failed\n");
+		return 1;
+	}
+	dp->learn_ring = rte_ring_create_elem("fg_learn", sizeof(struct fg_neigh_learn),
+					      1024, (int)rte_socket_id(), RING_F_SC_DEQ);
+	if (dp->learn_ring == NULL) {
+		fprintf(stderr, "flowgate: learn ring: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	rc = fg_port_setup(dp, sw_rss, n_mbufs);
+	if (rc < 0)
+		return 1;
+	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
+	if (dp->neigh == NULL) {
+		fprintf(stderr, "flowgate: out of memory (neighbours)\n");
+		return 1;
+	}
+	rc = fg_dp_apply_config(dp, &oc.cfg, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: config rejected: %s\n", err);
+		return 1;
+	}
+	fg_stats_telemetry_register(dp);
+	rc = fg_control_start(dp, socket_path);
+	if (rc < 0)
+		return 1;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		rte_eal_remote_launch(fg_worker_main, dp->workers[i],
+				      dp->workers[i]->lcore);
+	printf("flowgate: running: %u ports, %u workers (%s), %u services\n",
+	       dp->n_ports, dp->n_workers,
+	       dp->sw_rss ? "software RSS" : dp->n_workers > 1 ?
+	       "hardware RSS" : "single worker", oc.cfg.n_services);
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		char mac[RTE_ETHER_ADDR_FMT_SIZE];
+
+		rte_ether_format_addr(mac, sizeof(mac), &dp->ports[p].mac);
+		printf("flowgate: port %u ethdev %u mac %s mtu %u rxq %u txq %u%s\n",
+		       p, dp->ports[p].port_id, mac, dp->ports[p].mtu,
+		       dp->ports[p].n_rxq, dp->ports[p].n_txq,
+		       dp->ports[p].hw_rss ? " symmetric-rss" : "");
+	}
+	fflush(stdout);
+
+	while (!g_stop) {
+		fg_dp_neigh_poll(dp);
+		usleep(1000);
+	}
+	printf("flowgate: signal %d, stopping workers\n", (int)g_stop);
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		__atomic_store_n(&dp->workers[i]->stop, true, __ATOMIC_RELAXED);
+	rte_eal_mp_wait_lcore();
+	fg_control_stop(dp);
+	fg_stats_print(dp, stdout);
+	fflush(stdout);
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		rte_eth_dev_stop(dp->ports[p].port_id);
+		rte_eth_dev_close(dp->ports[p].port_id);
+	}
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		fg_worker_free(dp->workers[i]);
+	fg_lb_table_free(dp->lb);
+	fg_neigh_table_free(dp->neigh);
+	fg_dp_config_free(dp->cfg);
+	free(oc.cfg.services);
+	rte_ring_free(dp->learn_ring);
+	rte_free(dp->qsbr);
+	rte_free(dp);
+	rte_eal_cleanup();
+	return 0;
+}

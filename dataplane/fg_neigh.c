@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Neighbour (ARP/ND) table: an immutable open-addressing table, republished
+ * by the main lcore when a worker learns a new or changed entry.  Learning
+ * is rare (first contact, MAC change); lookups are one per forwarded packet,
+ * so readers get a plain array walk with no locks and no atomics.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#include "fg_dp.h"
+
+static uint32_t neigh_hash(uint8_t family, const void *addr)
+{
+	uint8_t buf[20] = {0};
+
+	buf[0] = family;
+	memcpy(buf + 4, addr, family == AF_INET6 ? 16 : 4);
+	return ct_hash_crc(buf, sizeof(buf));
+}
+
+const struct fg_neigh_entry *fg_neigh_lookup(const struct fg_neigh_table *t,
+					     uint8_t family, const void *addr)
+{
+	uint32_t alen = family == AF_INET6 ? 16 : 4;
+
+	if (t == NULL)
+		return NULL;
+	for (uint32_t i = neigh_hash(family, addr) & t->mask;;
+	     i = (i + 1) & t->mask) {
+		const struct fg_neigh_entry *e = &t->e[i];
+
+		if (!e->used)
+			return NULL;
+		if (e->family == family && memcmp(e->addr, addr, alen) == 0)
+			return e;
+	}
+}
+
+/* Inserts or updates; static entries win over learned ones. */
+static void neigh_put(struct fg_neigh_table *t, uint8_t family,
+		      const void *addr, const struct rte_ether_addr *mac,
+		      uint8_t port, bool is_static, uint64_t tsc)
+{
+	uint32_t alen = family == AF_INET6 ? 16 : 4;
+
+	for (uint32_t i = neigh_hash(family, addr) & t->mask;;
+	     i = (i + 1) & t->mask) {
+		struct fg_neigh_entry *e = &t->e[i];
+
+		if (e->used && e->family == family &&
+		    memcmp(e->addr, addr, alen) == 0) {
+			if (e->is_static && !is_static)
+				return;
+			e->mac = *mac;
+			e->port = port;
+			e->is_static = is_static;
+			e->learned_tsc = tsc;
+			return;
+		}
+		if (!e->used) {
+			if (t->count >= FG_NEIGH_MAX)
+				return;
+			e->used = 1;
+			e->family = family;
+			memcpy(e->addr, addr, alen);
+			e->mac = *mac;
+			e->port = port;
+			e->is_static = is_static;
+			e->learned_tsc = tsc;
+			t->count++;
+			return;
+		}
+	}
+}
+
+struct fg_neigh_table *fg_neigh_table_build(const struct fg_config *cfg,
+					    const struct fg_neigh_table *old,
+					    const struct fg_neigh_learn *add,
+					    unsigned int n_add)
+{
+	struct fg_neigh_table *t = rte_zmalloc("fg_neigh", sizeof(*t), 0);
+	uint64_t now = rte_rdtsc();
+
+	if (t == NULL)
+		return NULL;
+	/* twice the maximum keeps probe chains short at any fill */
+	t->mask = 2 * FG_NEIGH_MAX - 1;
+	t->e = rte_zmalloc("fg_neigh_e", (t->mask + 1) * sizeof(*t->e),
+			   RTE_CACHE_LINE_SIZE);
+	if (t->e == NULL) {
+		rte_free(t);
+		return NULL;
+	}
+	for (uint32_t i = 0; cfg && i < cfg->n_neigh; i++) {
+		const struct fg_neigh_cfg *n = &cfg->neigh[i];
+
+		neigh_put(t, n->ip.family, n->ip.bytes,
+			  (const struct rte_ether_addr *)n->mac, n->port, true, now);
+	}
+	if (old != NULL)
+		for (uint32_t i = 0; i <= old->mask; i++)
+			if (old->e[i].used && !old->e[i].is_static)
+				neigh_put(t, old->e[i].family, old->e[i].addr,
+					  &old->e[i].mac, old->e[i].port, false,
+					  old->e[i].learned_tsc);
+	for (unsigned int i = 0; i < n_add; i++)
+		neigh_put(t, add[i].family, add[i].addr, &add[i].mac, add[i].port,
+			  false, now);
+	return t;
+}
+
+void fg_neigh_table_free(struct fg_neigh_table *t)
+{
+	if (t == NULL)
+		return;
+	rte_free(t->e);
+	rte_free(t);
+}
+
+void fg_dp_neigh_poll(struct fg_dp *dp)
+{
+	struct fg_neigh_learn msgs[64];
+	struct fg_neigh_learn add[64];
+	unsigned int n, k = 0;
+
+	n = rte_ring_dequeue_burst_elem(dp->learn_ring, msgs, sizeof(msgs[0]),
+					RTE_DIM(msgs), NULL);
+	if (n == 0)
+		return;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct fg_neigh_entry *e =
+			fg_neigh_lookup(dp->neigh, msgs[i].family, msgs[i].addr);
+
+		/* only republish for news: a worker may post the same entry
+		 * several times before the new table reaches it */
+		if (e == NULL || (!e->is_static &&
+				  (!rte_is_same_ether_addr(&e->mac, &msgs[i].mac) ||
+				   e->port != msgs[i].port)))
+			add[k++] = msgs[i];
+	}
+	if (k == 0)
+		return;
+	pthread_mutex_lock(&dp->cfg_lock);
+	struct fg_neigh_table *old = dp->neigh;
+	struct fg_neigh_table *nt = fg_neigh_table_build(dp->cfg, old, add, k);
+
+	if (nt != NULL) {
+		__atomic_store_n(&dp->neigh, nt, __ATOMIC_RELEASE);
+		rte_rcu_qsbr_synchronize(dp->qsbr, RTE_QSBR_THRID_INVALID);
+		fg_neigh_table_free(old);
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+}

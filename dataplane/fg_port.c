@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports: mempools per socket, one RX + one TX queue per worker where the
+ * device allows, the symmetric Toeplitz key on devices with RSS, and the
+ * choice between hardware RSS and software dispatch.
+ *
+ * Software RSS is needed when there is more than one worker and a port
+ * cannot spread by the symmetric hash itself (most vdevs: net_af_packet,
+ * net_pcap, net_null, net_ring).  Then each worker still polls the RX
+ * queues it owns, computes fg_rss_hash() for each packet and hands packets
+ * owned by another worker to it over an SP/SC ring (fg_worker.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+
+#include "fg_dp.h"
+
+static int pool_for_socket(struct fg_dp *dp, int socket, unsigned int n_mbufs)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+
+	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+		socket = 0;
+	if (dp->pool[socket] != NULL)
+		return socket;
+	snprintf(name, sizeof(name), "fg_mbuf_s%d", socket);
+	dp->pool[socket] = rte_pktmbuf_pool_create(name, n_mbufs, 256,
+			RTE_ALIGN(sizeof(struct fg_mbuf_priv), RTE_MBUF_PRIV_ALIGN),
+			RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+	if (dp->pool[socket] == NULL) {
+		fprintf(stderr, "flowgate: cannot create mbuf pool on socket %d: %s\n",
+			socket, rte_strerror(rte_errno));
+		return -rte_errno;
+	}
+	return socket;
+}
+
+static int port_setup_one(struct fg_dp *dp, struct fg_port *pt, bool sw_rss,
+			  unsigned int n_mbufs)
+{
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	uint16_t pid = pt->port_id;
+	uint8_t key[128];
+	int socket, rc;
+
+	rc = rte_eth_dev_info_get(pid, &info);
+	if (rc < 0)
+		return rc;
+	memset(&conf, 0, sizeof(conf));
+	pt->hw_rss = !sw_rss && dp->n_workers > 1 &&
+		     info.flow_type_rss_offloads != 0 &&
+		     info.max_rx_queues >= dp->n_workers;
+	if (pt->hw_rss) {
+		uint32_t klen = info.hash_key_size ? info.hash_key_size : 40;
+
+		if (klen > sizeof(key))
+			klen = sizeof(key);
+		for (uint32_t i = 0; i < klen; i++)
+			key[i] = (i & 1) ? 0x5a : 0x6d;
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_key = key;
+		conf.rx_adv_conf.rss_conf.rss_key_len = (uint8_t)klen;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) &
+			info.flow_type_rss_offloads;
+		pt->n_rxq = (uint16_t)dp->n_workers;
+	} else {
+		pt->n_rxq = (uint16_t)RTE_MIN(dp->n_workers, info.max_rx_queues);
+	}
+	if (info.max_tx_queues < dp->n_workers) {
+		fprintf(stderr, "flowgate: port %u (%s) has %u TX queues, %u workers "
+			"need one each (net_af_packet: add qpairs=%u)\n", pid,
+			info.driver_name, info.max_tx_queues, dp->n_workers,
+			dp->n_workers);
+		return -EINVAL;
+	}
+	pt->n_txq = (uint16_t)dp->n_workers;
+	rc = rte_eth_dev_configure(pid, pt->n_rxq, pt->n_txq, &conf);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: port %u configure: %s\n", pid, strerror(-rc));
+		return rc;
+	}
+	uint16_t nrxd = 1024, ntxd = 1024;
+
+	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrxd, &ntxd);
+	for (uint16_t q = 0; q < pt->n_rxq; q++) {
+		unsigned int lcore = dp->workers[q % dp->n_workers]->lcore;
+
+		socket = pool_for_socket(dp, (int)rte_lcore_to_socket_id(lcore), n_mbufs);
+		if (socket < 0)
+			return socket;
+		rc = rte_eth_rx_queue_setup(pid, q, nrxd, rte_eth_dev_socket_id(pid),
+					    NULL, dp->pool[socket]);
+		if (rc < 0) {
+			fprintf(stderr, "flowgate: port %u rxq %u: %s\n", pid, q,
+				strerror(-rc));
+			return rc;
+		}
+	}
+	for (uint16_t q = 0; q < pt->n_txq; q++) {
+		rc = rte_eth_tx_queue_setup(pid, q, ntxd, rte_eth_dev_socket_id(pid),
+					    NULL);
+		if (rc < 0) {
+			fprintf(stderr, "flowgate: port %u txq %u: %s\n", pid, q,
+				strerror(-rc));
+			return rc;
+		}
+	}
+	if (!rte_is_zero_ether_addr((struct rte_ether_addr *)pt->cfg.mac)) {
+		memcpy(pt->mac.addr_bytes, pt->cfg.mac, 6);
+		/* best effort: some vdevs cannot change their address, the
+		 * configured one is still used as our source MAC */
+		rte_eth_dev_default_mac_addr_set(pid, &pt->mac);
+	} else {
+		rte_eth_macaddr_get(pid, &pt->mac);
+	}
+	rc = rte_eth_dev_start(pid);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: port %u start: %s\n", pid, strerror(-rc));
+		return rc;
+	}
+	rte_eth_promiscuous_enable(pid);
+	if (rte_eth_dev_get_mtu(pid, &pt->mtu) < 0 || pt->mtu == 0)
+		pt->mtu = RTE_ETHER_MTU;
+	if (pt->hw_rss) {
+		struct rte_eth_rss_reta_entry64 reta[8];
+		uint16_t size = info.reta_size;
+
+		if (size > 0 && size <= 512) {
+			memset(reta, 0, sizeof(reta));
+			for (uint16_t i = 0; i < size; i++) {
+				reta[i / 64].mask |= 1ULL << (i % 64);
+				reta[i / 64].reta[i % 64] = i % dp->n_workers;
+			}
+			rte_eth_dev_rss_reta_update(pid, reta, size);
+		}
+	}
+	return 0;
+}
+
+int fg_port_setup(struct fg_dp *dp, int sw_rss, unsigned int n_mbufs)
+{
+	bool any_no_rss = false;
+	int rc;
+
+	fg_rss_reta_fill(dp->reta, (uint16_t)dp->n_workers);
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		struct rte_eth_dev_info info;
+
+		if (rte_eth_dev_info_get(dp->ports[p].port_id, &info) == 0 &&
+		    (info.flow_type_rss_offloads == 0 ||
+		     info.max_rx_queues < dp->n_workers))
+			any_no_rss = true;
+	}
+	/* auto: software dispatch only when a port cannot do it and there
+	 * is someone to dispatch to */
+	if (sw_rss < 0)
+		dp->sw_rss = dp->n_workers > 1 && any_no_rss;
+	else
+		dp->sw_rss = sw_rss > 0 && dp->n_workers > 1;
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		rc = port_setup_one(dp, &dp->ports[p], dp->sw_rss, n_mbufs);
+		if (rc < 0)
+			return rc;
+	}
+	if (dp->sw_rss) {
+		rc = fg_worker_rings_create(dp);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
