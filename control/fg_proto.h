@@ -213,6 +213,9 @@ void fg_jw_bool(struct fg_json_writer *w, const char *key, bool v);
 void fg_jw_null(struct fg_json_writer *w, const char *key);
 /** Copies a parsed value (deep) into the writer. */
 void fg_jw_value(struct fg_json_writer *w, const char *key, const struct fg_json *v);
+/** Appends one value that is already serialized JSON (@p json, @p n bytes,
+ *  trusted: not re-validated), with comma and key as any other value. */
+void fg_jw_json(struct fg_json_writer *w, const char *key, const char *json, size_t n);
 /** Appends raw bytes (a '\n' between messages); only at depth 0. */
 void fg_jw_raw(struct fg_json_writer *w, const char *s, size_t n);
 

@@ -1,0 +1,1281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Control-socket server: poll() loop over a Unix listening socket and its
+ * clients, request dispatch to struct fg_ctl_ops.  See fg_ctl_server.h.
+ */
+#include "fg_ctl_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fg_config_parse.h"
+#include "fg_health.h"
+
+const char *const fg_ctl_counter_names[] = {
+#define FG_X(n) #n,
+	FG_CTL_COUNTER_LIST(FG_X)
+#undef FG_X
+};
+
+/* A stream flushes to the socket once this much output is pending. */
+#define STREAM_FLUSH_BYTES (256u << 10)
+#define READ_CHUNK 65536
+#define WATCH_BATCH 256
+#define WATCH_POLL_MS 50
+
+struct client {
+	int fd;
+	char *in;
+	size_t in_len, in_cap;
+	size_t scan;              /* bytes of in already searched for '\n' */
+	struct fg_json_writer out;
+	size_t out_off;           /* bytes of out already sent */
+	bool closing;             /* close once out is flushed */
+	bool dead;                /* close now */
+	bool watching;
+	uint64_t watch_id;
+};
+
+struct fg_ctl_server {
+	struct fg_ctl_server_params p;
+	struct fg_ctl_ops ops;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int lfd;
+	int wake[2];
+	struct client **clients;
+	unsigned int n_clients;
+	unsigned int watchers;
+	pthread_t thread;
+	bool running;
+	volatile bool stop;
+	struct fg_ctl_counters cnt;
+	struct fg_flow_event *evbuf;
+};
+
+/* ---- socket setup ------------------------------------------------------- */
+
+static int check_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	struct stat st;
+	if (stat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	/* others could replace our socket with theirs */
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		return -EPERM;
+	return 0;
+}
+
+int fg_ctl_server_create(const struct fg_ctl_server_params *p,
+			 struct fg_ctl_server **out)
+{
+	if (!p || !p->ops || !out)
+		return -EINVAL;
+	const char *path = p->socket_path ? p->socket_path : FG_CTL_DEFAULT_SOCKET;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (!*path || strlen(path) >= sizeof(sa.sun_path))
+		return -EINVAL;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int rc = check_parent(path);
+	if (rc)
+		return rc;
+
+	struct fg_ctl_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->p = *p;
+	s->ops = *p->ops;
+	s->lfd = -1;
+	s->wake[0] = s->wake[1] = -1;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	if (!s->p.max_clients)
+		s->p.max_clients = 64;
+	if (!s->p.max_request)
+		s->p.max_request = FG_PROTO_MAX_REQUEST;
+	if (!s->p.max_outbuf)
+		s->p.max_outbuf = 16u << 20;
+	if (s->p.max_outbuf < 2 * STREAM_FLUSH_BYTES)
+		s->p.max_outbuf = 2 * STREAM_FLUSH_BYTES;
+	if (!s->p.write_timeout_ms)
+		s->p.write_timeout_ms = 5000;
+	s->clients = calloc(s->p.max_clients, sizeof(*s->clients));
+	s->evbuf = calloc(WATCH_BATCH, sizeof(*s->evbuf));
+	if (!s->clients || !s->evbuf) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (pipe2(s->wake, O_NONBLOCK | O_CLOEXEC)) {
+		rc = -errno;
+		goto fail;
+	}
+
+	struct stat st;
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			rc = -EEXIST;
+			goto fail;
+		}
+		/* a live daemon answers: never steal its socket */
+		int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (t >= 0) {
+			int c = connect(t, (struct sockaddr *)&sa, sizeof(sa));
+			close(t);
+			if (!c) {
+				rc = -EADDRINUSE;
+				goto fail;
+			}
+		}
+		unlink(path);
+	}
+	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->lfd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	/* bind() creates the file with the umask applied: make it 0600 from
+	 * the start rather than chmod-ing a socket that was briefly open */
+	mode_t old = umask(0177);
+	rc = bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(old);
+	if (rc)
+		goto fail;
+	if (chmod(path, 0600) || listen(s->lfd, 64)) {
+		rc = -errno;
+		unlink(path);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->wake[0] >= 0) {
+		close(s->wake[0]);
+		close(s->wake[1]);
+	}
+	free(s->clients);
+	free(s->evbuf);
+	free(s);
+	return rc;
+}
+
+/* ---- clients ------------------------------------------------------------ */
+
+static size_t out_pending(const struct client *c)
+{
+	return c->out.len - c->out_off;
+}
+
+static void client_close(struct fg_ctl_server *s, unsigned int i)
+{
+	struct client *c = s->clients[i];
+	if (c->watching) {
+		c->watching = false;
+		if (--s->watchers == 0 && s->ops.watch_set)
+			s->ops.watch_set(false, s->p.ctx);
+	}
+	close(c->fd);
+	free(c->in);
+	fg_jw_fini(&c->out);
+	free(c);
+	s->clients[i] = s->clients[--s->n_clients];
+	s->clients[s->n_clients] = NULL;
+}
+
+/* Sends what the socket takes now.  @return 0 or -EPIPE (peer gone). */
+static int client_send(struct client *c)
+{
+	while (out_pending(c)) {
+		ssize_t n = send(c->fd, c->out.buf + c->out_off, out_pending(c),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		return -EPIPE;
+	}
+	if (!out_pending(c)) {
+		fg_jw_reset(&c->out);
+		c->out_off = 0;
+	} else if (c->out_off > c->out.len / 2 && c->out.depth == 0) {
+		/* between messages: drop what was sent */
+		memmove(c->out.buf, c->out.buf + c->out_off, out_pending(c));
+		c->out.len -= c->out_off;
+		c->out_off = 0;
+	}
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* During a stream: waits (bounded) until pending output drops below
+ * @p below.  @return 0, -ETIMEDOUT (reader stuck), -EPIPE. */
+static int client_drain(struct fg_ctl_server *s, struct client *c, size_t below)
+{
+	uint64_t deadline = now_ms() + s->p.write_timeout_ms;
+	for (;;) {
+		if (client_send(c))
+			return -EPIPE;
+		if (out_pending(c) <= below)
+			return 0;
+		uint64_t t = now_ms();
+		if (t >= deadline)
+			return -ETIMEDOUT;
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+		int r = poll(&pfd, 1, (int)(deadline - t));
+		if (r < 0 && errno != EINTR)
+			return -EPIPE;
+		if (r > 0 && (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+			return -EPIPE;
+	}
+}
+
+/* ---- request handling --------------------------------------------------- */
+
+struct req_ctx {
+	struct fg_ctl_server *s;
+	struct client *c;
+	struct fg_proto_req *r;
+	struct fg_json_writer *w;
+	char err[1024];
+	char hint[256];
+	int stream_err;
+	uint64_t emitted;
+};
+
+static int fail(struct req_ctx *x, const char *hint, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct req_ctx *x, const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+	snprintf(x->hint, sizeof(x->hint), "%s", hint ? hint : "");
+	return -1;
+}
+
+static int arg_str(struct req_ctx *x, const char *key, bool required, const char **out)
+{
+	int rc = fg_json_get_str(x->r->args, key, out);
+	if (rc == -ENOENT && !required) {
+		*out = NULL;
+		return 0;
+	}
+	if (rc == -ENOENT)
+		return fail(x, NULL, "%s: argument \"%s\" is required", x->r->cmd_name, key);
+	if (rc)
+		return fail(x, NULL, "%s: argument \"%s\" must be a string", x->r->cmd_name, key);
+	return 0;
+}
+
+static int arg_u64(struct req_ctx *x, const char *key, bool required, uint64_t max,
+		   uint64_t *out, bool *present)
+{
+	int rc = fg_json_get_u64(x->r->args, key, out);
+	if (present)
+		*present = rc == 0;
+	if (rc == -ENOENT && !required)
+		return 0;
+	if (rc == -ENOENT)
+		return fail(x, NULL, "%s: argument \"%s\" is required", x->r->cmd_name, key);
+	if (rc || *out > max)
+		return fail(x, NULL, "%s: argument \"%s\" must be an integer in 0..%" PRIu64,
+			    x->r->cmd_name, key, max);
+	return 0;
+}
+
+static int arg_bool(struct req_ctx *x, const char *key, bool *out)
+{
+	*out = false;
+	int rc = fg_json_get_bool(x->r->args, key, out);
+	if (rc == -EINVAL)
+		return fail(x, NULL, "%s: argument \"%s\" must be true or false",
+			    x->r->cmd_name, key);
+	return 0;
+}
+
+static bool have_op(struct req_ctx *x, const void *op)
+{
+	if (!op) {
+		fail(x, "this daemon build does not implement it", "%s is not supported",
+		     x->r->cmd_name);
+		return false;
+	}
+	return true;
+}
+
+static int get_config(struct req_ctx *x, struct fg_config *cfg)
+{
+	if (!have_op(x, (const void *)x->s->ops.config_get))
+		return -1;
+	memset(cfg, 0, sizeof(*cfg));
+	int rc = x->s->ops.config_get(cfg, x->s->p.ctx);
+	if (rc)
+		return fail(x, NULL, "cannot read the running config: %s", strerror(-rc));
+	return 0;
+}
+
+static void errs_to_msg(struct req_ctx *x, const struct fg_cfg_errs *e, const char *what)
+{
+	size_t n = (size_t)snprintf(x->err, sizeof(x->err), "%s: %u problem%s", what, e->n,
+				    e->n == 1 ? "" : "s");
+	for (unsigned i = 0; i < e->n && i < e->max && n < sizeof(x->err); i++) {
+		const struct fg_cfg_err *r = &e->v[i];
+		if (r->line)
+			n += (size_t)snprintf(x->err + n, sizeof(x->err) - n, "\n%s%s%u: %s",
+					      r->file, r->file[0] ? ":" : "line ", r->line, r->msg);
+		else
+			n += (size_t)snprintf(x->err + n, sizeof(x->err) - n, "\n%s%s%s", r->file,
+					      r->file[0] ? ": " : "", r->msg);
+	}
+}
+
+/* validate, assign ids against the running config, apply, tell health */
+static int commit(struct req_ctx *x, struct fg_config *next, const struct fg_config *prev)
+{
+	struct fg_cfg_err ev[16];
+	struct fg_cfg_errs e = { .v = ev, .max = 16 };
+	if (fg_config_validate(next, "", &e)) {
+		errs_to_msg(x, &e, "the change makes the config invalid");
+		snprintf(x->hint, sizeof(x->hint), "nothing was changed");
+		return -1;
+	}
+	if (fg_config_assign_ids(next, prev))
+		return fail(x, NULL, "no free service id");
+	if (!have_op(x, (const void *)x->s->ops.config_apply))
+		return -1;
+	char aerr[512] = "";
+	int rc = x->s->ops.config_apply(next, aerr, sizeof(aerr), x->s->p.ctx);
+	if (rc)
+		return fail(x, "nothing was changed; the running config is as before",
+			    "apply failed: %s", aerr[0] ? aerr : strerror(-rc));
+	if (x->s->p.health)
+		fg_health_update(x->s->p.health, next);
+	return 0;
+}
+
+static int find_service(struct req_ctx *x, const struct fg_config *cfg, const char *spec)
+{
+	int i = fg_config_find_service(cfg, spec);
+	if (i < 0) {
+		struct fg_addr a;
+		uint16_t port;
+		uint8_t proto;
+		if (fg_service_spec_parse(spec, &a, &port, &proto) && !strchr(spec, ':'))
+			return fail(x, "list services with 'fgctl service list'",
+				    "no service named '%s'", spec);
+		if (fg_service_spec_parse(spec, &a, &port, &proto))
+			return fail(x, "write it as VIP:PORT/PROTO, e.g. 10.0.0.1:80/tcp or "
+				    "[fd00::1]:443/udp", "bad service '%s'", spec);
+		return fail(x, "list services with 'fgctl service list'",
+			    "no service %s", spec);
+	}
+	return i;
+}
+
+static void json_backend(struct req_ctx *x, const struct fg_service_cfg *svc,
+			 const struct fg_backend_cfg *b)
+{
+	char a[64];
+	struct fg_json_writer *w = x->w;
+	fg_jw_obj_open(w, NULL);
+	fg_jw_u64(w, "id", b->id);
+	fg_jw_str(w, "addr", fg_addr_format(&b->addr, a, sizeof(a)));
+	fg_jw_u64(w, "port", b->port ? b->port : svc->port);
+	fg_jw_u64(w, "weight", b->weight);
+	fg_jw_bool(w, "drained", b->drained);
+	if (b->src.family)
+		fg_jw_str(w, "src", fg_addr_format(&b->src, a, sizeof(a)));
+	const char *h = "unchecked";
+	if (svc->health.type != FG_HC_NONE && x->s->p.health) {
+		int up = fg_health_is_up(x->s->p.health, svc->id, b->id);
+		h = up == 1 ? "up" : up == 0 ? "down" : "unchecked";
+	}
+	fg_jw_str(w, "health", h);
+	fg_jw_obj_close(w);
+}
+
+static void json_service(struct req_ctx *x, const struct fg_service_cfg *s, bool backends)
+{
+	char a[96];
+	struct fg_json_writer *w = x->w;
+	fg_jw_obj_open(w, NULL);
+	fg_jw_u64(w, "id", s->id);
+	fg_jw_str(w, "name", s->name);
+	fg_jw_str(w, "service", fg_service_spec_format(&s->vip, s->port, s->proto, a, sizeof(a)));
+	fg_jw_str(w, "vip", fg_addr_format(&s->vip, a, sizeof(a)));
+	fg_jw_u64(w, "port", s->port);
+	fg_jw_str(w, "proto", s->proto == IPPROTO_UDP ? "udp" : "tcp");
+	fg_jw_str(w, "mode", fg_mode_name(s->mode));
+	fg_jw_str(w, "sched", fg_sched_name(s->sched));
+	fg_jw_str(w, "on_fail", fg_fail_name(s->on_fail));
+	fg_jw_str(w, "health_check", fg_hc_name(s->health.type));
+	fg_jw_u64(w, "maglev_size", s->maglev_size);
+	if (backends) {
+		fg_jw_arr_open(w, "backends");
+		for (uint32_t b = 0; b < s->n_backends; b++)
+			json_backend(x, s, &s->backends[b]);
+		fg_jw_arr_close(w);
+	} else {
+		fg_jw_u64(w, "n_backends", s->n_backends);
+	}
+	fg_jw_obj_close(w);
+}
+
+static int h_ping(struct req_ctx *x)
+{
+	struct fg_json_writer *w = x->w;
+	fg_proto_reply_begin(w, x->r->id);
+	fg_jw_obj_open(w, NULL);
+	fg_jw_i64(w, "protocol", FG_PROTO_VERSION);
+	fg_jw_obj_open(w, "control");
+#define FG_X(n) fg_jw_u64(w, #n, x->s->cnt.n);
+	FG_CTL_COUNTER_LIST(FG_X)
+#undef FG_X
+	fg_jw_u64(w, "clients", x->s->n_clients);
+	fg_jw_u64(w, "watchers", x->s->watchers);
+	fg_jw_obj_close(w);
+	fg_jw_obj_close(w);
+	fg_proto_reply_end(w);
+	return 0;
+}
+
+static int h_service_add(struct req_ctx *x)
+{
+	const char *spec, *mode, *sched, *name, *on_fail;
+	if (arg_str(x, "service", true, &spec) || arg_str(x, "mode", false, &mode) ||
+	    arg_str(x, "sched", false, &sched) || arg_str(x, "name", false, &name) ||
+	    arg_str(x, "on_fail", false, &on_fail))
+		return -1;
+	struct fg_service_cfg *svc = malloc(sizeof(*svc));
+	if (!svc)
+		return fail(x, NULL, "out of memory");
+	fg_service_init(svc);
+	int rc = -1;
+	struct fg_config cur, next;
+	memset(&cur, 0, sizeof(cur));
+	memset(&next, 0, sizeof(next));
+	if (fg_service_spec_parse(spec, &svc->vip, &svc->port, &svc->proto)) {
+		fail(x, "write it as VIP:PORT/PROTO, e.g. 10.0.0.1:80/tcp", "bad service '%s'", spec);
+		goto out;
+	}
+	int m = mode ? fg_mode_parse(mode) : (int)svc->mode;
+	int sc = sched ? fg_sched_parse(sched) : (int)svc->sched;
+	if (m < 0) {
+		fail(x, "use dsr-ipip, dsr-gue or nat", "unknown mode '%s'", mode);
+		goto out;
+	}
+	if (sc < 0) {
+		fail(x, "use maglev or lc", "unknown scheduler '%s'", sched);
+		goto out;
+	}
+	svc->mode = (enum fg_fwd_mode)m;
+	svc->sched = (enum fg_sched)sc;
+	if (on_fail) {
+		if (!strcmp(on_fail, "keep"))
+			svc->on_fail = FG_FAIL_KEEP;
+		else if (!strcmp(on_fail, "reset"))
+			svc->on_fail = FG_FAIL_RESET;
+		else {
+			fail(x, "use keep or reset", "unknown on_fail policy '%s'", on_fail);
+			goto out;
+		}
+	}
+	if (name) {
+		if (strlen(name) >= sizeof(svc->name)) {
+			fail(x, NULL, "service name '%s' longer than %d", name, FG_NAME_MAX - 1);
+			goto out;
+		}
+		snprintf(svc->name, sizeof(svc->name), "%s", name);
+	}
+	if (get_config(x, &cur))
+		goto out;
+	if (fg_config_copy(&next, &cur)) {
+		fail(x, NULL, "out of memory");
+		goto out;
+	}
+	int r = fg_config_add_service(&next, svc);
+	if (r == -EEXIST) {
+		fail(x, "delete it first with 'fgctl service del', or edit the config file and "
+		     "'fgctl config apply'", "service %s already exists", spec);
+		goto out;
+	}
+	if (r < 0) {
+		fail(x, NULL, r == -ENOSPC ? "too many services (max %d)" : "out of memory (%d)",
+		     FG_MAX_SERVICES);
+		goto out;
+	}
+	if (commit(x, &next, &cur))
+		goto out;
+	fg_proto_reply_begin(x->w, x->r->id);
+	json_service(x, &next.services[r], true);
+	fg_proto_reply_end(x->w);
+	rc = 0;
+out:
+	free(svc);
+	fg_config_free(&cur);
+	fg_config_free(&next);
+	return rc;
+}
+
+static int h_service_del(struct req_ctx *x)
+{
+	const char *spec;
+	if (arg_str(x, "service", true, &spec))
+		return -1;
+	struct fg_config cur, next;
+	memset(&next, 0, sizeof(next));
+	if (get_config(x, &cur))
+		return -1;
+	int rc = -1, i = find_service(x, &cur, spec);
+	if (i < 0)
+		goto out;
+	if (fg_config_copy(&next, &cur)) {
+		fail(x, NULL, "out of memory");
+		goto out;
+	}
+	fg_config_del_service(&next, (unsigned)i);
+	if (commit(x, &next, &cur))
+		goto out;
+	fg_proto_reply_begin(x->w, x->r->id);
+	json_service(x, &cur.services[i], false);
+	fg_proto_reply_end(x->w);
+	rc = 0;
+out:
+	fg_config_free(&cur);
+	fg_config_free(&next);
+	return rc;
+}
+
+static int h_service_list(struct req_ctx *x)
+{
+	struct fg_config cur;
+	if (get_config(x, &cur))
+		return -1;
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_jw_arr_open(x->w, NULL);
+	for (uint32_t i = 0; i < cur.n_services; i++)
+		json_service(x, &cur.services[i], true);
+	fg_jw_arr_close(x->w);
+	fg_proto_reply_end(x->w);
+	fg_config_free(&cur);
+	return 0;
+}
+
+enum bop { B_ADD, B_DEL, B_WEIGHT, B_DRAIN, B_UNDRAIN };
+
+static int h_backend(struct req_ctx *x, enum bop op)
+{
+	const char *spec, *addr;
+	uint64_t weight = 1;
+	bool has_weight = false;
+	if (arg_str(x, "service", true, &spec) || arg_str(x, "addr", true, &addr) ||
+	    arg_u64(x, "weight", op == B_WEIGHT, 65535, &weight, &has_weight))
+		return -1;
+	struct fg_addr a;
+	uint16_t port;
+	if (fg_endpoint_parse(addr, false, &a, &port))
+		return fail(x, "write ADDR, ADDR:PORT or [IPv6]:PORT", "bad backend address '%s'",
+			    addr);
+	struct fg_config cur, next;
+	memset(&next, 0, sizeof(next));
+	if (get_config(x, &cur))
+		return -1;
+	int rc = -1, si = find_service(x, &cur, spec);
+	if (si < 0)
+		goto out;
+	if (fg_config_copy(&next, &cur)) {
+		fail(x, NULL, "out of memory");
+		goto out;
+	}
+	struct fg_service_cfg *svc = &next.services[si];
+	int bi = fg_config_find_backend(svc, &a, op == B_ADD ? port : port);
+	if (op == B_ADD) {
+		if (bi >= 0 && svc->backends[bi].port == port) {
+			fail(x, "change it with 'fgctl backend weight' or 'backend drain'",
+			     "backend %s already in service %s", addr, spec);
+			goto out;
+		}
+		if (svc->n_backends >= FG_MAX_BACKENDS) {
+			fail(x, NULL, "service %s has the maximum of %d backends", spec,
+			     FG_MAX_BACKENDS);
+			goto out;
+		}
+		bi = (int)svc->n_backends++;
+		fg_backend_init(&svc->backends[bi]);
+		svc->backends[bi].addr = a;
+		svc->backends[bi].port = port;
+		svc->backends[bi].weight = (uint32_t)weight;
+	} else {
+		if (bi < 0) {
+			fail(x, "list backends with 'fgctl backend list SERVICE'",
+			     "backend %s is not in service %s", addr, spec);
+			goto out;
+		}
+		struct fg_backend_cfg *b = &svc->backends[bi];
+		switch (op) {
+		case B_DEL:
+			memmove(b, b + 1, sizeof(*b) * (svc->n_backends - (uint32_t)bi - 1));
+			svc->n_backends--;
+			break;
+		case B_WEIGHT:
+			b->weight = (uint32_t)weight;
+			break;
+		case B_DRAIN:
+			b->drained = true;
+			break;
+		case B_UNDRAIN:
+			b->drained = false;
+			break;
+		default:
+			break;
+		}
+	}
+	if (commit(x, &next, &cur))
+		goto out;
+	fg_proto_reply_begin(x->w, x->r->id);
+	if (op == B_DEL)
+		json_backend(x, &cur.services[si], &cur.services[si].backends[
+			fg_config_find_backend(&cur.services[si], &a, port)]);
+	else
+		json_backend(x, svc, &svc->backends[bi]);
+	fg_proto_reply_end(x->w);
+	rc = 0;
+out:
+	fg_config_free(&cur);
+	fg_config_free(&next);
+	return rc;
+}
+
+static int h_backend_list(struct req_ctx *x)
+{
+	const char *spec;
+	if (arg_str(x, "service", false, &spec))
+		return -1;
+	struct fg_config cur;
+	if (get_config(x, &cur))
+		return -1;
+	int si = -1;
+	if (spec && (si = find_service(x, &cur, spec)) < 0) {
+		fg_config_free(&cur);
+		return -1;
+	}
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_jw_arr_open(x->w, NULL);
+	for (uint32_t i = 0; i < cur.n_services; i++)
+		if (si < 0 || (uint32_t)si == i)
+			json_service(x, &cur.services[i], true);
+	fg_jw_arr_close(x->w);
+	fg_proto_reply_end(x->w);
+	fg_config_free(&cur);
+	return 0;
+}
+
+static int parse_filter(struct req_ctx *x, struct fg_flow_filter *f, bool *any)
+{
+	const char *svc, *be, *st;
+	uint64_t core = 0, limit = 0;
+	bool has_core;
+	fg_flow_filter_init(f);
+	*any = false;
+	if (arg_str(x, "service", false, &svc) || arg_str(x, "backend", false, &be) ||
+	    arg_str(x, "state", false, &st) ||
+	    arg_u64(x, "core", false, FG_CTL_MAX_CORES - 1, &core, &has_core) ||
+	    arg_u64(x, "limit", false, UINT64_MAX, &limit, NULL))
+		return -1;
+	f->limit = limit;
+	if (has_core) {
+		f->core = (int32_t)core;
+		*any = true;
+	}
+	if (st) {
+		int i = fg_flow_state_lookup(st);
+		if (i < 0)
+			return fail(x, "states: SYN_SENT SYN_RECV ESTABLISHED FIN_WAIT CLOSE_WAIT "
+				    "LAST_ACK TIME_WAIT CLOSE UDP UDP_STREAM OTHER",
+				    "unknown state '%s'", st);
+		f->state = i;
+		snprintf(f->state_name, sizeof(f->state_name), "%s", fg_flow_state_name(i));
+		*any = true;
+	}
+	if (be) {
+		if (fg_endpoint_parse(be, false, &f->backend, &f->backend_port))
+			return fail(x, "write ADDR, ADDR:PORT or [IPv6]:PORT",
+				    "bad backend address '%s'", be);
+		f->has_backend = true;
+		*any = true;
+	}
+	if (svc) {
+		struct fg_config cur;
+		if (get_config(x, &cur))
+			return -1;
+		int i = find_service(x, &cur, svc);
+		if (i >= 0)
+			f->service_id = cur.services[i].id;
+		fg_config_free(&cur);
+		if (i < 0)
+			return -1;
+		*any = true;
+	}
+	return 0;
+}
+
+static int emit_flow(const struct fg_flow_info *info, void *arg)
+{
+	struct req_ctx *x = arg;
+	fg_proto_item_begin(x->w, x->r->id, NULL);
+	fg_flow_info_to_json(x->w, NULL, info);
+	fg_proto_reply_end(x->w);
+	if (fg_jw_error(x->w))
+		return x->stream_err = fg_jw_error(x->w);
+	x->emitted++;
+	if (out_pending(x->c) >= STREAM_FLUSH_BYTES) {
+		int rc = client_drain(x->s, x->c, STREAM_FLUSH_BYTES / 4);
+		if (rc)
+			return x->stream_err = rc;
+	}
+	return 0;
+}
+
+static int h_flows_walk(struct req_ctx *x, bool get, bool del)
+{
+	struct fg_flow_filter f;
+	bool any;
+	if (!have_op(x, (const void *)x->s->ops.flows_walk))
+		return -1;
+	if (get) {
+		const char *src, *dst, *proto;
+		fg_flow_filter_init(&f);
+		if (arg_str(x, "src", true, &src) || arg_str(x, "dst", true, &dst) ||
+		    arg_str(x, "proto", true, &proto))
+			return -1;
+		if (fg_endpoint_parse(src, true, &f.src, &f.sport))
+			return fail(x, "write ADDR:PORT or [IPv6]:PORT", "bad source '%s'", src);
+		if (fg_endpoint_parse(dst, true, &f.dst, &f.dport))
+			return fail(x, "write ADDR:PORT or [IPv6]:PORT", "bad destination '%s'", dst);
+		if (f.src.family != f.dst.family)
+			return fail(x, NULL, "source and destination families differ");
+		if (!strcasecmp(proto, "tcp"))
+			f.proto = IPPROTO_TCP;
+		else if (!strcasecmp(proto, "udp"))
+			f.proto = IPPROTO_UDP;
+		else
+			return fail(x, "use tcp or udp", "unknown protocol '%s'", proto);
+		f.has_tuple = true;
+	} else {
+		if (parse_filter(x, &f, &any))
+			return -1;
+		bool all = false;
+		if (del && arg_bool(x, "all", &all))
+			return -1;
+		if (del && !any && !all)
+			return fail(x, "add a filter (--service, --backend, --state, --core) or "
+				    "--all to delete every flow", "refusing to delete all flows "
+				    "without --all");
+	}
+	x->emitted = 0;
+	x->stream_err = 0;
+	int64_t n = x->s->ops.flows_walk(&f, del ? NULL : emit_flow, x, del, x->s->p.ctx);
+	if (x->stream_err == -EPIPE || x->stream_err == -ETIMEDOUT) {
+		if (x->stream_err == -ETIMEDOUT)
+			x->s->cnt.write_timeouts++;
+		x->c->dead = true;
+		return 0;
+	}
+	if (n < 0)
+		return fail(x, NULL, "%s failed: %s", x->r->cmd_name, strerror((int)-n));
+	if (get && n == 0)
+		return fail(x, "the flow may have expired; list flows with 'fgctl flows list'",
+			    "no tracked flow matches");
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_jw_obj_open(x->w, NULL);
+	fg_jw_u64(x->w, del ? "deleted" : "count", (uint64_t)n);
+	fg_jw_obj_close(x->w);
+	fg_proto_reply_end(x->w);
+	return 0;
+}
+
+static int h_flows_count(struct req_ctx *x)
+{
+	bool per_core;
+	if (arg_bool(x, "per_core", &per_core) || !have_op(x, (const void *)x->s->ops.flows_count))
+		return -1;
+	struct fg_flow_counts *fc = calloc(1, sizeof(*fc));
+	if (!fc)
+		return fail(x, NULL, "out of memory");
+	int rc = x->s->ops.flows_count(fc, x->s->p.ctx);
+	if (rc) {
+		free(fc);
+		return fail(x, NULL, "flows.count failed: %s", strerror(-rc));
+	}
+	struct fg_json_writer *w = x->w;
+	fg_proto_reply_begin(w, x->r->id);
+	fg_jw_obj_open(w, NULL);
+	fg_jw_u64(w, "total", fc->total);
+	fg_jw_obj_open(w, "per_state");
+	for (int i = 1; i < 16 && fg_flow_state_name(i); i++)
+		fg_jw_u64(w, fg_flow_state_name(i), fc->per_state[i]);
+	fg_jw_obj_close(w);
+	if (per_core) {
+		fg_jw_arr_open(w, "per_core");
+		for (uint32_t i = 0; i < fc->n_cores && i < FG_CTL_MAX_CORES; i++)
+			fg_jw_u64(w, NULL, fc->per_core[i]);
+		fg_jw_arr_close(w);
+	}
+	fg_jw_obj_close(w);
+	fg_proto_reply_end(w);
+	free(fc);
+	return 0;
+}
+
+static int h_flows_watch(struct req_ctx *x)
+{
+	if (!have_op(x, (const void *)x->s->ops.watch_set) ||
+	    !have_op(x, (const void *)x->s->ops.watch_poll))
+		return -1;
+	if (x->c->watching)
+		return fail(x, NULL, "this connection is already watching");
+	if (x->s->watchers == 0) {
+		int rc = x->s->ops.watch_set(true, x->s->p.ctx);
+		if (rc)
+			return fail(x, NULL, "cannot start event reporting: %s", strerror(-rc));
+	}
+	x->s->watchers++;
+	x->c->watching = true;
+	x->c->watch_id = x->r->id;
+	return 0;
+}
+
+static int h_stats(struct req_ctx *x)
+{
+	const char *svc;
+	bool per_core;
+	if (arg_str(x, "service", false, &svc) || arg_bool(x, "per_core", &per_core) ||
+	    !have_op(x, (const void *)x->s->ops.stats))
+		return -1;
+	struct fg_json_writer tw;
+	fg_jw_init(&tw, x->s->p.max_outbuf);
+	int rc = x->s->ops.stats(&tw, svc, per_core, x->s->p.ctx);
+	if (!rc && (fg_jw_error(&tw) || tw.depth || !tw.len))
+		rc = fg_jw_error(&tw) ? fg_jw_error(&tw) : -EINVAL;
+	if (rc) {
+		fg_jw_fini(&tw);
+		if (rc == -ENOENT && svc)
+			return fail(x, "list services with 'fgctl service list'", "no service '%s'",
+				    svc);
+		return fail(x, NULL, "stats failed: %s", strerror(-rc));
+	}
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_jw_json(x->w, NULL, tw.buf, tw.len);
+	fg_proto_reply_end(x->w);
+	fg_jw_fini(&tw);
+	return 0;
+}
+
+static int h_health(struct req_ctx *x)
+{
+	if (!x->s->p.health)
+		return fail(x, "add 'health tcp|http { ... }' to a service", "health checks are "
+			    "not running in this daemon");
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_health_to_json(x->s->p.health, x->w);
+	fg_proto_reply_end(x->w);
+	return 0;
+}
+
+static int h_config_text(struct req_ctx *x, bool apply)
+{
+	const char *text, *name;
+	if (arg_str(x, "text", true, &text) || arg_str(x, "name", false, &name))
+		return -1;
+	if (!name)
+		name = "config";
+	struct fg_cfg_err ev[32];
+	struct fg_cfg_errs e = { .v = ev, .max = 32 };
+	struct fg_config next, cur;
+	memset(&cur, 0, sizeof(cur));
+	int rc = fg_config_parse(text, strlen(text), name, &next, &e);
+	if (rc) {
+		if (e.n)
+			errs_to_msg(x, &e, name);
+		else
+			fail(x, NULL, "%s: %s", name, strerror(-rc));
+		snprintf(x->hint, sizeof(x->hint), "fix the lines above; the running config is "
+			 "unchanged");
+		fg_config_free(&next);
+		return -1;
+	}
+	rc = -1;
+	if (apply) {
+		if (get_config(x, &cur) || commit(x, &next, &cur))
+			goto out;
+	}
+	uint32_t nb = 0;
+	for (uint32_t i = 0; i < next.n_services; i++)
+		nb += next.services[i].n_backends;
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_jw_obj_open(x->w, NULL);
+	fg_jw_bool(x->w, "applied", apply);
+	fg_jw_u64(x->w, "services", next.n_services);
+	fg_jw_u64(x->w, "backends", nb);
+	fg_jw_obj_close(x->w);
+	fg_proto_reply_end(x->w);
+	rc = 0;
+out:
+	fg_config_free(&next);
+	fg_config_free(&cur);
+	return rc;
+}
+
+static int h_config_show(struct req_ctx *x)
+{
+	struct fg_config cur;
+	char *text = NULL;
+	if (get_config(x, &cur))
+		return -1;
+	int rc = fg_config_dump_str(&cur, &text);
+	fg_config_free(&cur);
+	if (rc)
+		return fail(x, NULL, "cannot format the config: %s", strerror(-rc));
+	fg_proto_reply_begin(x->w, x->r->id);
+	fg_jw_obj_open(x->w, NULL);
+	fg_jw_str(x->w, "text", text);
+	fg_jw_obj_close(x->w);
+	fg_proto_reply_end(x->w);
+	free(text);
+	return 0;
+}
+
+static int dispatch(struct req_ctx *x)
+{
+	switch ((enum fg_cmd)x->r->cmd) {
+	case FG_CMD_PING: return h_ping(x);
+	case FG_CMD_SERVICE_ADD: return h_service_add(x);
+	case FG_CMD_SERVICE_DEL: return h_service_del(x);
+	case FG_CMD_SERVICE_LIST: return h_service_list(x);
+	case FG_CMD_BACKEND_ADD: return h_backend(x, B_ADD);
+	case FG_CMD_BACKEND_DEL: return h_backend(x, B_DEL);
+	case FG_CMD_BACKEND_LIST: return h_backend_list(x);
+	case FG_CMD_BACKEND_WEIGHT: return h_backend(x, B_WEIGHT);
+	case FG_CMD_BACKEND_DRAIN: return h_backend(x, B_DRAIN);
+	case FG_CMD_BACKEND_UNDRAIN: return h_backend(x, B_UNDRAIN);
+	case FG_CMD_FLOWS_LIST: return h_flows_walk(x, false, false);
+	case FG_CMD_FLOWS_GET: return h_flows_walk(x, true, false);
+	case FG_CMD_FLOWS_DELETE: return h_flows_walk(x, false, true);
+	case FG_CMD_FLOWS_COUNT: return h_flows_count(x);
+	case FG_CMD_FLOWS_WATCH: return h_flows_watch(x);
+	case FG_CMD_STATS: return h_stats(x);
+	case FG_CMD_HEALTH: return h_health(x);
+	case FG_CMD_CONFIG_APPLY: return h_config_text(x, true);
+	case FG_CMD_CONFIG_SHOW: return h_config_show(x);
+	case FG_CMD_CONFIG_CHECK: return h_config_text(x, false);
+	case FG_CMD_MAX: break;
+	}
+	return fail(x, NULL, "command not implemented");
+}
+
+static void handle_line(struct fg_ctl_server *s, struct client *c, const char *line, size_t len)
+{
+	struct fg_proto_req r;
+	char err[256];
+	s->cnt.requests++;
+	int rc = fg_proto_req_parse(line, len, &r, err, sizeof(err));
+	if (rc) {
+		s->cnt.bad_requests++;
+		s->cnt.errors++;
+		const char *hint = rc == -EPROTO ? "upgrade fgctl to match the daemon" :
+			rc == -ENOENT ? "run 'fgctl --help' for the commands" :
+			"send one JSON object per line: {\"v\":1,\"id\":N,\"cmd\":\"...\",\"args\":{}}";
+		fg_proto_reply_error(&c->out, r.id, err, hint);
+		fg_proto_req_free(&r);
+		return;
+	}
+	struct req_ctx *x = calloc(1, sizeof(*x));
+	if (!x) {
+		fg_proto_reply_error(&c->out, r.id, "out of memory", NULL);
+		fg_proto_req_free(&r);
+		return;
+	}
+	x->s = s;
+	x->c = c;
+	x->r = &r;
+	x->w = &c->out;
+	if (dispatch(x) && !c->dead) {
+		s->cnt.errors++;
+		fg_proto_reply_error(&c->out, r.id, x->err, x->hint);
+	}
+	free(x);
+	fg_proto_req_free(&r);
+}
+
+/* Reads what is there and handles complete lines. */
+static void client_read(struct fg_ctl_server *s, struct client *c)
+{
+	for (;;) {
+		if (c->in_cap - c->in_len < READ_CHUNK) {
+			size_t nc = c->in_cap ? c->in_cap * 2 : 2 * READ_CHUNK;
+			char *n = realloc(c->in, nc);
+			if (!n) {
+				c->dead = true;
+				return;
+			}
+			c->in = n;
+			c->in_cap = nc;
+		}
+		ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+		if (n == 0) {
+			/* peer closed its side: answer what it sent, then close */
+			c->closing = true;
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				c->dead = true;
+			break;
+		}
+		c->in_len += (size_t)n;
+		/* handle complete lines */
+		size_t start = 0;
+		for (size_t i = c->scan; i < c->in_len; i++) {
+			if (c->in[i] != '\n')
+				continue;
+			if (i - start > s->p.max_request) {
+				s->cnt.oversized++;
+				s->cnt.bad_requests++;
+				goto oversized;
+			}
+			handle_line(s, c, c->in + start, i - start);
+			start = i + 1;
+			if (c->dead)
+				return;
+		}
+		memmove(c->in, c->in + start, c->in_len - start);
+		c->in_len -= start;
+		c->scan = c->in_len;
+		if (c->in_len > s->p.max_request) {
+			s->cnt.oversized++;
+			s->cnt.bad_requests++;
+			goto oversized;
+		}
+		if (out_pending(c) > s->p.max_outbuf || fg_jw_error(&c->out)) {
+			s->cnt.dropped_slow++;
+			c->dead = true;
+			return;
+		}
+		if ((size_t)n < READ_CHUNK)
+			break;
+	}
+	return;
+oversized: {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "request exceeds %zu bytes", s->p.max_request);
+		fg_proto_reply_error(&c->out, 0, msg, "split the change into smaller requests");
+		c->in_len = 0;
+		c->scan = 0;
+		c->closing = true;
+	}
+}
+
+static void accept_clients(struct fg_ctl_server *s)
+{
+	for (;;) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return;
+		if (s->n_clients >= s->p.max_clients) {
+			s->cnt.rejected_full++;
+			static const char msg[] = "{\"v\":1,\"id\":0,\"ok\":false,\"error\":\"too many "
+				"control clients\",\"hint\":\"retry later\"}\n";
+			(void)!send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		struct client *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		fg_jw_init(&c->out, s->p.max_outbuf + STREAM_FLUSH_BYTES + (1u << 20));
+		s->clients[s->n_clients++] = c;
+		s->cnt.accepted++;
+	}
+}
+
+static void watch_pump(struct fg_ctl_server *s)
+{
+	if (!s->watchers || !s->ops.watch_poll)
+		return;
+	for (int round = 0; round < 16; round++) {
+		int n = s->ops.watch_poll(s->evbuf, WATCH_BATCH, s->p.ctx);
+		if (n <= 0)
+			return;
+		for (unsigned i = 0; i < s->n_clients; i++) {
+			struct client *c = s->clients[i];
+			if (!c->watching || c->dead)
+				continue;
+			for (int e = 0; e < n; e++) {
+				fg_proto_item_begin(&c->out, c->watch_id, s->evbuf[e].type);
+				fg_flow_info_to_json(&c->out, NULL, &s->evbuf[e].flow);
+				fg_proto_reply_end(&c->out);
+			}
+			if (out_pending(c) > s->p.max_outbuf || fg_jw_error(&c->out)) {
+				s->cnt.dropped_slow++;
+				c->dead = true;
+			}
+		}
+		if (n < WATCH_BATCH)
+			return;
+	}
+}
+
+int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
+{
+	unsigned int n = s->n_clients;
+	struct pollfd *pfd = calloc(n + 2, sizeof(*pfd));
+	if (!pfd)
+		return -ENOMEM;
+	pfd[0].fd = s->wake[0];
+	pfd[0].events = POLLIN;
+	pfd[1].fd = s->lfd;
+	pfd[1].events = POLLIN;
+	struct client **snap = calloc(n + 1, sizeof(*snap));
+	if (!snap) {
+		free(pfd);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct client *c = s->clients[i];
+		snap[i] = c;
+		pfd[i + 2].fd = c->fd;
+		pfd[i + 2].events = (c->closing ? 0 : POLLIN) | (out_pending(c) ? POLLOUT : 0);
+	}
+	if (s->watchers && (timeout_ms < 0 || timeout_ms > WATCH_POLL_MS))
+		timeout_ms = WATCH_POLL_MS;
+	int r = poll(pfd, n + 2, timeout_ms);
+	if (r < 0) {
+		int e = errno;
+		free(pfd);
+		free(snap);
+		return e == EINTR ? 0 : -e;
+	}
+	if (pfd[0].revents & POLLIN) {
+		char b[64];
+		while (read(s->wake[0], b, sizeof(b)) > 0)
+			;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct client *c = snap[i];
+		short re = pfd[i + 2].revents;
+		if (re & POLLNVAL) {
+			c->dead = true;
+			continue;
+		}
+		if (re & (POLLIN | POLLHUP | POLLERR))
+			client_read(s, c);
+		if (!c->dead && (out_pending(c) || (re & POLLOUT)) && client_send(c))
+			c->dead = true;
+	}
+	watch_pump(s);
+	for (unsigned i = 0; i < s->n_clients; i++) {
+		struct client *c = s->clients[i];
+		if (!c->dead && out_pending(c) && client_send(c))
+			c->dead = true;
+		if (c->dead || (c->closing && !out_pending(c))) {
+			client_close(s, i);
+			i--;
+		}
+	}
+	if (pfd[1].revents & POLLIN)
+		accept_clients(s);
+	free(pfd);
+	free(snap);
+	return 0;
+}
+
+static void *server_main(void *arg)
+{
+	struct fg_ctl_server *s = arg;
+	while (!s->stop)
+		fg_ctl_server_poll(s, 1000);
+	return NULL;
+}
+
+int fg_ctl_server_start(struct fg_ctl_server *s)
+{
+	if (s->running)
+		return -EALREADY;
+	s->stop = false;
+	int rc = pthread_create(&s->thread, NULL, server_main, s);
+	if (rc)
+		return -rc;
+	pthread_setname_np(s->thread, "fg-ctl");
+	s->running = true;
+	return 0;
+}
+
+void fg_ctl_server_stop(struct fg_ctl_server *s)
+{
+	if (!s || !s->running)
+		return;
+	s->stop = true;
+	(void)!write(s->wake[1], "x", 1);
+	pthread_join(s->thread, NULL);
+	s->running = false;
+}
+
+void fg_ctl_server_destroy(struct fg_ctl_server *s)
+{
+	if (!s)
+		return;
+	fg_ctl_server_stop(s);
+	while (s->n_clients)
+		client_close(s, s->n_clients - 1);
+	close(s->lfd);
+	unlink(s->path);
+	close(s->wake[0]);
+	close(s->wake[1]);
+	free(s->clients);
+	free(s->evbuf);
+	free(s);
+}
+
+void fg_ctl_server_counters(const struct fg_ctl_server *s, struct fg_ctl_counters *out)
+{
+	*out = s->cnt;
+}

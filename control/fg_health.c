@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Active health checker: one thread, non-blocking probes multiplexed with
+ * poll().  See fg_health.h.
+ */
+#include "fg_health.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fg_config_parse.h"
+
+enum phase { P_IDLE, P_CONNECT, P_SEND, P_RECV };
+
+struct hist {
+	uint64_t t_ms; /* wall clock, ms since the epoch */
+	bool up;
+	char reason[96];
+};
+
+struct target {
+	uint32_t service_id, backend_id;
+	char service[96];
+	char backend[80];
+	struct fg_addr addr;
+	uint16_t port;
+	struct fg_health_cfg hc;
+	/* state */
+	bool up;
+	uint32_t ok_streak, fail_streak;
+	uint64_t successes, failures;
+	uint64_t since_ms;        /* wall clock of the last transition (or creation) */
+	char last_error[96];
+	uint64_t last_rtt_us;
+	struct hist hist[FG_HEALTH_HISTORY];
+	uint32_t n_hist;          /* total transitions recorded */
+	/* probe */
+	enum phase ph;
+	int fd;
+	uint64_t due_ms;          /* monotonic: next probe start */
+	uint64_t start_us, deadline_ms;
+	char req[160];
+	size_t req_len, req_off;
+	char resp[64];
+	size_t resp_len;
+};
+
+struct fg_health {
+	struct fg_health_params p;
+	char netns[256];
+	pthread_mutex_t lock;
+	struct target *t;
+	uint32_t n;
+	uint64_t gen;             /* bumped by update: poll results are stale */
+	pthread_t thread;
+	bool running;
+	volatile bool stop;
+	int wake[2];
+};
+
+struct transition {
+	uint32_t service_id, backend_id;
+	bool up;
+	char reason[96];
+};
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void probe_close(struct target *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	t->ph = P_IDLE;
+}
+
+/* Builds the target list of a config; state of targets in @p old (same ids)
+ * is carried over, including an in-flight probe. */
+static int build_targets(const struct fg_config *cfg, struct target *old, uint32_t n_old,
+			 struct target **out, uint32_t *n_out)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < cfg->n_services; i++)
+		if (cfg->services[i].health.type != FG_HC_NONE)
+			n += cfg->services[i].n_backends;
+	struct target *t = n ? calloc(n, sizeof(*t)) : NULL;
+	if (n && !t)
+		return -ENOMEM;
+	uint32_t k = 0;
+	uint64_t now = mono_us() / 1000;
+	for (uint32_t i = 0; i < cfg->n_services; i++) {
+		const struct fg_service_cfg *s = &cfg->services[i];
+		if (s->health.type == FG_HC_NONE)
+			continue;
+		for (uint32_t b = 0; b < s->n_backends; b++) {
+			const struct fg_backend_cfg *be = &s->backends[b];
+			struct target *x = &t[k++];
+			struct target *o = NULL;
+			for (uint32_t j = 0; j < n_old && !o; j++)
+				if (old[j].service_id == s->id && old[j].backend_id == be->id)
+					o = &old[j];
+			if (o) {
+				*x = *o;
+				o->fd = -1; /* moved */
+			} else {
+				x->fd = -1;
+				x->up = true;
+				x->since_ms = wall_ms();
+				/* spread first probes over one interval */
+				x->due_ms = now + (s->health.interval_ms * (uint64_t)b) /
+					(s->n_backends ? s->n_backends : 1) / 4;
+			}
+			x->service_id = s->id;
+			x->backend_id = be->id;
+			fg_service_spec_format(&s->vip, s->port, s->proto, x->service,
+					       sizeof(x->service));
+			if (s->name[0]) {
+				char tmp[96];
+				snprintf(tmp, sizeof(tmp), "%s", x->service);
+				snprintf(x->service, sizeof(x->service), "%.31s (%.60s)", s->name, tmp);
+			}
+			x->addr = be->addr;
+			x->port = s->health.port ? s->health.port : be->port ? be->port : s->port;
+			fg_endpoint_format(&be->addr, x->port, x->backend, sizeof(x->backend));
+			if (o && memcmp(&x->hc, &s->health, sizeof(x->hc)))
+				probe_close(x); /* check changed: restart the probe */
+			x->hc = s->health;
+		}
+	}
+	*out = t;
+	*n_out = n;
+	return 0;
+}
+
+int fg_health_create(const struct fg_health_params *p, const struct fg_config *cfg,
+		     struct fg_health **out)
+{
+	if (!p || !cfg || !out)
+		return -EINVAL;
+	struct fg_health *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->p = *p;
+	if (p->netns)
+		snprintf(h->netns, sizeof(h->netns), "%s", p->netns);
+	h->p.netns = h->netns;
+	pthread_mutex_init(&h->lock, NULL);
+	if (pipe2(h->wake, O_NONBLOCK | O_CLOEXEC)) {
+		int e = -errno;
+		free(h);
+		return e;
+	}
+	int rc = build_targets(cfg, NULL, 0, &h->t, &h->n);
+	if (rc) {
+		close(h->wake[0]);
+		close(h->wake[1]);
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+int fg_health_update(struct fg_health *h, const struct fg_config *cfg)
+{
+	pthread_mutex_lock(&h->lock);
+	struct target *t;
+	uint32_t n;
+	int rc = build_targets(cfg, h->t, h->n, &t, &n);
+	if (!rc) {
+		for (uint32_t i = 0; i < h->n; i++)
+			probe_close(&h->t[i]); /* removed targets (moved ones have fd -1) */
+		free(h->t);
+		h->t = t;
+		h->n = n;
+		h->gen++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	(void)!write(h->wake[1], "u", 1);
+	return rc;
+}
+
+int fg_health_is_up(struct fg_health *h, uint32_t service_id, uint32_t backend_id)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&h->lock);
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->t[i].service_id == service_id && h->t[i].backend_id == backend_id) {
+			r = h->t[i].up;
+			break;
+		}
+	pthread_mutex_unlock(&h->lock);
+	return r;
+}
+
+/* ---- probe state machine (called with the lock held) ------------------- */
+
+static void record(struct target *t, bool ok, const char *reason, struct transition *tr,
+		   uint32_t *n_tr, uint32_t max_tr)
+{
+	uint64_t now = mono_us();
+	probe_close(t);
+	t->due_ms = t->start_us / 1000 + t->hc.interval_ms;
+	if (t->due_ms < now / 1000)
+		t->due_ms = now / 1000;
+	if (ok) {
+		t->successes++;
+		t->ok_streak++;
+		t->fail_streak = 0;
+		t->last_rtt_us = now - t->start_us;
+	} else {
+		t->failures++;
+		t->fail_streak++;
+		t->ok_streak = 0;
+		snprintf(t->last_error, sizeof(t->last_error), "%s", reason);
+	}
+	bool flip = (!t->up && ok && t->ok_streak >= t->hc.rise) ||
+		    (t->up && !ok && t->fail_streak >= t->hc.fall);
+	if (!flip)
+		return;
+	t->up = ok;
+	t->since_ms = wall_ms();
+	struct hist *hs = &t->hist[t->n_hist++ % FG_HEALTH_HISTORY];
+	hs->t_ms = t->since_ms;
+	hs->up = ok;
+	if (ok)
+		snprintf(hs->reason, sizeof(hs->reason), "%u consecutive successes",
+			 t->ok_streak);
+	else
+		snprintf(hs->reason, sizeof(hs->reason), "%u consecutive failures, last: %s",
+			 t->fail_streak, reason);
+	if (*n_tr < max_tr) {
+		struct transition *x = &tr[(*n_tr)++];
+		x->service_id = t->service_id;
+		x->backend_id = t->backend_id;
+		x->up = ok;
+		snprintf(x->reason, sizeof(x->reason), "%s", hs->reason);
+	}
+}
+
+static void probe_start(struct target *t, struct transition *tr, uint32_t *n_tr, uint32_t max)
+{
+	char err[96];
+	t->start_us = mono_us();
+	t->deadline_ms = t->start_us / 1000 + t->hc.timeout_ms;
+	t->resp_len = 0;
+	t->req_off = 0;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	if (t->addr.family == AF_INET) {
+		struct sockaddr_in *sa = (struct sockaddr_in *)&ss;
+		sa->sin_family = AF_INET;
+		sa->sin_port = htons(t->port);
+		sa->sin_addr = t->addr.v4;
+		sl = sizeof(*sa);
+	} else {
+		struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&ss;
+		sa->sin6_family = AF_INET6;
+		sa->sin6_port = htons(t->port);
+		sa->sin6_addr = t->addr.v6;
+		sl = sizeof(*sa);
+	}
+	t->fd = socket(t->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (t->fd < 0) {
+		snprintf(err, sizeof(err), "socket: %s", strerror(errno));
+		record(t, false, err, tr, n_tr, max);
+		return;
+	}
+	if (connect(t->fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
+		snprintf(err, sizeof(err), "connect: %s", strerror(errno));
+		record(t, false, err, tr, n_tr, max);
+		return;
+	}
+	t->ph = P_CONNECT;
+	if (t->hc.type == FG_HC_HTTP) {
+		char host[64];
+		fg_addr_format(&t->addr, host, sizeof(host));
+		int n = snprintf(t->req, sizeof(t->req),
+				 "GET %s HTTP/1.0\r\nHost: %s%s%s\r\nUser-Agent: flowgate-health\r\n"
+				 "Connection: close\r\n\r\n", t->hc.path,
+				 t->addr.family == AF_INET6 ? "[" : "", host,
+				 t->addr.family == AF_INET6 ? "]" : "");
+		t->req_len = n > 0 && (size_t)n < sizeof(t->req) ? (size_t)n : 0;
+	}
+}
+
+/* Advances a probe after poll reported @p re on its socket. */
+static void probe_step(struct target *t, short re, struct transition *tr, uint32_t *n_tr,
+		       uint32_t max)
+{
+	char err[96];
+	if (t->ph == P_CONNECT) {
+		if (!(re & (POLLOUT | POLLERR | POLLHUP)))
+			return;
+		int so = 0;
+		socklen_t l = sizeof(so);
+		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &so, &l) || so) {
+			snprintf(err, sizeof(err), "connect: %s", strerror(so ? so : errno));
+			record(t, false, err, tr, n_tr, max);
+			return;
+		}
+		if (t->hc.type != FG_HC_HTTP) {
+			record(t, true, "", tr, n_tr, max);
+			return;
+		}
+		if (!t->req_len) {
+			record(t, false, "http: request too long (path)", tr, n_tr, max);
+			return;
+		}
+		t->ph = P_SEND;
+		re = POLLOUT;
+	}
+	if (t->ph == P_SEND) {
+		if (!(re & (POLLOUT | POLLERR | POLLHUP)))
+			return;
+		ssize_t n = send(t->fd, t->req + t->req_off, t->req_len - t->req_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			snprintf(err, sizeof(err), "http send: %s", strerror(errno));
+			record(t, false, err, tr, n_tr, max);
+			return;
+		}
+		if (n > 0)
+			t->req_off += (size_t)n;
+		if (t->req_off == t->req_len)
+			t->ph = P_RECV;
+		return;
+	}
+	if (t->ph == P_RECV) {
+		if (!(re & (POLLIN | POLLERR | POLLHUP)))
+			return;
+		ssize_t n = recv(t->fd, t->resp + t->resp_len, sizeof(t->resp) - 1 - t->resp_len,
+				 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			snprintf(err, sizeof(err), "http recv: %s", strerror(errno));
+			record(t, false, err, tr, n_tr, max);
+			return;
+		}
+		t->resp_len += (size_t)n;
+		t->resp[t->resp_len] = 0;
+		/* "HTTP/1.x NNN" is all we need */
+		if (t->resp_len >= 12 || n == 0) {
+			unsigned int st = 0;
+			char v;
+			if (sscanf(t->resp, "HTTP/1.%c %3u", &v, &st) != 2) {
+				record(t, false, n == 0 && t->resp_len == 0 ?
+				       "http: connection closed without a response" :
+				       "http: malformed status line", tr, n_tr, max);
+				return;
+			}
+			if (st != t->hc.expect_status) {
+				snprintf(err, sizeof(err), "http status %u (expected %u)", st,
+					 t->hc.expect_status);
+				record(t, false, err, tr, n_tr, max);
+				return;
+			}
+			record(t, true, "", tr, n_tr, max);
+		}
+	}
+}
+
+/* ---- thread -------------------------------------------------------------- */
+
+#define MAX_TR 64
+
+static void *health_main(void *arg)
+{
+	struct fg_health *h = arg;
+	struct pollfd *pfd = NULL;
+	uint32_t *idx = NULL;
+	uint32_t cap = 0;
+	struct transition tr[MAX_TR];
+
+	if (h->netns[0]) {
+		/* setns() affects only this thread: probes originate in the
+		 * namespace that routes to the backends */
+		int fd = open(h->netns, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			fprintf(stderr, "fg-health: cannot enter netns %s: %s\n", h->netns,
+				strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	while (!h->stop) {
+		uint32_t n_tr = 0;
+		pthread_mutex_lock(&h->lock);
+		uint64_t gen = h->gen;
+		uint64_t now = mono_us() / 1000;
+		int timeout = 200;
+		if (cap < h->n + 1) {
+			cap = h->n + 16;
+			free(pfd);
+			free(idx);
+			pfd = calloc(cap, sizeof(*pfd));
+			idx = calloc(cap, sizeof(*idx));
+			if (!pfd || !idx) {
+				pthread_mutex_unlock(&h->lock);
+				free(pfd);
+				free(idx);
+				pfd = NULL;
+				idx = NULL;
+				cap = 0;
+				usleep(100000);
+				continue;
+			}
+		}
+		uint32_t np = 1;
+		pfd[0].fd = h->wake[0];
+		pfd[0].events = POLLIN;
+		for (uint32_t i = 0; i < h->n; i++) {
+			struct target *t = &h->t[i];
+			if (t->ph == P_IDLE && now >= t->due_ms)
+				probe_start(t, tr, &n_tr, MAX_TR);
+			if (t->ph != P_IDLE && now >= t->deadline_ms) {
+				char err[96];
+				snprintf(err, sizeof(err), "timeout after %u ms", t->hc.timeout_ms);
+				record(t, false, err, tr, &n_tr, MAX_TR);
+			}
+			if (t->ph != P_IDLE) {
+				pfd[np].fd = t->fd;
+				pfd[np].events = t->ph == P_RECV ? POLLIN : POLLOUT;
+				pfd[np].revents = 0;
+				idx[np++] = i;
+				int64_t left = (int64_t)t->deadline_ms - (int64_t)now;
+				if (left < timeout)
+					timeout = left < 0 ? 0 : (int)left;
+			} else {
+				int64_t left = (int64_t)t->due_ms - (int64_t)now;
+				if (left < timeout)
+					timeout = left < 0 ? 0 : (int)left;
+			}
+		}
+		pthread_mutex_unlock(&h->lock);
+		for (uint32_t i = 0; i < n_tr; i++)
+			if (h->p.set_health)
+				h->p.set_health(tr[i].service_id, tr[i].backend_id, tr[i].up,
+						tr[i].reason, h->p.ctx);
+		n_tr = 0;
+		int r = poll(pfd, np, timeout);
+		if (r <= 0)
+			continue;
+		if (pfd[0].revents & POLLIN) {
+			char b[64];
+			while (read(h->wake[0], b, sizeof(b)) > 0)
+				;
+		}
+		pthread_mutex_lock(&h->lock);
+		if (gen == h->gen)
+			for (uint32_t k = 1; k < np; k++)
+				if (pfd[k].revents && h->t[idx[k]].fd == pfd[k].fd)
+					probe_step(&h->t[idx[k]], pfd[k].revents, tr, &n_tr, MAX_TR);
+		pthread_mutex_unlock(&h->lock);
+		for (uint32_t i = 0; i < n_tr; i++)
+			if (h->p.set_health)
+				h->p.set_health(tr[i].service_id, tr[i].backend_id, tr[i].up,
+						tr[i].reason, h->p.ctx);
+	}
+	free(pfd);
+	free(idx);
+	return NULL;
+}
+
+int fg_health_start(struct fg_health *h)
+{
+	if (h->running)
+		return -EALREADY;
+	h->stop = false;
+	int rc = pthread_create(&h->thread, NULL, health_main, h);
+	if (rc)
+		return -rc;
+	pthread_setname_np(h->thread, "fg-health");
+	h->running = true;
+	return 0;
+}
+
+void fg_health_stop(struct fg_health *h)
+{
+	if (!h || !h->running)
+		return;
+	h->stop = true;
+	(void)!write(h->wake[1], "s", 1);
+	pthread_join(h->thread, NULL);
+	h->running = false;
+}
+
+void fg_health_destroy(struct fg_health *h)
+{
+	if (!h)
+		return;
+	fg_health_stop(h);
+	for (uint32_t i = 0; i < h->n; i++)
+		probe_close(&h->t[i]);
+	free(h->t);
+	close(h->wake[0]);
+	close(h->wake[1]);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+void fg_health_to_json(struct fg_health *h, struct fg_json_writer *w)
+{
+	uint64_t now = wall_ms();
+	pthread_mutex_lock(&h->lock);
+	fg_jw_obj_open(w, NULL);
+	fg_jw_arr_open(w, "backends");
+	for (uint32_t i = 0; i < h->n; i++) {
+		const struct target *t = &h->t[i];
+		fg_jw_obj_open(w, NULL);
+		fg_jw_str(w, "service", t->service);
+		fg_jw_u64(w, "service_id", t->service_id);
+		fg_jw_str(w, "backend", t->backend);
+		fg_jw_u64(w, "id", t->backend_id);
+		fg_jw_str(w, "check", fg_hc_name(t->hc.type));
+		fg_jw_str(w, "state", t->up ? "up" : "down");
+		fg_jw_dbl(w, "since_s", now >= t->since_ms ? (double)(now - t->since_ms) / 1000.0 : 0);
+		fg_jw_u64(w, "successes", t->successes);
+		fg_jw_u64(w, "failures", t->failures);
+		fg_jw_u64(w, "ok_streak", t->ok_streak);
+		fg_jw_u64(w, "fail_streak", t->fail_streak);
+		fg_jw_str(w, "last_error", t->last_error);
+		fg_jw_u64(w, "last_rtt_us", t->last_rtt_us);
+		fg_jw_u64(w, "interval_ms", t->hc.interval_ms);
+		fg_jw_u64(w, "rise", t->hc.rise);
+		fg_jw_u64(w, "fall", t->hc.fall);
+		fg_jw_arr_open(w, "history");
+		uint32_t n = t->n_hist < FG_HEALTH_HISTORY ? t->n_hist : FG_HEALTH_HISTORY;
+		for (uint32_t k = 0; k < n; k++) {
+			/* newest first */
+			const struct hist *hs = &t->hist[(t->n_hist - 1 - k) % FG_HEALTH_HISTORY];
+			fg_jw_obj_open(w, NULL);
+			fg_jw_dbl(w, "t", (double)hs->t_ms / 1000.0);
+			fg_jw_str(w, "state", hs->up ? "up" : "down");
+			fg_jw_str(w, "reason", hs->reason);
+			fg_jw_obj_close(w);
+		}
+		fg_jw_arr_close(w);
+		fg_jw_obj_close(w);
+	}
+	fg_jw_arr_close(w);
+	fg_jw_obj_close(w);
+	pthread_mutex_unlock(&h->lock);
+}
