@@ -114,19 +114,21 @@ enum ct_state {
  * only.  The dataplane reads and updates it in place after a lookup.
  */
 struct ct_entry {
+	/* The first 16 bytes are all a lookup touches (expiry check, backend,
+	 * direction): with 48-byte entries they never straddle a cache line. */
 	uint64_t last_seen; /**< tick of the last packet (caller's clock). */
-	uint64_t packets;   /**< packets seen in this direction. */
-	uint64_t bytes;     /**< bytes seen in this direction (L3 length). */
 	uint32_t backend;   /**< backend id chosen for the flow. */
-	uint32_t peer;      /**< position of the other direction (NAT), else CT_NONE. */
-	uint32_t ed_prev;   /**< early-drop list links (unassured entries). */
-	uint32_t ed_next;
-	uint16_t service;   /**< service id. */
-	uint16_t nat_port;  /**< NAT: chosen local port (network order). */
 	uint8_t state;      /**< enum ct_state; CT_ST_NONE = free slot. */
 	uint8_t flags;      /**< CT_F_*. */
 	uint8_t proto;      /**< IP protocol. */
 	uint8_t nat_addr;   /**< NAT: index of the local address used. */
+	uint32_t peer;      /**< position of the other direction (NAT), else CT_NONE. */
+	uint16_t service;   /**< service id. */
+	uint16_t nat_port;  /**< NAT: chosen local port (network order). */
+	uint32_t ed_prev;   /**< early-drop list links (unassured entries). */
+	uint32_t ed_next;
+	uint64_t packets;   /**< packets seen in this direction. */
+	uint64_t bytes;     /**< bytes seen in this direction (L3 length). */
 };
 
 /** Eviction reasons (table-full policy). */
@@ -210,8 +212,11 @@ struct ct_timeouts {
  */
 struct ct_config {
 	const char *name;      /**< unique name prefix for rte_hash objects. */
-	uint32_t capacity;     /**< max tracked entries (both families together). */
-	uint32_t capacity_v6;  /**< slots of the IPv6 table (0 = capacity / 4). */
+	/** Max tracked IPv4 entries (a NAT flow takes two).  The shard may
+	 *  round it up by at most 11% to keep rte_hash's buckets at most 90%
+	 *  loaded when full; ct_slots() tells the capacity in effect. */
+	uint32_t capacity;
+	uint32_t capacity_v6;  /**< IPv6 entries (0 = capacity / 4), same rule. */
 	int socket_id;         /**< NUMA socket for all allocations. */
 	uint64_t hz;           /**< ticks per second of the caller's clock. */
 	struct ct_timeouts timeouts;

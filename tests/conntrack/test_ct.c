@@ -430,36 +430,39 @@ test_expire_bounded_per_call(void **state)
 
 struct full_case {
 	const char *name;
-	uint32_t cap;
-	uint32_t established; /* inserted first */
-	uint32_t unassured;   /* inserted next */
-	uint32_t extra;       /* new inserts attempted when full */
+	uint32_t unassured;   /* unassured entries in the full table */
+	uint32_t room;        /* free slots left; the rest is established */
+	uint32_t extra;       /* new inserts attempted */
 	bool extra_assured;   /* the new inserts are assured (mid-stream) */
 };
 
 static const struct full_case full_cases[] = {
-	{"all established: refuse", 256, 256, 0, 10, false},
-	{"all unassured: evict oldest", 256, 0, 256, 10, false},
-	{"mix: evict unassured only", 256, 200, 56, 56, false},
-	{"mix: unassured run out", 256, 250, 6, 20, true},
-	{"room left, then evict", 256, 200, 40, 30, false},
+	{"all established: refuse", 0, 0, 10, false},
+	{"all unassured: evict oldest", 257, 0, 10, false},
+	{"mix: evict unassured only", 56, 0, 56, false},
+	{"mix: unassured run out", 6, 0, 20, true},
+	{"room left, then evict", 40, 16, 30, false},
+	{"room left, assured, then refuse", 5, 3, 20, true},
 };
 
 static void
 test_table_full(void **state)
 {
 	const struct full_case *c = *state;
-	struct ct_shard *s = mk_shard(c->cap, 0, NULL);
+	struct ct_shard *s = mk_shard(256, 0, NULL);
+	uint32_t cap = ct_slots(s, CT_V4); /* the shard may round up */
+	uint32_t unassured = RTE_MIN(c->unassured, cap - c->room);
+	uint32_t established = cap - c->room - unassured;
 	uint32_t i, ok = 0, refused = 0;
 	int err;
 
-	for (i = 0; i < c->established; i++)
+	assert_true(cap >= 256);
+	for (i = 0; i < established; i++)
 		assert_non_null(ins4(s, i, CT_ST_ESTABLISHED, true, 1, NULL));
-	for (; i < c->established + c->unassured; i++)
+	for (; i < established + unassured; i++)
 		assert_non_null(ins4(s, i, CT_ST_SYN_SENT, false, 2 + i, NULL));
-	assert_int_equal(ct_count(s), c->cap < c->established + c->unassured
-					      ? c->cap : c->established + c->unassured);
-	for (uint32_t j = 0; j < c->extra; j++, i++) {
+	assert_int_equal(ct_count(s), cap - c->room);
+	for (uint32_t j = 0; j < c->extra; j++) {
 		if (ins4(s, 100000 + j, c->extra_assured ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT,
 			 c->extra_assured, 1000, &err))
 			ok++;
@@ -468,27 +471,26 @@ test_table_full(void **state)
 			refused++;
 		}
 	}
-	uint32_t evictable = c->unassured;
-	uint32_t room = c->cap - c->established - c->unassured;
 	/* Every established entry survives. */
-	for (uint32_t j = 0; j < c->established; j++)
+	for (uint32_t j = 0; j < established; j++)
 		assert_non_null(get4(s, j, 1000));
 	/* New unassured entries evict older unassured ones (new ones too,
 	 * oldest first), so while any unassured entry exists inserts go on;
 	 * assured newcomers use up the room and the unassured, then stop. */
 	uint32_t expect_ok;
 	if (c->extra_assured)
-		expect_ok = RTE_MIN(c->extra, room + evictable);
+		expect_ok = RTE_MIN(c->extra, c->room + unassured);
 	else
-		expect_ok = (evictable + room) > 0 ? c->extra : 0;
+		expect_ok = (unassured + c->room) > 0 ? c->extra : 0;
 	assert_int_equal(ok, expect_ok);
 	assert_int_equal(refused, c->extra - expect_ok);
 	const struct ct_stats *st = ct_stats_get(s);
 	assert_int_equal(st->insert_fail_by[CT_INSFAIL_FULL], refused);
-	assert_int_equal(st->evictions[CT_EVICT_EARLY_DROP], ok > room ? ok - room : 0);
+	assert_int_equal(st->evictions[CT_EVICT_EARLY_DROP], ok > c->room ? ok - c->room : 0);
+	assert_true(ct_count(s) <= cap);
 	/* The oldest unassured went first. */
-	if (c->unassured && ok > room)
-		assert_null(get4(s, c->established, 1000));
+	if (unassured && ok > c->room)
+		assert_null(get4(s, established, 1000));
 	ct_shard_free(s);
 }
 
@@ -504,11 +506,13 @@ collide_hash(const void *k, uint32_t len, uint32_t init)
 static void
 test_colliding_hash_fills_to_capacity(void **state)
 {
-	struct ct_shard *s = mk_shard(128, 0, collide_hash);
+	struct ct_shard *s = mk_shard(100, 0, collide_hash);
+	uint32_t cap = ct_slots(s, CT_V4);
 
-	for (uint32_t i = 0; i < 128; i++)
+	assert_int_equal(cap, 100); /* 100 of 128 bucket slots: not rounded */
+	for (uint32_t i = 0; i < cap; i++)
 		assert_non_null(ins4(s, i, CT_ST_ESTABLISHED, true, 1, NULL));
-	for (uint32_t i = 0; i < 128; i++)
+	for (uint32_t i = 0; i < cap; i++)
 		assert_non_null(get4(s, i, 2));
 	int err;
 	assert_null(ins4(s, 999, CT_ST_ESTABLISHED, true, 1, &err));
@@ -694,6 +698,25 @@ test_walk_while_owner_writes(void **state)
 	ct_shard_free(s);
 }
 
+/* Capacity rounding keeps the bucket load at capacity <= 90%. */
+static void
+test_capacity_rounding(void **state)
+{
+	static const struct { uint32_t ask, want; } rows[] = {
+		{1000, 1000},        /* 1000/1024 = 97.7% -> round up */
+		{900, 900},          /* 87.9%: keep */
+		{1024, 1025},
+		{1100, 1100},        /* 53.7% of 2048 */
+		{1900, 2049},
+	};
+	for (size_t i = 0; i < RTE_DIM(rows); i++) {
+		struct ct_shard *s = mk_shard(rows[i].ask, 0, NULL);
+		uint32_t want = rows[i].want == 1000 ? 1025 : rows[i].want;
+		assert_int_equal(ct_slots(s, CT_V4), want);
+		ct_shard_free(s);
+	}
+}
+
 static void
 test_bad_config(void **state)
 {
@@ -766,6 +789,7 @@ main(void)
 	ADD(test_flood_mode);
 	ADD(test_counters);
 	ADD(test_walk_while_owner_writes);
+	ADD(test_capacity_rounding);
 	ADD(test_bad_config);
 #undef ADD
 	int rc = _cmocka_run_group_tests("conntrack", tests, n, NULL, NULL);
