@@ -76,7 +76,7 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	for (int r = 1; r < FG_DROP_MAX; r++)
 		rte_tel_data_add_dict_u64(drops, fg_drop_names[r],
 					  fg_stats_drop_sum(dp, r));
-	rte_tel_data_add_dict_container(d, "drops", drops, 0);
+	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
 	return 0;
 }
 
@@ -132,7 +132,7 @@ static int tel_backends(const char *cmd, const char *params,
 		for (uint32_t j = 0; j < s->n_backends; j++) {
 			const struct fg_lb_backend *b = &s->backends[j];
 			struct rte_tel_data *bd = rte_tel_data_alloc();
-			char addr[64], name[RTE_TEL_MAX_STRING_LEN];
+			char addr[64], name[RTE_TEL_MAX_STRING_LEN + 64];
 
 			if (bd == NULL)
 				break;

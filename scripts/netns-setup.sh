@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Builds the flowgate test network (demo and e2e): one L2 segment (a bridge
+# in its own namespace) joining a client, the balancer's port and three
+# backend "GPU workers".
+#
+#   scripts/netns-setup.sh PREFIX DECAP_OBJ
+#
+#   PREFIX-c   client     eth0 10.99.0.2/24 fd99::2/64 (MTU 1400), VIPs on-link
+#   PREFIX-lb  balancer   lb0: no addresses, IPv6 off: only flowgate answers
+#                         (flowgate's addresses: 10.99.0.1, fd99::1)
+#   PREFIX-bN  backends   eth0 10.99.0.1N/24 fd99::1N/64, DSR VIPs on lo,
+#                         arp_ignore=1/arp_announce=2, rp_filter off,
+#                         DSR decapsulation (kernel ipip/ip6tnl/fou when the
+#                         kernel has them, else the TC program DECAP_OBJ)
+#   PREFIX-sw  bridge br0
+#
+# VIPs: 10.99.100.1 (DSR IPIP), 10.99.100.2 (NAT), 10.99.100.3 (DSR GUE),
+#       fd99:100::1 (DSR IP6IP6), fd99:100::2 (NAT v6).  All port 80/tcp.
+# MACs are fixed (02:00:00:99:00:XX) so flowgate can get static neighbours.
+set -euo pipefail
+P=${1:?usage: netns-setup.sh PREFIX DECAP_OBJ}
+DECAP=${2:?usage: netns-setup.sh PREFIX DECAP_OBJ}
+NB=3
+
+nse() { ip netns exec "$1" "${@:2}"; }
+nooffload() { nse "$1" ethtool -K "$2" rx off tx off tso off gso off gro off >/dev/null 2>&1 || true; }
+
+ip netns add "$P-sw"
+nse "$P-sw" ip link add br0 type bridge
+nse "$P-sw" ip link set br0 up
+nse "$P-sw" ip link set lo up
+
+attach() { # ns ifname mac swport
+	ip netns add "$1"
+	ip link add "$4" netns "$P-sw" type veth peer name "$2" netns "$1"
+	nse "$1" ip link set "$2" address "$3"
+	nse "$1" ip link set lo up
+	nse "$1" ip link set "$2" up
+	nse "$P-sw" ip link set "$4" master br0 up
+	nooffload "$1" "$2"
+	nooffload "$P-sw" "$4"
+}
+
+# balancer: flowgate owns lb0 through net_af_packet
+attach "$P-lb" lb0 02:00:00:99:00:01 sw-lb
+nse "$P-lb" sysctl -qw net.ipv6.conf.lb0.disable_ipv6=1
+nse "$P-lb" sysctl -qw net.ipv4.conf.all.arp_ignore=8
+
+# client
+attach "$P-c" eth0 02:00:00:99:00:02 sw-c
+nse "$P-c" ip link set eth0 mtu 1400
+nse "$P-c" sysctl -qw net.ipv6.conf.eth0.accept_dad=0
+nse "$P-c" ip addr add 10.99.0.2/24 dev eth0
+nse "$P-c" ip addr add fd99::2/64 dev eth0 nodad
+nse "$P-c" ip route add 10.99.100.0/24 dev eth0
+nse "$P-c" ip -6 route add fd99:100::/64 dev eth0
+nse "$P-c" sysctl -qw net.ipv4.ip_local_port_range="10000 60999"
+
+kernel_tunnels=0
+if ip netns exec "$P-c" ip link add fgprobe type ipip 2>/dev/null; then
+	ip netns exec "$P-c" ip link del fgprobe
+	kernel_tunnels=1
+fi
+
+for i in $(seq 1 $NB); do
+	ns="$P-b$i"
+	attach "$ns" eth0 "02:00:00:99:00:1$i" "sw-b$i"
+	nse "$ns" sysctl -qw net.ipv6.conf.eth0.accept_dad=0
+	nse "$ns" ip addr add "10.99.0.1$i/24" dev eth0
+	nse "$ns" ip addr add "fd99::1$i/64" dev eth0 nodad
+	for v in 10.99.100.1 10.99.100.3; do nse "$ns" ip addr add "$v/32" dev lo; done
+	nse "$ns" ip addr add fd99:100::1/128 dev lo
+	for k in all default eth0 lo; do
+		nse "$ns" sysctl -qw "net.ipv4.conf.$k.rp_filter=0"
+		nse "$ns" sysctl -qw "net.ipv4.conf.$k.arp_ignore=1"
+		nse "$ns" sysctl -qw "net.ipv4.conf.$k.arp_announce=2"
+	done
+	if [ "$kernel_tunnels" = 1 ]; then
+		nse "$ns" ip link set tunl0 up 2>/dev/null || nse "$ns" ip link add tunl0 type ipip
+		nse "$ns" ip link set tunl0 up
+		nse "$ns" sysctl -qw net.ipv4.conf.tunl0.rp_filter=0
+		nse "$ns" ip link set ip6tnl0 up 2>/dev/null || true
+		nse "$ns" ip fou add port 6080 gue 2>/dev/null || true
+	else
+		nse "$ns" tc qdisc add dev eth0 clsact
+		nse "$ns" tc filter add dev eth0 ingress bpf direct-action obj "$DECAP" sec tc
+	fi
+done
+echo "netns-setup: $P ready (decap: $([ $kernel_tunnels = 1 ] && echo kernel tunnels || echo TC BPF))"

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Drives N real TCP connections (one HTTP POST each, Connection: close)
+through a VIP with bounded concurrency and writes a JSON summary: successes,
+failures, per-worker counts, and the (local port -> worker) map."""
+import argparse
+import asyncio
+import json
+import socket
+import sys
+import time
+
+
+async def one(vip, port, i, timeout, fam):
+    body = json.dumps({"prompt": f"request {i} hello gpu"}).encode()
+    host = f"[{vip}]" if fam == socket.AF_INET6 else vip
+    req = (f"POST /v1/infer HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n"
+           f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+           ).encode() + body
+    r, w = await asyncio.wait_for(asyncio.open_connection(vip, port, family=fam),
+                                  timeout)
+    lport = w.get_extra_info("sockname")[1]
+    try:
+        w.write(req)
+        await w.drain()
+        data = await asyncio.wait_for(r.read(), timeout)
+    finally:
+        w.close()
+    head, _, payload = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.0 200") and not head.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"bad status: {head[:40]!r}")
+    return lport, json.loads(payload)["worker"]
+
+
+async def run(a):
+    fam = socket.AF_INET6 if ":" in a.vip else socket.AF_INET
+    sem = asyncio.Semaphore(a.concurrency)
+    res = {"ok": 0, "failed": 0, "errors": {}, "per_worker": {}, "ports": {}}
+
+    async def task(i):
+        async with sem:
+            for attempt in range(a.retries + 1):
+                try:
+                    lport, worker = await one(a.vip, a.port, i, a.timeout, fam)
+                    res["ok"] += 1
+                    res["per_worker"][worker] = res["per_worker"].get(worker, 0) + 1
+                    res["ports"][str(lport)] = worker
+                    return
+                except Exception as e:  # noqa: BLE001 - summarized below
+                    if attempt == a.retries:
+                        res["failed"] += 1
+                        k = type(e).__name__ + ": " + str(e)[:60]
+                        res["errors"][k] = res["errors"].get(k, 0) + 1
+    t0 = time.monotonic()
+    await asyncio.gather(*(task(i) for i in range(a.n)))
+    res["seconds"] = round(time.monotonic() - t0, 3)
+    res["vip"] = a.vip
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("vip")
+    ap.add_argument("--port", type=int, default=80)
+    ap.add_argument("-n", type=int, default=1000)
+    ap.add_argument("-c", "--concurrency", type=int, default=32)
+    ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--retries", type=int, default=0,
+                    help="attempts after a failure (0: every failure counts)")
+    ap.add_argument("-o", "--out", help="write the JSON summary here")
+    a = ap.parse_args()
+    res = asyncio.run(run(a))
+    out = json.dumps(res)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(out)
+    summary = {k: v for k, v in res.items() if k != "ports"}
+    print(json.dumps(summary))
+    return 0 if res["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
