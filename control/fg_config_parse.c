@@ -523,15 +523,17 @@ static bool get_dur(struct ctx *c, const struct stmt *s, unsigned int i, uint64_
 static bool get_addr(struct ctx *c, const struct stmt *s, unsigned int i, int family,
 		     struct fg_addr *out)
 {
-	if (fg_addr_parse(s->w[i], out)) {
+	struct fg_addr a;
+	if (fg_addr_parse(s->w[i], &a)) {
 		E(c, s->line, "%s: '%s' is not an IPv4 or IPv6 address", s->w[0], s->w[i]);
 		return false;
 	}
-	if (family && out->family != family) {
+	if (family && a.family != family) {
 		E(c, s->line, "%s: '%s' must be an %s address", s->w[0], s->w[i],
 		  family == AF_INET ? "IPv4" : "IPv6");
 		return false;
 	}
+	*out = a;
 	return true;
 }
 
@@ -1100,9 +1102,10 @@ int fg_config_parse(const char *text, size_t len, const char *name,
 	stmt_free(root);
 	if (c.nomem)
 		return -ENOMEM;
-	if (errs->n != n0)
-		return -EINVAL;
-	return fg_config_validate(out, name, errs);
+	/* relations too, even after field errors: report everything at once
+	 * (a field that failed kept its default, which validates) */
+	int rc = fg_config_validate(out, name, errs);
+	return errs->n != n0 ? -EINVAL : rc;
 }
 
 int fg_config_load(const char *path, struct fg_config *out, struct fg_cfg_errs *errs)
