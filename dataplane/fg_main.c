@@ -585,5 +585,6 @@ int main(int argc, char **argv)
 	rte_free(dp->qsbr);
 	rte_free(dp);
 	rte_eal_cleanup();
+	printf("flowgate: stopped cleanly\n");
 	return 0;
 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Asserts one e2e run: every connection succeeded, per-backend spread within
+a tolerance of the weights, and every connection reached exactly one backend
+(backend-side logs: no (client addr, port) on two backends, one log line per
+connection; for DSR the backends' view matches what the client saw)."""
+import argparse
+import json
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("result")
+    ap.add_argument("--logs", nargs="+", required=True, help="bN.log in worker order")
+    ap.add_argument("--weights", default="1,2,3")
+    ap.add_argument("--tolerance", type=float, default=0.15)
+    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--dsr", action="store_true", help="backends see the client's port")
+    a = ap.parse_args()
+    res = json.load(open(a.result))
+    w = [float(x) for x in a.weights.split(",")]
+    errs = []
+    if res["ok"] != a.n or res["failed"]:
+        errs.append(f"{res['ok']}/{a.n} connections succeeded, errors: {res['errors']}")
+    for i, wi in enumerate(w):
+        name = f"gpu{i + 1}"
+        got = res["per_worker"].get(name, 0)
+        want = a.n * wi / sum(w)
+        if abs(got - want) > a.tolerance * want:
+            errs.append(f"{name}: {got} connections, weight says {want:.0f} (±{a.tolerance:.0%})")
+    seen = {}
+    lines = 0
+    for i, path in enumerate(a.logs):
+        for line in open(path):
+            addr, port = line.split()
+            lines += 1
+            key = (addr, int(port))
+            if key in seen and seen[key] != i:
+                errs.append(f"connection {addr}:{port} reached gpu{seen[key] + 1} and gpu{i + 1}")
+            seen[key] = i
+    if lines != a.n:
+        errs.append(f"backends logged {lines} connections, client made {a.n}")
+    if a.dsr:
+        for port, worker in res["ports"].items():
+            served = [k for k, v in seen.items() if k[1] == int(port)]
+            if served and f"gpu{seen[served[0]] + 1}" != worker:
+                errs.append(f"client port {port}: answered by {worker}, logged by gpu{seen[served[0]] + 1}")
+    print(json.dumps({"vip": res["vip"], "ok": res["ok"], "per_worker": res["per_worker"],
+                      "seconds": res["seconds"], "problems": len(errs)}))
+    for e in errs[:20]:
+        print("  FAIL:", e)
+    return 1 if errs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
