@@ -2,7 +2,7 @@
 /*
  * GPU batch path vs CPU reference, bit for bit.
  *
- *   test_gpu [--random N] [--fixtures DIR] [--seed S] [--quick]
+ *   test_gpu [--random N] [--fixtures DIR] [--seed S] [--timeout-us T]
  *
  * 1. API cases (table): bad arguments, -EBUSY, -EAGAIN, services limits.
  * 2. Hand-made edge frames + every frame of DIR/ *.pcap (the packet
@@ -439,6 +439,7 @@ int main(int argc, char **argv)
 	unsigned long nrand = 200000;
 	const char *fixdir = NULL;
 	uint64_t seed = 0x5eed;
+	uint32_t timeout_us = 0; /* 0 = default; compute-sanitizer needs more */
 	char name[128];
 	struct fg_gpu_config c;
 	struct frameset fs = { 0 };
@@ -454,9 +455,11 @@ int main(int argc, char **argv)
 			fixdir = argv[++i];
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--timeout-us") && i + 1 < argc)
+			timeout_us = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--random N] [--fixtures DIR] "
-					"[--seed S]\n", argv[0]);
+					"[--seed S] [--timeout-us T]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -475,6 +478,8 @@ int main(int argc, char **argv)
 	for (int m = 0; m < 2; m++) {
 		fg_gpu_config_defaults(&c);
 		c.mode = (enum fg_gpu_mode)m;
+		if (timeout_us)
+			c.wait_timeout_us = timeout_us;
 		memcpy(c.reta, reta, sizeof(reta));
 		rc = fg_gpu_create(&c, &ctx[m]);
 		if (rc) {
