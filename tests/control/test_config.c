@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Config file parser and validator: the full example parses; every kind of
+ * invalid field is rejected with file:line and a reason; several problems
+ * are reported together; dump -> parse is the identity; ids are stable.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_config_parse.h"
+#include "fg_proto.h"
+
+static const char *g_full; /* path of full.conf (argv[1]) */
+
+static void test_full_example(void **state)
+{
+	(void)state;
+	struct fg_cfg_err ev[16];
+	struct fg_cfg_errs e = { .v = ev, .max = 16 };
+	struct fg_config c;
+	int rc = fg_config_load(g_full, &c, &e);
+	for (unsigned i = 0; i < e.n && i < e.max; i++)
+		print_error("%s:%u: %s\n", ev[i].file, ev[i].line, ev[i].msg);
+	assert_int_equal(rc, 0);
+	assert_int_equal(c.n_services, 4);
+	assert_int_equal(c.n_ports, 2);
+	assert_int_equal(c.n_neigh, 2);
+	assert_int_equal(c.ct_capacity, 1048576);
+	assert_int_equal(c.flood_rate, 125000);
+	assert_int_equal(c.ct_timeouts_ms[fg_flow_state_lookup("ESTABLISHED")], 900000);
+	assert_int_equal(c.ct_timeouts_ms[fg_flow_state_lookup("UDP_STREAM")], 120000);
+	const struct fg_service_cfg *s = &c.services[0];
+	assert_string_equal(s->name, "infer");
+	assert_int_equal(s->mode, FG_MODE_DSR_GUE);
+	assert_int_equal(s->health.type, FG_HC_HTTP);
+	assert_int_equal(s->health.port, 8080);
+	assert_int_equal(s->health.timeout_ms, 500);
+	assert_string_equal(s->health.path, "/health");
+	assert_int_equal(s->n_backends, 4);
+	assert_true(s->backends[2].drained);
+	assert_int_equal(s->backends[2].weight, 50);
+	assert_int_equal(s->backends[3].addr.family, AF_INET6);
+	assert_int_equal(s->backends[3].src.family, AF_INET);
+	assert_int_equal(c.services[1].mode, FG_MODE_NAT);
+	assert_int_equal(c.services[1].sched, FG_SCHED_LC);
+	assert_int_equal(c.services[1].on_fail, FG_FAIL_RESET);
+	assert_int_equal(c.services[1].backends[1].port, 8443);
+	assert_int_equal(c.services[2].vip.family, AF_INET6);
+	assert_int_equal(c.services[2].name[0], 0);
+	assert_int_equal(c.services[3].proto, IPPROTO_UDP);
+	assert_int_equal(c.services[3].backends[0].weight, 1); /* default */
+	assert_int_equal(c.ports[0].mac[5], 1);
+	assert_int_equal(c.neigh[1].port, 1);
+	fg_config_free(&c);
+}
+
+/* One row per kind of invalid field: the text, the line the error must
+ * carry and a substring of the reason. */
+struct bad_case {
+	const char *text;
+	unsigned int line;
+	const char *reason;
+};
+
+#define SVC(body) "service 10.0.0.1:80/tcp {\n" body "\n}\n"
+
+static const struct bad_case bad_cases[] = {
+	{ "bogus 1;\n", 1, "unknown keyword 'bogus'" },
+	{ "\n\ngue_port 70000;\n", 3, "gue_port" },
+	{ "gue_port x;\n", 1, "not an integer" },
+	{ "control_socket relative.sock;\n", 1, "absolute path" },
+	{ "conntrack {\n capacity 10;\n}\n", 2, "capacity" },
+	{ "conntrack {\n timeout estab 5s;\n}\n", 2, "unknown state" },
+	{ "conntrack {\n timeout established 5;\n}\n", 2, "not a duration" },
+	{ "conntrack {\n timeout established 5parsecs;\n}\n", 2, "not a duration" },
+	{ "conntrack {\n flood_rate -1;\n}\n", 2, "not an integer" },
+	{ "conntrack {\n sizes 1;\n}\n", 2, "unknown keyword" },
+	{ "port p0 {\n mac 02:00:00:00:00;\n}\n", 2, "MAC" },
+	{ "port p0 {\n local 10.0.0.999;\n}\n", 2, "not an IPv4 or IPv6" },
+	{ "port p0 {\n gateway fd00::1;\n}\n", 2, "must be an IPv4" },
+	{ "port p0 {\n gateway6 10.0.0.1;\n}\n", 2, "must be an IPv6" },
+	{ "port p0 {\n vlan 4095;\n}\n", 2, "vlan" },
+	{ "port p0 {}\nport p0 {}\n", 2, "defined twice" },
+	{ "port bad/name {}\n", 1, "name" },
+	{ "neighbour 10.0.0.1 zz:00:00:00:00:00;\n", 1, "MAC" },
+	{ "neighbour 10.0.0.1 02:00:00:00:00:01 port p9;\n", 1, "not defined" },
+	{ "neighbour 10.0.0.1;\n", 1, "takes IP MAC" },
+	{ "service 10.0.0.1:80/sctp {\n}\n", 1, "VIP:PORT/PROTO" },
+	{ "service 10.0.0.1/tcp {\n}\n", 1, "VIP:PORT/PROTO" },
+	{ "service 10.0.0.1:80/tcp;\n", 1, "needs a { } block" },
+	{ "service b@d 10.0.0.1:80/tcp {\n}\n", 1, "name 'b@d'" },
+	{ SVC(" mode turbo;"), 2, "unknown mode" },
+	{ SVC(" scheduler rr;"), 2, "unknown scheduler" },
+	{ SVC(" on_fail maybe;"), 2, "unknown policy" },
+	{ SVC(" maglev_size 65536;"), 1, "not prime" },
+	{ SVC(" maglev_size 2;\n backend 10.1.0.1;\n backend 10.1.0.2;\n backend 10.1.0.3;"), 1,
+	  "smaller than" },
+	{ SVC(" gue_port 0;"), 2, "gue_port" },
+	{ SVC(" colour blue;"), 2, "unknown keyword 'colour'" },
+	{ SVC(" health icmp;"), 2, "unknown check type" },
+	{ SVC(" health http {\n  interval 5;\n }"), 3, "not a duration" },
+	{ SVC(" health http {\n  interval 5ms;\n }"), 3, "out of range" },
+	{ SVC(" health http {\n  timeout 2s;\n  interval 1s;\n }"), 1, "<= the interval" },
+	{ SVC(" health http {\n  rise 0;\n }"), 3, "rise" },
+	{ SVC(" health http {\n  fall 1000;\n }"), 3, "fall" },
+	{ SVC(" health http {\n  path health;\n }"), 3, "must start with '/'" },
+	{ SVC(" health http {\n  expect 99;\n }"), 3, "expect" },
+	{ SVC(" health tcp {\n  path /x;\n }"), 3, "only for 'health http'" },
+	{ SVC(" health http {\n  port 0;\n }"), 3, "port" },
+	{ SVC(" backend nothost;"), 2, "not ADDR" },
+	{ SVC(" backend 10.1.0.1 weight 65536;"), 2, "0..65535" },
+	{ SVC(" backend 10.1.0.1 weight;"), 2, "unexpected 'weight'" },
+	{ SVC(" backend 10.1.0.1 heavy;"), 2, "unexpected 'heavy'" },
+	{ SVC(" backend 10.1.0.1 src nowhere;"), 2, "src" },
+	{ SVC(" backend 10.1.0.1:8080;"), 2, "cannot change the destination port" },
+	{ SVC(" backend fd00::1;"), 2, "address family differs" },
+	{ SVC(" backend 10.1.0.1;\n backend 10.1.0.1;"), 3, "listed twice" },
+	{ SVC("") SVC(""), 4, "defined twice" },
+	{ "service a 10.0.0.1:80/tcp {\n}\nservice a 10.0.0.2:80/tcp {\n}\n", 3, "duplicate name" },
+	{ "port p0 {\n local 10.0.0.2;\n}\nservice 10.0.0.1:80/tcp {\n mode nat;\n}\n"
+	  "service [fd00::1]:80/tcp {\n mode nat;\n}\n", 7, "needs a local IPv6" },
+	{ SVC(" mode nat;\n backend 10.1.0.1 src 10.0.0.2;"), 3, "DSR modes only" },
+	/* syntax */
+	{ "service 10.0.0.1:80/tcp {\n mode nat\n}\n", 2, "missing ';'" },
+	{ "service 10.0.0.1:80/tcp {\n mode nat;\n", 3, "missing '}'" },
+	{ "}\n", 1, "without a matching" },
+	{ ";\n", 1, "stray ';'" },
+	{ "{\n", 1, "without a keyword" },
+	{ "control_socket \"/tmp/x;\n", 1, "unterminated quoted" },
+	{ "gue_port 1\x01;\n", 1, "control character" },
+};
+
+static void test_bad_fields(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *b = &bad_cases[i];
+		struct fg_cfg_err ev[8];
+		struct fg_cfg_errs e = { .v = ev, .max = 8 };
+		struct fg_config c;
+		int rc = fg_config_parse(b->text, strlen(b->text), "t.conf", &c, &e);
+		fg_config_free(&c);
+		if (rc != -EINVAL || e.n == 0)
+			fail_msg("case %zu: accepted (rc %d):\n%s", i, rc, b->text);
+		bool found = false;
+		for (unsigned k = 0; k < e.n && k < e.max; k++)
+			if (ev[k].line == b->line && strstr(ev[k].msg, b->reason) &&
+			    !strcmp(ev[k].file, "t.conf"))
+				found = true;
+		if (!found) {
+			for (unsigned k = 0; k < e.n && k < e.max; k++)
+				print_error("  got %s:%u: %s\n", ev[k].file, ev[k].line, ev[k].msg);
+			fail_msg("case %zu: no error at line %u with '%s'", i, b->line, b->reason);
+		}
+	}
+}
+
+static void test_many_errors(void **state)
+{
+	(void)state;
+	const char *t =
+		"gue_port 0;\n"                       /* 1 */
+		"conntrack { capacity 1; }\n"         /* 2 */
+		"service 10.0.0.1:80/tcp {\n"         /* 3 */
+		" mode nope;\n"                       /* 4 */
+		" backend 10.1.0.1 weight 99999;\n"   /* 5 */
+		" backend 10.1.0.2:81;\n"             /* 6 */
+		"}\n"
+		"what ever;\n";                       /* 8 */
+	struct fg_cfg_err ev[16];
+	struct fg_cfg_errs e = { .v = ev, .max = 16 };
+	struct fg_config c;
+	assert_int_equal(fg_config_parse(t, strlen(t), "m.conf", &c, &e), -EINVAL);
+	fg_config_free(&c);
+	unsigned lines[] = { 1, 2, 4, 5, 6, 8 };
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		bool found = false;
+		for (unsigned k = 0; k < e.n && k < e.max; k++)
+			found |= ev[k].line == lines[i];
+		if (!found)
+			fail_msg("no error reported for line %u (%u errors)", lines[i], e.n);
+	}
+	assert_true(e.n >= 6);
+	/* more errors than the array holds: counted, not written past */
+	struct fg_cfg_err one[2];
+	struct fg_cfg_errs e2 = { .v = one, .max = 2 };
+	assert_int_equal(fg_config_parse(t, strlen(t), "m.conf", &c, &e2), -EINVAL);
+	fg_config_free(&c);
+	assert_int_equal(e2.n, e.n);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	struct fg_config a, b;
+	struct fg_cfg_err ev[8];
+	struct fg_cfg_errs e = { .v = ev, .max = 8 };
+	assert_int_equal(fg_config_load(g_full, &a, &e), 0);
+	assert_int_equal(fg_config_assign_ids(&a, NULL), 0);
+	char *text = NULL;
+	assert_int_equal(fg_config_dump_str(&a, &text), 0);
+	int rc = fg_config_parse(text, strlen(text), "dump", &b, &e);
+	for (unsigned i = 0; i < e.n && i < e.max; i++)
+		print_error("%s:%u: %s\n", ev[i].file, ev[i].line, ev[i].msg);
+	assert_int_equal(rc, 0);
+	assert_true(fg_config_equal(&a, &b));
+	/* and the dump of the re-parsed config is the same text */
+	assert_int_equal(fg_config_assign_ids(&b, &a), 0);
+	char *text2 = NULL;
+	assert_int_equal(fg_config_dump_str(&b, &text2), 0);
+	assert_string_equal(text, text2);
+	free(text);
+	free(text2);
+	/* a change is seen by fg_config_equal */
+	b.services[0].backends[1].weight++;
+	assert_false(fg_config_equal(&a, &b));
+	fg_config_free(&a);
+	fg_config_free(&b);
+}
+
+static void test_stable_ids(void **state)
+{
+	(void)state;
+	const char *t1 = "service 10.0.0.1:80/tcp {\n backend 10.1.0.1;\n backend 10.1.0.2;\n"
+			 " backend 10.1.0.3;\n}\nservice 10.0.0.2:80/tcp {\n backend 10.1.0.1;\n}\n";
+	const char *t2 = "service 10.0.0.3:80/tcp {\n backend 10.1.0.9;\n}\n"
+			 "service 10.0.0.1:80/tcp {\n backend 10.1.0.3 weight 7;\n backend 10.1.0.4;\n"
+			 " backend 10.1.0.1;\n}\n";
+	struct fg_config a, b, c;
+	assert_int_equal(fg_config_parse(t1, strlen(t1), "a", &a, NULL), 0);
+	assert_int_equal(fg_config_assign_ids(&a, NULL), 0);
+	/* every backend id unique across the config, services distinct */
+	assert_int_not_equal(a.services[0].id, a.services[1].id);
+	assert_int_not_equal(a.services[0].backends[0].id, a.services[1].backends[0].id);
+	assert_int_equal(fg_config_parse(t2, strlen(t2), "b", &b, NULL), 0);
+	assert_int_equal(fg_config_assign_ids(&b, &a), 0);
+	/* 10.0.0.1:80 kept its id; its backends .3 and .1 kept theirs */
+	assert_int_equal(b.services[1].id, a.services[0].id);
+	assert_int_equal(b.services[1].backends[0].id, a.services[0].backends[2].id);
+	assert_int_equal(b.services[1].backends[2].id, a.services[0].backends[0].id);
+	/* new backend and new service got ids never used before */
+	uint32_t nb = b.services[1].backends[1].id;
+	for (uint32_t s = 0; s < a.n_services; s++)
+		for (uint32_t k = 0; k < a.services[s].n_backends; k++)
+			assert_int_not_equal(nb, a.services[s].backends[k].id);
+	assert_int_not_equal(b.services[0].id, a.services[0].id);
+	assert_int_not_equal(b.services[0].id, a.services[1].id); /* removed: not reused */
+	/* removing then re-adding a backend gives a new id */
+	assert_int_equal(fg_config_parse(t1, strlen(t1), "c", &c, NULL), 0);
+	assert_int_equal(fg_config_assign_ids(&c, &b), 0);
+	assert_int_not_equal(c.services[0].backends[1].id, a.services[0].backends[1].id);
+	fg_config_free(&a);
+	fg_config_free(&b);
+	fg_config_free(&c);
+}
+
+static void test_edit_helpers(void **state)
+{
+	(void)state;
+	struct fg_config c;
+	fg_config_init(&c);
+	struct fg_service_cfg *s = malloc(sizeof(*s));
+	fg_service_init(s);
+	assert_int_equal(fg_service_spec_parse("10.0.0.9:8080/udp", &s->vip, &s->port, &s->proto), 0);
+	snprintf(s->name, sizeof(s->name), "svc");
+	assert_int_equal(fg_config_add_service(&c, s), 0);
+	assert_int_equal(fg_config_add_service(&c, s), -EEXIST);
+	assert_int_equal(fg_config_find_service(&c, "10.0.0.9:8080/udp"), 0);
+	assert_int_equal(fg_config_find_service(&c, "svc"), 0);
+	assert_int_equal(fg_config_find_service(&c, "10.0.0.9:8080/tcp"), -ENOENT);
+	assert_int_equal(fg_config_find_service(&c, "other"), -ENOENT);
+	assert_int_equal(fg_config_validate(&c, "x", NULL), 0);
+	struct fg_config d;
+	assert_int_equal(fg_config_copy(&d, &c), 0);
+	assert_true(d.services != c.services);
+	assert_true(fg_config_equal(&c, &d));
+	fg_config_del_service(&d, 0);
+	assert_int_equal(d.n_services, 0);
+	fg_config_free(&d);
+	fg_config_free(&c);
+	free(s);
+	/* unreadable file: errno, one message */
+	struct fg_cfg_err ev[2];
+	struct fg_cfg_errs e = { .v = ev, .max = 2 };
+	assert_int_equal(fg_config_load("/nonexistent/x.conf", &c, &e), -ENOENT);
+	assert_int_equal(e.n, 1);
+	assert_non_null(strstr(ev[0].msg, "cannot open"));
+	fg_config_free(&c);
+}
+
+int main(int argc, char **argv)
+{
+	g_full = argc > 1 ? argv[1] : "tests/control/full.conf";
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_example),
+		cmocka_unit_test(test_bad_fields),
+		cmocka_unit_test(test_many_errors),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_stable_ids),
+		cmocka_unit_test(test_edit_helpers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
