@@ -332,6 +332,139 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 	}
 }
 
+int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
+			  const void *outer, const void *inner)
+{
+	uint8_t *ip, *icmp, *in, *l4;
+	uint32_t end, s, l4len;
+	uint16_t il4, c;
+	int v6;
+
+	if (unlikely(f == NULL || p == NULL || outer == NULL || inner == NULL ||
+		     p->kind != FG_PK_ICMP_ERR ||
+		     (uint32_t)p->l3_off + p->l3_len > f->len ||
+		     fg_pkt_icmp_inner(f->data, f->len, p, &il4) != 0))
+		return -EINVAL;
+	v6 = p->family == CT_V6;
+	ip = f->data + p->l3_off;
+	icmp = f->data + p->l4_off;
+	in = icmp + 8;
+	l4 = f->data + il4;
+	end = (uint32_t)p->l3_off + p->l3_len;
+	if (il4 + 8u > end)
+		return -EINVAL;
+
+	if (!v6) {
+		const struct ct_key4 *o = outer, *k = inner;
+		uint32_t os, od;
+		uint16_t ipc, ic, l4c = 0;
+		uint8_t proto = in[9];
+		int has_l4c = 0;
+		uint8_t *l4cp = NULL;
+
+		memcpy(&os, in + 12, 4);
+		memcpy(&od, in + 16, 4);
+		/* embedded L4 first: its pseudo-header uses the old addresses */
+		if (proto == P_TCP && il4 + 18u <= end) {
+			l4cp = l4 + 16;
+		} else if (proto == P_UDP) {
+			l4cp = l4 + 6;
+		} else if (proto == P_ICMP) {
+			l4cp = l4 + 2;
+		} else if (proto != P_TCP) {
+			return -EINVAL;
+		}
+		if (l4cp) {
+			memcpy(&l4c, l4cp, 2);
+			has_l4c = !(proto == P_UDP && l4c == 0);
+		}
+		if (proto == P_ICMP) {
+			uint16_t nid = l4[0] == 8 ? k->sport : k->dport;
+
+			if (l4[0] != 8 && l4[0] != 0)
+				return -EINVAL;
+			l4c = fg_csum_update16(l4c, ld16(l4 + 4), nid);
+			st16(l4 + 4, nid);
+		} else {
+			if (has_l4c) {
+				l4c = fg_csum_update32(l4c, os, k->saddr);
+				l4c = fg_csum_update32(l4c, od, k->daddr);
+				l4c = fg_csum_update16(l4c, ld16(l4), k->sport);
+				l4c = fg_csum_update16(l4c, ld16(l4 + 2), k->dport);
+				if (proto == P_UDP && l4c == 0)
+					l4c = 0xFFFF;
+			}
+			st16(l4, k->sport);
+			st16(l4 + 2, k->dport);
+		}
+		if (l4cp && (has_l4c || proto == P_ICMP))
+			memcpy(l4cp, &l4c, 2);
+		memcpy(&ic, in + 10, 2);
+		ic = fg_csum_update32(ic, os, k->saddr);
+		ic = fg_csum_update32(ic, od, k->daddr);
+		memcpy(in + 10, &ic, 2);
+		memcpy(in + 12, &k->saddr, 4);
+		memcpy(in + 16, &k->daddr, 4);
+		/* outer */
+		memcpy(&os, ip + 12, 4);
+		memcpy(&od, ip + 16, 4);
+		memcpy(&ipc, ip + 10, 2);
+		ipc = fg_csum_update32(ipc, os, o->saddr);
+		ipc = fg_csum_update32(ipc, od, o->daddr);
+		memcpy(ip + 10, &ipc, 2);
+		memcpy(ip + 12, &o->saddr, 4);
+		memcpy(ip + 16, &o->daddr, 4);
+	} else {
+		const struct ct_key6 *o = outer, *k = inner;
+		uint8_t proto;
+		uint16_t l4c = 0;
+		uint8_t *l4cp = NULL;
+
+		/* the parser keeps the embedded upper-layer protocol in the key */
+		proto = p->key.k6.proto;
+		if (proto == P_TCP && il4 + 18u <= end)
+			l4cp = l4 + 16;
+		else if (proto == P_UDP || proto == P_ICMPV6)
+			l4cp = l4 + (proto == P_UDP ? 6 : 2);
+		else if (proto != P_TCP)
+			return -EINVAL;
+		if (proto == P_ICMPV6 && l4[0] != 128 && l4[0] != 129)
+			return -EINVAL;
+		if (l4cp) {
+			memcpy(&l4c, l4cp, 2);
+			l4c = fg_csum_update128(l4c, in + 8, k->saddr);
+			l4c = fg_csum_update128(l4c, in + 24, k->daddr);
+		}
+		if (proto == P_ICMPV6) {
+			uint16_t nid = l4[0] == 128 ? k->sport : k->dport;
+
+			l4c = fg_csum_update16(l4c, ld16(l4 + 4), nid);
+			st16(l4 + 4, nid);
+		} else {
+			if (l4cp) {
+				l4c = fg_csum_update16(l4c, ld16(l4), k->sport);
+				l4c = fg_csum_update16(l4c, ld16(l4 + 2), k->dport);
+			}
+			st16(l4, k->sport);
+			st16(l4 + 2, k->dport);
+		}
+		if (l4cp)
+			memcpy(l4cp, &l4c, 2);
+		memcpy(in + 8, k->saddr, 16);
+		memcpy(in + 24, k->daddr, 16);
+		memcpy(ip + 8, o->saddr, 16);
+		memcpy(ip + 24, o->daddr, 16);
+	}
+	/* ICMP checksum over the whole message (pseudo-header for v6) */
+	l4len = end - p->l4_off;
+	icmp[2] = icmp[3] = 0;
+	s = v6 ? pseudo_sum(ip, 1, P_ICMPV6, l4len) : 0;
+	s = fg_csum_partial(icmp, l4len, s);
+	c = (uint16_t)~fg_csum_fold(s);
+	memcpy(icmp + 2, &c, 2);
+	return (int)f->len;
+}
+
 void fg_xlate_eth(uint8_t *frame, const uint8_t src[6], const uint8_t dst[6])
 {
 	memcpy(frame, dst, 6);

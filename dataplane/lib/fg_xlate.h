@@ -120,6 +120,25 @@ uint32_t fg_xlate_encap_hdr_len(const struct fg_encap *e, int gue);
  */
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to);
 
+/**
+ * Full NAT of an ICMP error (FG_PK_ICMP_ERR) so path-MTU discovery works
+ * through a NAT service: rewrites the outer source/destination addresses
+ * to @p outer (ports and proto of @p outer are ignored) and the embedded
+ * packet's addresses and ports (ICMP echo: identifier) to @p inner, given
+ * in the embedded packet's own direction (the reverse of a tracked key).
+ * Example: frag-needed from a router to 10.0.0.1 quoting
+ * 10.0.0.1:P -> backend:bp becomes, for the client, VIP -> client quoting
+ * client:cp -> VIP:vp.  Fixes the embedded IPv4 header checksum and the
+ * embedded TCP/UDP/ICMP checksum when the quote holds it (incremental),
+ * the outer IPv4 header checksum (incremental) and the ICMP/ICMPv6
+ * checksum (recomputed over the message: a slow path).  Does not touch L2
+ * or TTL.  @p outer and @p inner are struct ct_key4 (IPv4) / ct_key6.
+ * @return frame length, or -EINVAL (not an ICMP error of this frame /
+ *   embedded protocol not TCP, UDP or ICMP echo).
+ */
+int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
+			  const void *outer, const void *inner);
+
 /** Sets the Ethernet source and destination MAC (VLAN tag kept). */
 void fg_xlate_eth(uint8_t *frame, const uint8_t src[6], const uint8_t dst[6]);
 

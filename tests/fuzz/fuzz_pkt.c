@@ -118,7 +118,18 @@ static void rewrite(const uint8_t *data, size_t size, const struct fg_pkt *p,
 			r = fg_xlate_ipip(&f, p, &e);
 		} else if (mode == 1) {
 			r = fg_xlate_gue(&f, p, &e, fg_rss_hash(p));
-		} else if (mode == 2 && p->kind != FG_PK_ICMP_ERR) {
+		} else if (mode == 2 && p->kind == FG_PK_ICMP_ERR) {
+			union { struct ct_key4 k4; struct ct_key6 k6; } o, in;
+
+			memcpy(&o, &p->key, sizeof(o));
+			memcpy(&in, &p->key, sizeof(in));
+			if (p->family == CT_V6)
+				in.k6.sport ^= 0x0101;
+			else
+				in.k4.dport ^= 0x0202;
+			r = fg_xlate_nat_icmp_err(&f, p, &o, &in);
+			CHECK(r == -EINVAL || r == (int)size);
+		} else if (mode == 2) {
 			union { struct ct_key4 k4; struct ct_key6 k6; } to;
 
 			memcpy(&to, &p->key, sizeof(to));

@@ -486,6 +486,100 @@ static void t_nat_frag_later_and_errors(void **st)
 	assert_int_equal(fg_xlate_nat(&f, &p, &to), -EINVAL);
 }
 
+/* Quote of a packet: IP header + @p l4bytes of L4 (from the builder). */
+static uint32_t quote_of(struct pb_spec *q, uint8_t *out, uint32_t l4bytes)
+{
+	uint8_t fr[512];
+	int n = pb_build(q, fr, sizeof(fr));
+	uint32_t ih = q->v6 ? 40 : 20;
+
+	assert_true(n > 0);
+	memcpy(out, fr + 14, ih + l4bytes);
+	return ih + l4bytes;
+}
+
+static void icmp_nat_case(int v6, uint8_t inner_proto, uint32_t l4bytes)
+{
+	struct pb_spec s, q;
+	struct fg_pkt p;
+	struct fg_frame f;
+	uint8_t quote[128];
+	union {
+		struct ct_key4 k4;
+		struct ct_key6 k6;
+	} outer, inner;
+	int n;
+
+	/* what the balancer sent: local:1024 -> backend:8080 */
+	spec_tcp4(&q);
+	q.v6 = v6;
+	q.proto = inner_proto;
+	q.saddr = v6 ? "fd00::1" : "10.0.0.1";
+	q.daddr = v6 ? "fd00:1::2" : "10.1.0.2";
+	q.sport = 1024;
+	q.dport = 8080;
+	q.icmp_type = v6 ? 128 : 8;
+	q.icmp_id = 1024;
+	q.ttl = 60;
+	memset(&s, 0, sizeof(s));
+	s.v6 = v6;
+	s.saddr = v6 ? "fd00::fe" : "10.0.0.254";
+	s.daddr = v6 ? "fd00::1" : "10.0.0.1";
+	s.proto = v6 ? 58 : 1;
+	s.icmp_type = v6 ? 2 : 3;
+	s.icmp_code = v6 ? 0 : 4;
+	s.icmp_mtu = 1280;
+	s.inner = quote;
+	s.inner_len = quote_of(&q, quote, l4bytes);
+	f = load(&s, &p);
+	assert_int_equal(p.kind, FG_PK_ICMP_ERR);
+	/* to the client: VIP -> client, quoting client:40000 -> VIP:80 */
+	memset(&outer, 0, sizeof(outer));
+	memset(&inner, 0, sizeof(inner));
+	if (v6) {
+		pb_addr("fd00:100::1", outer.k6.saddr);
+		pb_addr("2001:db8::10", outer.k6.daddr);
+		pb_addr("2001:db8::10", inner.k6.saddr);
+		pb_addr("fd00:100::1", inner.k6.daddr);
+		inner.k6.sport = htons(40000);
+		inner.k6.dport = htons(80);
+		inner.k6.proto = inner_proto;
+	} else {
+		outer.k4.saddr = htonl(0x0a640003); /* 10.100.0.3 */
+		outer.k4.daddr = htonl(0xc000020a); /* 192.0.2.10 */
+		inner.k4.saddr = htonl(0xc000020a);
+		inner.k4.daddr = htonl(0x0a640003);
+		inner.k4.sport = htons(40000);
+		inner.k4.dport = htons(80);
+		inner.k4.proto = inner_proto;
+	}
+	assert_int_equal(fg_xlate_nat_icmp_err(&f, &p, &outer, &inner), (int)f.len);
+	/* expected: the builder's error from VIP to client quoting the
+	 * client's original packet */
+	q.saddr = v6 ? "2001:db8::10" : "192.0.2.10";
+	q.daddr = v6 ? "fd00:100::1" : "10.100.0.3";
+	q.sport = 40000;
+	q.dport = 80;
+	q.icmp_id = 40000;
+	s.saddr = v6 ? "fd00:100::1" : "10.100.0.3";
+	s.daddr = v6 ? "2001:db8::10" : "192.0.2.10";
+	s.inner_len = quote_of(&q, quote, l4bytes);
+	n = pb_build(&s, EXP, sizeof(EXP));
+	expect_bytes(f.data, f.len, EXP, (uint32_t)n);
+	assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+}
+
+static void t_nat_icmp_err(void **st)
+{
+	icmp_nat_case(0, 6, 20);  /* quote with the TCP checksum */
+	icmp_nat_case(0, 6, 8);   /* minimal quote: ports only */
+	icmp_nat_case(0, 17, 8);
+	icmp_nat_case(0, 1, 8);   /* embedded echo request */
+	icmp_nat_case(1, 6, 20);
+	icmp_nat_case(1, 17, 8);
+	icmp_nat_case(1, 58, 8);
+}
+
 static void t_ttl_dec(void **st)
 {
 	struct pb_spec s;
@@ -640,6 +734,7 @@ int main(void)
 		cmocka_unit_test(t_nat4_icmp_echo),
 		cmocka_unit_test(t_nat6),
 		cmocka_unit_test(t_nat_frag_later_and_errors),
+		cmocka_unit_test(t_nat_icmp_err),
 		cmocka_unit_test(t_ttl_dec),
 		cmocka_unit_test(t_eth),
 		cmocka_unit_test(t_arp_reply),
