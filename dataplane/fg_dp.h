@@ -221,6 +221,7 @@ struct fg_worker {
 	/** dispatch rings: in[i] receives from worker i (SP/SC). */
 	struct rte_ring *in[FG_MAX_WORKERS];
 	uint64_t last_flush;
+	uint64_t last_expire;
 	uint64_t cc[FG_CC_MAX];
 	uint64_t drops[FG_DROP_MAX];
 	uint64_t dc[FG_DC_MAX];

@@ -626,11 +626,20 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 	send_nat(w, nt, o, m, p, &to, b->addr.family, b->addr.bytes, now);
 }
 
-/* NAT: local address of @p af (first one, over all ports). */
-static int nat_local(const struct fg_dp *dp, uint8_t af)
+/* NAT: the k-th local address of @p af (k taken modulo their number), so
+ * flows spread over all local addresses: the reply tuple space is
+ * locals x backends x 64512 ports. */
+static int nat_local(const struct fg_dp *dp, uint8_t af, uint32_t k)
 {
+	unsigned int n = 0;
+
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		if (dp->locals[i].family == af)
+		n += dp->locals[i].family == af;
+	if (n == 0)
+		return -1;
+	k %= n;
+	for (unsigned int i = 0; i < dp->n_locals; i++)
+		if (dp->locals[i].family == af && k-- == 0)
 			return (int)i;
 	return -1;
 }
@@ -639,9 +648,9 @@ static int nat_local(const struct fg_dp *dp, uint8_t af)
  * no tracked reply uses, inserts the reply entry and links it. */
 static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 		     struct ct_entry *e, uint32_t pos,
-		     const struct fg_lb_backend *b, uint64_t now)
+		     const struct fg_lb_backend *b, uint32_t sig, uint64_t now)
 {
-	int li = nat_local(w->dp, b->addr.family);
+	int li = nat_local(w->dp, b->addr.family, sig);
 	struct fg_rss_port_range r = {NAT_PORT_LO, NAT_PORT_HI, w->nat_next};
 	const struct fg_addr *local;
 
@@ -651,6 +660,12 @@ static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 	for (int tries = 0; tries < NAT_PORT_TRIES; tries++) {
 		union fg_key rk;
 		int port;
+
+		if (tries && (tries & 7) == 0) {
+			/* crowded pair: move on to the next local address */
+			li = nat_local(w->dp, b->addr.family, sig + (uint32_t)tries / 8);
+			local = &w->dp->locals[li];
+		}
 
 		memset(&rk, 0, sizeof(rk));
 		if (p->family == CT_V4)
@@ -793,7 +808,7 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (p->tcp_flags && !(p->tcp_flags & CT_TCP_SYN))
 		e->flags |= CT_F_MIDSTREAM;
 	if (s->mode == FG_MODE_NAT) {
-		int rc = nat_setup(w, p, e, pos, b, now);
+		int rc = nat_setup(w, p, e, pos, b, sig, now);
 
 		if (unlikely(rc < 0)) {
 			ct_delete_pos(w->ct, p->family, pos);
@@ -966,8 +981,13 @@ void fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 				fg_worker_burst(w, pkts, (uint16_t)k, now);
 		}
 	}
-	ct_expire(w->ct, now);
-	ct_shard_poll(w->ct, now);
+	/* expiry and the mailbox every ~10 us, not every loop: both are
+	 * bounded, but a call per burst costs ~6% at line rate */
+	if (now - w->last_expire >= dp->hz / 100000) {
+		ct_expire(w->ct, now);
+		ct_shard_poll(w->ct, now);
+		w->last_expire = now;
+	}
 	if (now - w->last_flush >= dp->flush_ticks) {
 		for (unsigned int p = 0; p < dp->n_ports; p++)
 			rte_eth_tx_buffer_flush(dp->ports[p].port_id, w->idx,
