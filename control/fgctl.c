@@ -742,8 +742,16 @@ static int cmd_service(int argc, char **argv)
 		return usage_err("service: unknown subcommand '%s' (add, del, list)", sub);
 	if (np != 1)
 		return usage_err("service %s: expected one VIP:PORT/PROTO", sub);
-	if ((rc = check_service(pos[0])))
+	if (add) {
+		struct fg_addr a;
+		uint16_t p;
+		uint8_t pr;
+		if (fg_service_spec_parse(pos[0], &a, &p, &pr))
+			return usage_err("bad service '%s': write VIP:PORT/PROTO, e.g. "
+					 "10.0.0.1:80/tcp or [fd00::1]:443/tcp", pos[0]);
+	} else if ((rc = check_service(pos[0]))) {
 		return rc;
+	}
 	if (!add && (o[0].val || o[1].val || o[2].val || o[3].val))
 		return usage_err("service del takes no options");
 	if (o[0].val && fg_mode_parse(o[0].val) < 0)

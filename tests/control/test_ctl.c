@@ -1,0 +1,892 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Control server + fgctl against the fake dataplane (tests/control/
+ * fake_ops.c): every verb with --json output parsed back, error cases and
+ * exit codes, and hostile clients on the socket (random bytes, oversized,
+ * truncated, unknown version, never reading, too many clients) while other
+ * clients keep being served.
+ *
+ * argv[1] = full.conf, argv[2] = the fgctl binary.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_ops.h"
+#include "fg_health.h"
+
+static const char *g_full, *g_fgctl;
+static char g_dir[64], g_sock[100], g_out[160], g_err[160];
+
+struct env {
+	struct fake_dp dp;
+	struct fg_ctl_server *srv;
+	struct fg_health *health;
+};
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	fake_dp_init(&e->dp, 4);
+	struct fg_cfg_errs errs = { 0 };
+	if (fg_config_load(g_full, &e->dp.cfg, &errs) || fg_config_assign_ids(&e->dp.cfg, NULL))
+		return -1;
+	fake_dp_add_flows(&e->dp, 1000);
+	/* health checker created (not started): answers "health" with every
+	 * checked backend up */
+	struct fg_health_params hp = { .set_health = fake_set_health, .ctx = &e->dp };
+	if (fg_health_create(&hp, &e->dp.cfg, &e->health))
+		return -1;
+	struct fg_ctl_server_params p = {
+		.socket_path = g_sock, .ops = &fake_ops, .ctx = &e->dp, .health = e->health,
+		.max_clients = 8, .max_request = 64 << 10, .max_outbuf = 1 << 20,
+		.write_timeout_ms = 500,
+	};
+	int rc = fg_ctl_server_create(&p, &e->srv);
+	if (rc) {
+		fprintf(stderr, "server create: %s\n", strerror(-rc));
+		return -1;
+	}
+	if (fg_ctl_server_start(e->srv))
+		return -1;
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	fg_ctl_server_destroy(e->srv);
+	fg_health_destroy(e->health);
+	fake_dp_fini(&e->dp);
+	free(e);
+	return 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return strdup("");
+	size_t cap = 1 << 16, n = 0;
+	char *b = malloc(cap);
+	size_t k;
+	while ((k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n < 2)
+			b = realloc(b, cap *= 2);
+	}
+	b[n] = 0;
+	fclose(f);
+	return b;
+}
+
+/* Runs fgctl; returns its exit code; *out / *err get stdout / stderr. */
+static int fgctl(char **out, char **err, const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s -s %s %s >%s 2>%s", g_fgctl, g_sock, args, g_out, g_err);
+	int st = system(cmd);
+	char *o = slurp(g_out), *e = slurp(g_err);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	if (err)
+		*err = e;
+	else
+		free(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* stdout must be exactly one JSON document; returns it. */
+static struct fg_json_doc *json_out(const char *out)
+{
+	char err[200];
+	size_t n = strlen(out);
+	while (n && out[n - 1] == '\n')
+		n--;
+	struct fg_json_doc *d = fg_json_parse(out, n, 256u << 20, err, sizeof(err));
+	if (!d)
+		fail_msg("fgctl --json output is not JSON (%s): %.300s", err, out);
+	return d;
+}
+
+static const struct fg_json *jget(const struct fg_json *o, const char *k)
+{
+	const struct fg_json *v = fg_json_get(o, k);
+	if (!v)
+		fail_msg("no \"%s\" in the output", k);
+	return v;
+}
+
+static uint64_t ju(const struct fg_json *o, const char *k)
+{
+	uint64_t v;
+	if (fg_json_get_u64(o, k, &v))
+		fail_msg("\"%s\" is not an unsigned number", k);
+	return v;
+}
+
+/* ---- every verb, --json parsed back ------------------------------------ */
+
+static void test_services(void **state)
+{
+	struct env *e = *state;
+	char *out, *err;
+	assert_int_equal(fgctl(&out, NULL, "service list --json"), 0);
+	struct fg_json_doc *d = json_out(out);
+	const struct fg_json *r = fg_json_root(d);
+	assert_int_equal(r->type, FG_JSON_ARR);
+	assert_int_equal(r->len, 4);
+	const struct fg_json *s0 = r->child;
+	const char *str;
+	assert_int_equal(fg_json_get_str(s0, "service", &str), 0);
+	assert_string_equal(str, "10.0.0.100:80/tcp");
+	assert_int_equal(jget(s0, "backends")->len, 4);
+	fg_json_free(d);
+	free(out);
+
+	unsigned applies = e->dp.applies;
+	assert_int_equal(fgctl(&out, NULL, "service add 10.0.0.200:8080/tcp --mode nat --sched lc "
+			       "--name web2 --json"), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_get_str(fg_json_root(d), "mode", &str), 0);
+	assert_string_equal(str, "nat");
+	assert_int_equal(fg_json_get_str(fg_json_root(d), "sched", &str), 0);
+	assert_string_equal(str, "lc");
+	assert_true(ju(fg_json_root(d), "id") > 0);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(e->dp.applies, applies + 1);
+	assert_int_equal(e->dp.cfg.n_services, 5);
+
+	/* duplicate: daemon error, exit 1, message and hint */
+	assert_int_equal(fgctl(NULL, &err, "service add 10.0.0.200:8080/tcp"), 1);
+	assert_non_null(strstr(err, "already exists"));
+	assert_non_null(strstr(err, "hint:"));
+	free(err);
+	/* --json error output is JSON too */
+	assert_int_equal(fgctl(&out, NULL, "--json service add 10.0.0.200:8080/tcp"), 1);
+	d = json_out(out);
+	bool ok = true;
+	assert_int_equal(fg_json_get_bool(fg_json_root(d), "ok", &ok), 0);
+	assert_false(ok);
+	fg_json_free(d);
+	free(out);
+	/* usage errors: exit 2, nothing sent */
+	assert_int_equal(fgctl(NULL, &err, "service add 10.0.0.200/tcp"), 2);
+	assert_non_null(strstr(err, "VIP:PORT/PROTO"));
+	free(err);
+	assert_int_equal(fgctl(NULL, NULL, "service add 10.0.0.201:80/tcp --mode fast"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "service add 10.0.0.201:80/tcp --sched rr"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "service add"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "service frob"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "service add 10.0.0.201:80/tcp --bogus"), 2);
+	assert_int_equal(e->dp.applies, applies + 1);
+
+	/* del by name and by spec; unknown service: exit 1 */
+	assert_int_equal(fgctl(&out, NULL, "service del web2 --json"), 0);
+	free(out);
+	assert_int_equal(e->dp.cfg.n_services, 4);
+	assert_int_equal(fgctl(NULL, &err, "service del 10.0.0.200:8080/tcp"), 1);
+	assert_non_null(strstr(err, "no service"));
+	free(err);
+	/* IPv6 service */
+	assert_int_equal(fgctl(&out, NULL, "service add [fd00::200]:443/tcp --mode dsr-gue --json"), 0);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "service del [fd00::200]:443/tcp"), 0);
+	free(out);
+
+	/* human table */
+	assert_int_equal(fgctl(&out, NULL, "service list"), 0);
+	assert_non_null(strstr(out, "SERVICE"));
+	assert_non_null(strstr(out, "  -> 10.1.0.10:80"));
+	assert_non_null(strstr(out, "[fd01::13]:80"));
+	free(out);
+}
+
+static void test_backends(void **state)
+{
+	struct env *e = *state;
+	char *out, *err;
+	struct fg_json_doc *d;
+	assert_int_equal(fgctl(&out, NULL, "backend add infer 10.1.0.50 --weight 5 --json"), 0);
+	d = json_out(out);
+	uint64_t id = ju(fg_json_root(d), "id");
+	assert_int_equal(ju(fg_json_root(d), "weight"), 5);
+	fg_json_free(d);
+	free(out);
+
+	assert_int_equal(fgctl(&out, NULL, "backend weight 10.0.0.100:80/tcp 10.1.0.50 9 --json"), 0);
+	d = json_out(out);
+	assert_int_equal(ju(fg_json_root(d), "weight"), 9);
+	assert_true(ju(fg_json_root(d), "id") == id); /* stable id across changes */
+	fg_json_free(d);
+	free(out);
+
+	bool dr = false;
+	assert_int_equal(fgctl(&out, NULL, "backend drain infer 10.1.0.50 --json"), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_get_bool(fg_json_root(d), "drained", &dr), 0);
+	assert_true(dr);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "backend undrain infer 10.1.0.50 --json"), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_get_bool(fg_json_root(d), "drained", &dr), 0);
+	assert_false(dr);
+	fg_json_free(d);
+	free(out);
+
+	assert_int_equal(fgctl(&out, NULL, "backend list infer --json"), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_root(d)->len, 1);
+	assert_int_equal(jget(fg_json_root(d)->child, "backends")->len, 5);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "backend list --json"), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_root(d)->len, 4);
+	fg_json_free(d);
+	free(out);
+
+	/* errors */
+	assert_int_equal(fgctl(NULL, &err, "backend add infer 10.1.0.50"), 1);
+	assert_non_null(strstr(err, "already in service"));
+	free(err);
+	assert_int_equal(fgctl(NULL, &err, "backend add infer 10.1.0.60:8080"), 1);
+	assert_non_null(strstr(err, "cannot change the destination port")); /* DSR */
+	free(err);
+	assert_int_equal(fgctl(NULL, &err, "backend add 10.0.0.100:80/tcp fd01::99"), 0);
+	free(err);
+	assert_int_equal(fgctl(NULL, &err, "backend add dns fd01::99"), 1); /* dsr-ipip family */
+	assert_non_null(strstr(err, "family"));
+	free(err);
+	assert_int_equal(fgctl(NULL, NULL, "backend weight infer 10.1.0.50 70000"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "backend weight infer 10.1.0.50"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "backend add infer not-an-ip"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "backend drain infer"), 2);
+	assert_int_equal(fgctl(NULL, &err, "backend drain infer 10.9.9.9"), 1);
+	assert_non_null(strstr(err, "is not in service"));
+	free(err);
+	assert_int_equal(fgctl(NULL, &err, "backend add nosuch 10.1.0.70"), 1);
+	assert_non_null(strstr(err, "no service named"));
+	free(err);
+
+	assert_int_equal(fgctl(&out, NULL, "backend del infer 10.1.0.50 --json"), 0);
+	free(out);
+	assert_int_equal(fgctl(NULL, NULL, "backend del infer 10.1.0.50"), 1);
+	assert_int_equal(fgctl(NULL, NULL, "backend del infer [fd01::99]"), 0);
+	assert_int_equal(e->dp.cfg.services[0].n_backends, 4);
+	/* the surviving backends kept their ids through all of this */
+	struct fg_config fresh;
+	assert_int_equal(fg_config_load(g_full, &fresh, NULL), 0);
+	assert_int_equal(fg_config_assign_ids(&fresh, NULL), 0);
+	for (uint32_t b = 0; b < 4; b++)
+		assert_int_equal(e->dp.cfg.services[0].backends[b].id,
+				 fresh.services[0].backends[b].id);
+	fg_config_free(&fresh);
+}
+
+static void test_flows(void **state)
+{
+	struct env *e = *state;
+	char *out, *err;
+	struct fg_json_doc *d;
+	assert_int_equal(fgctl(&out, &err, "flows list --json"), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_root(d)->type, FG_JSON_ARR);
+	assert_int_equal(fg_json_root(d)->len, e->dp.n_flows);
+	struct fg_flow_info fi;
+	assert_int_equal(fg_flow_info_from_json(fg_json_root(d)->child, &fi), 0);
+	fg_json_free(d);
+	free(out);
+	free(err);
+
+	struct {
+		const char *args;
+		size_t expect;
+	} cases[] = {
+		{ "--limit 5", 5 },
+		{ "--service infer", 250 },
+		{ "--service 10.0.0.102:53/udp", 250 },
+		{ "--state established", 666 },
+		{ "--state SYN_SENT --core 0", 0 },  /* computed below */
+		{ "--core 1", 250 },
+		{ "--backend 10.1.0.10", 0 },        /* computed below */
+		{ "--service infer --backend 10.1.0.10 --limit 3", 3 },
+	};
+	/* expectations from the fake table itself */
+	struct fg_flow_filter f;
+	fg_flow_filter_init(&f);
+	f.state = fg_flow_state_lookup("SYN_SENT");
+	f.core = 0;
+	for (size_t i = 0; i < e->dp.n_flows; i++)
+		cases[4].expect += fg_flow_filter_match(&f, &e->dp.flows[i]);
+	fg_flow_filter_init(&f);
+	f.has_backend = true;
+	fg_addr_parse("10.1.0.10", &f.backend);
+	for (size_t i = 0; i < e->dp.n_flows; i++)
+		cases[6].expect += fg_flow_filter_match(&f, &e->dp.flows[i]);
+	assert_true(cases[4].expect > 0 && cases[6].expect > 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(fgctl(&out, NULL, "flows list %s --json", cases[i].args), 0);
+		d = json_out(out);
+		if (fg_json_root(d)->len != cases[i].expect)
+			fail_msg("flows list %s: %u flows, expected %zu", cases[i].args,
+				 fg_json_root(d)->len, cases[i].expect);
+		fg_json_free(d);
+		free(out);
+	}
+	/* human listing: header, rows, count on stderr */
+	assert_int_equal(fgctl(&out, &err, "flows list --limit 2"), 0);
+	assert_non_null(strstr(out, "BACKEND"));
+	assert_non_null(strstr(out, "ESTABLISHED"));
+	assert_non_null(strstr(err, "2 flow entries shown"));
+	free(out);
+	free(err);
+	assert_int_equal(fgctl(NULL, NULL, "flows list --state BOGUS"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "flows list --core x"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "flows list --limit 0"), 2);
+	assert_int_equal(fgctl(NULL, &err, "flows list --service nosuch"), 1);
+	assert_non_null(strstr(err, "no service"));
+	free(err);
+
+	/* get: exact tuple, IPv4 and IPv6 */
+	char src[80], dst[80];
+	const struct fg_flow_info *f1 = &e->dp.flows[1], *f2 = &e->dp.flows[2];
+	fg_endpoint_format(&f1->src, f1->sport, src, sizeof(src));
+	fg_endpoint_format(&f1->dst, f1->dport, dst, sizeof(dst));
+	assert_int_equal(fgctl(&out, NULL, "flows get %s %s tcp --json", src, dst), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_root(d)->len, 1);
+	assert_int_equal(fg_flow_info_from_json(fg_json_root(d)->child, &fi), 0);
+	assert_int_equal(fi.sport, f1->sport);
+	assert_true(fg_addr_equal(&fi.backend, &f1->backend));
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(f2->src.family, AF_INET6);
+	fg_endpoint_format(&f2->src, f2->sport, src, sizeof(src));
+	fg_endpoint_format(&f2->dst, f2->dport, dst, sizeof(dst));
+	assert_int_equal(fgctl(&out, NULL, "flows get '%s' '%s' tcp --json", src, dst), 0);
+	d = json_out(out);
+	assert_int_equal(fg_json_root(d)->len, 1);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(NULL, &err, "flows get 1.2.3.4:5 10.0.0.100:80 tcp"), 1);
+	assert_non_null(strstr(err, "no tracked flow"));
+	free(err);
+	assert_int_equal(fgctl(NULL, NULL, "flows get 1.2.3.4 10.0.0.100:80 tcp"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "flows get 1.2.3.4:5 10.0.0.100:80 sctp"), 2);
+
+	/* count */
+	assert_int_equal(fgctl(&out, NULL, "flows count --per-core --json"), 0);
+	d = json_out(out);
+	assert_int_equal(ju(fg_json_root(d), "total"), e->dp.n_flows);
+	assert_int_equal(jget(fg_json_root(d), "per_core")->len, 4);
+	assert_int_equal(ju(jget(fg_json_root(d), "per_state"), "ESTABLISHED"), 666);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "flows count"), 0);
+	assert_non_null(strstr(out, "total 1000"));
+	free(out);
+
+	/* delete: filter required, or --all */
+	assert_int_equal(fgctl(NULL, &err, "flows delete"), 2);
+	assert_non_null(strstr(err, "--all"));
+	free(err);
+	size_t before = e->dp.n_flows;
+	assert_int_equal(fgctl(&out, NULL, "flows delete --state SYN_SENT --json"), 0);
+	d = json_out(out);
+	assert_int_equal(ju(fg_json_root(d), "deleted"), 334);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(e->dp.n_flows, before - 334);
+	assert_int_equal(fgctl(&out, NULL, "flows delete --service infer --limit 10"), 0);
+	assert_non_null(strstr(out, "10 flow entries deleted"));
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "flows delete --all --json"), 0);
+	free(out);
+	assert_int_equal(e->dp.n_flows, 0);
+	fake_dp_add_flows(&e->dp, 1000);
+}
+
+static void test_watch(void **state)
+{
+	struct env *e = *state;
+	/* run fgctl as our own child so that we can stop it like Ctrl-C */
+	int pp[2];
+	assert_int_equal(pipe(pp), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pp[1], 1);
+		close(pp[0]);
+		execl(g_fgctl, g_fgctl, "-s", g_sock, "flows", "watch", "--json", (char *)NULL);
+		_exit(127);
+	}
+	close(pp[1]);
+	FILE *p = fdopen(pp[0], "r");
+	assert_non_null(p);
+	/* wait until the server registered the watcher */
+	for (int i = 0; i < 200 && !e->dp.watching; i++)
+		usleep(10000);
+	assert_true(e->dp.watching);
+	fake_dp_push_event(&e->dp, "NEW", &e->dp.flows[0]);
+	fake_dp_push_event(&e->dp, "DESTROY", &e->dp.flows[1]);
+	char line[2048];
+	for (int k = 0; k < 2; k++) {
+		assert_non_null(fgets(line, sizeof(line), p));
+		struct fg_json_doc *d = json_out(line);
+		const char *ev;
+		assert_int_equal(fg_json_get_str(fg_json_root(d), "event", &ev), 0);
+		assert_string_equal(ev, k ? "DESTROY" : "NEW");
+		struct fg_flow_info fi;
+		assert_int_equal(fg_flow_info_from_json(jget(fg_json_root(d), "flow"), &fi), 0);
+		fg_json_free(d);
+	}
+	/* the watcher goes away: event reporting is switched off */
+	kill(pid, SIGINT);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	fclose(p);
+	for (int i = 0; i < 300 && e->dp.watching; i++)
+		usleep(10000);
+	assert_false(e->dp.watching);
+}
+
+static void test_stats_health_ping(void **state)
+{
+	(void)state;
+	char *out, *err;
+	struct fg_json_doc *d;
+	assert_int_equal(fgctl(&out, NULL, "stats --json"), 0);
+	d = json_out(out);
+	assert_int_equal(ju(fg_json_root(d), "rx_packets"), 1000);
+	assert_null(fg_json_get(fg_json_root(d), "per_core"));
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "stats --per-core --service infer --json"), 0);
+	d = json_out(out);
+	assert_int_equal(jget(fg_json_root(d), "per_core")->len, 4);
+	assert_int_equal(jget(fg_json_root(d), "services")->len, 1);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "stats --per-core"), 0);
+	assert_non_null(strstr(out, "rx_packets"));
+	assert_non_null(strstr(out, "TRUNCATED"));
+	free(out);
+	assert_int_equal(fgctl(NULL, &err, "stats --service 10.9.9.9:1/tcp"), 1);
+	assert_non_null(strstr(err, "no service"));
+	free(err);
+
+	assert_int_equal(fgctl(&out, NULL, "health --json"), 0);
+	d = json_out(out);
+	const struct fg_json *bs = jget(fg_json_root(d), "backends");
+	assert_int_equal(bs->len, 6); /* infer 4 + nat-api 2 */
+	const char *st;
+	assert_int_equal(fg_json_get_str(bs->child, "state", &st), 0);
+	assert_string_equal(st, "up");
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "health"), 0);
+	assert_non_null(strstr(out, "LAST ERROR"));
+	assert_non_null(strstr(out, "10.1.0.10:8080"));
+	free(out);
+
+	assert_int_equal(fgctl(&out, NULL, "ping --json"), 0);
+	d = json_out(out);
+	assert_int_equal(ju(fg_json_root(d), "protocol"), FG_PROTO_VERSION);
+	assert_true(ju(jget(fg_json_root(d), "control"), "requests") > 0);
+	fg_json_free(d);
+	free(out);
+}
+
+static void test_config_verbs(void **state)
+{
+	struct env *e = *state;
+	char *out, *err;
+	struct fg_json_doc *d;
+	/* show: the text parses back to the running config */
+	assert_int_equal(fgctl(&out, NULL, "config show --json"), 0);
+	d = json_out(out);
+	const char *text;
+	assert_int_equal(fg_json_get_str(fg_json_root(d), "text", &text), 0);
+	struct fg_config c;
+	assert_int_equal(fg_config_parse(text, strlen(text), "shown", &c, NULL), 0);
+	assert_true(fg_config_equal(&c, &e->dp.cfg));
+	fg_config_free(&c);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(&out, NULL, "config show"), 0);
+	assert_non_null(strstr(out, "service infer 10.0.0.100:80/tcp {"));
+	free(out);
+
+	/* check works offline */
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "%s -s /nonexistent/sock config check %s >/dev/null 2>&1",
+		 g_fgctl, g_full);
+	int st = system(cmd);
+	assert_int_equal(WEXITSTATUS(st), 0);
+	char bad[200];
+	snprintf(bad, sizeof(bad), "%s/bad.conf", g_dir);
+	FILE *f = fopen(bad, "w");
+	fputs("service 10.0.0.1:80/tcp {\n mode fast;\n backend 10.1.0.1 weight -3;\n}\n", f);
+	fclose(f);
+	assert_int_equal(fgctl(NULL, &err, "config check %s", bad), 1);
+	char want[300];
+	snprintf(want, sizeof(want), "%s:2: mode", bad);
+	assert_non_null(strstr(err, want));
+	snprintf(want, sizeof(want), "%s:3: backend weight", bad);
+	assert_non_null(strstr(err, want));
+	free(err);
+	assert_int_equal(fgctl(&out, NULL, "config check %s --json", bad), 1);
+	d = json_out(out);
+	assert_int_equal(jget(fg_json_root(d), "errors")->len, 2);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(fgctl(NULL, NULL, "config check"), 2);
+
+	/* apply: invalid -> nothing applied, running config unchanged */
+	unsigned applies = e->dp.applies;
+	struct fg_config before;
+	assert_int_equal(fg_config_copy(&before, &e->dp.cfg), 0);
+	assert_int_equal(fgctl(NULL, &err, "config apply %s", bad), 1);
+	assert_non_null(strstr(err, "nothing was applied"));
+	free(err);
+	assert_int_equal(e->dp.applies, applies);
+	/* dataplane refuses: error, exit 1 */
+	e->dp.fail_apply = -ENOMEM;
+	assert_int_equal(fgctl(NULL, &err, "config apply %s", g_full), 1);
+	assert_non_null(strstr(err, "apply failed"));
+	free(err);
+	assert_true(fg_config_equal(&before, &e->dp.cfg));
+	/* valid: applied, ids of surviving backends unchanged */
+	char good[200];
+	snprintf(good, sizeof(good), "%s/good.conf", g_dir);
+	f = fopen(good, "w");
+	fputs("service infer 10.0.0.100:80/tcp {\n mode dsr-gue;\n backend 10.1.0.11 weight 7;\n"
+	      " backend 10.1.0.99;\n}\n", f);
+	fclose(f);
+	assert_int_equal(fgctl(&out, NULL, "config apply %s --json", good), 0);
+	d = json_out(out);
+	assert_int_equal(ju(fg_json_root(d), "services"), 1);
+	fg_json_free(d);
+	free(out);
+	assert_int_equal(e->dp.applies, applies + 1);
+	assert_int_equal(e->dp.cfg.n_services, 1);
+	assert_int_equal(e->dp.cfg.services[0].id, before.services[0].id);
+	assert_int_equal(e->dp.cfg.services[0].backends[0].id, before.services[0].backends[1].id);
+	/* restore */
+	assert_int_equal(fgctl(NULL, NULL, "config apply %s", g_full), 0);
+	fg_config_free(&before);
+}
+
+static void test_cli_misc(void **state)
+{
+	(void)state;
+	char *out, *err;
+	assert_int_equal(fgctl(&out, NULL, "--help"), 0);
+	assert_non_null(strstr(out, "flows list"));
+	free(out);
+	assert_int_equal(fgctl(NULL, NULL, ""), 2);
+	assert_int_equal(fgctl(NULL, NULL, "frobnicate"), 2);
+	/* daemon not there: exit 1 with a hint */
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "%s -s %s/none.sock service list 2>%s", g_fgctl, g_dir, g_err);
+	int st = system(cmd);
+	assert_int_equal(WEXITSTATUS(st), 1);
+	err = slurp(g_err);
+	assert_non_null(strstr(err, "cannot connect"));
+	assert_non_null(strstr(err, "is flowgate running"));
+	free(err);
+	/* FLOWGATE_SOCKET is honoured */
+	snprintf(cmd, sizeof(cmd), "FLOWGATE_SOCKET=%s %s ping >/dev/null 2>&1", g_sock, g_fgctl);
+	st = system(cmd);
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* ---- hostile clients ------------------------------------------------------ */
+
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g_sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void send_all(int fd, const void *b, size_t n)
+{
+	const char *p = b;
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		if (k <= 0)
+			return; /* the server may have dropped us: fine */
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+/* Reads one line (2 s limit).  @return length, 0 on EOF, -1 on timeout. */
+static ssize_t read_line(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	while (n + 1 < cap) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 2000) <= 0)
+			return -1;
+		ssize_t k = recv(fd, buf + n, 1, 0);
+		if (k <= 0)
+			return 0;
+		if (buf[n++] == '\n')
+			break;
+	}
+	buf[n] = 0;
+	return (ssize_t)n;
+}
+
+/* A fresh client gets a ping answered: the server is alive. */
+static void assert_serving(void)
+{
+	int fd = raw_connect();
+	const char *ping = "{\"v\":1,\"id\":42,\"cmd\":\"ping\"}\n";
+	send_all(fd, ping, strlen(ping));
+	char line[4096];
+	assert_true(read_line(fd, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "\"id\":42,\"ok\":true"));
+	close(fd);
+}
+
+static void test_bad_input(void **state)
+{
+	struct env *e = *state;
+	char line[4096];
+	struct fg_ctl_counters c0, c1;
+	fg_ctl_server_counters(e->srv, &c0);
+
+	/* random bytes: error reply, connection keeps working */
+	int fd = raw_connect();
+	unsigned char rnd[512];
+	srand(7);
+	for (size_t i = 0; i < sizeof(rnd); i++) {
+		rnd[i] = (unsigned char)rand();
+		if (rnd[i] == '\n')
+			rnd[i] = 'x';
+	}
+	send_all(fd, rnd, sizeof(rnd));
+	send_all(fd, "\n", 1);
+	assert_true(read_line(fd, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "\"ok\":false"));
+	assert_non_null(strstr(line, "malformed request"));
+	const char *ping = "{\"v\":1,\"id\":5,\"cmd\":\"ping\"}\n";
+	send_all(fd, ping, strlen(ping));
+	assert_true(read_line(fd, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "\"ok\":true"));
+
+	/* unknown version, unknown command, truncated JSON, wrong types */
+	static const struct {
+		const char *req;
+		const char *reply_has;
+	} rows[] = {
+		{ "{\"v\":99,\"id\":1,\"cmd\":\"ping\"}\n", "unsupported protocol version 99" },
+		{ "{\"v\":1,\"id\":2,\"cmd\":\"reboot\"}\n", "unknown command" },
+		{ "{\"v\":1,\"id\":3,\"cmd\":\"ping\"\n", "malformed request" },
+		{ "{\"v\":1,\"id\":4,\"cmd\":\"backend.add\",\"args\":{\"service\":1}}\n",
+		  "must be a string" },
+		{ "{\"v\":1,\"id\":5,\"cmd\":\"backend.weight\",\"args\":{\"service\":\"infer\","
+		  "\"addr\":\"10.1.0.10\",\"weight\":-1}}\n", "0..65535" },
+		{ "{\"v\":1,\"id\":6,\"cmd\":\"flows.list\",\"args\":{\"core\":\"x\"}}\n",
+		  "must be an integer in 0..127" },
+		{ "{\"v\":1,\"id\":7,\"cmd\":\"config.apply\",\"args\":{\"text\":\"bogus;\"}}\n",
+		  "unknown keyword" },
+		{ "\n", "malformed request" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		send_all(fd, rows[i].req, strlen(rows[i].req));
+		assert_true(read_line(fd, line, sizeof(line)) > 0);
+		if (!strstr(line, "\"ok\":false") || !strstr(line, rows[i].reply_has))
+			fail_msg("row %zu: reply %s lacks %s", i, line, rows[i].reply_has);
+	}
+	close(fd);
+
+	/* truncated: half a request, then hang up */
+	fd = raw_connect();
+	send_all(fd, "{\"v\":1,\"id\":9,\"cm", 17);
+	close(fd);
+	assert_serving();
+
+	/* oversized: error reply, then the server closes */
+	fd = raw_connect();
+	size_t big = (64 << 10) + 100;
+	char *b = malloc(big);
+	memset(b, 'a', big);
+	send_all(fd, b, big);
+	free(b);
+	assert_true(read_line(fd, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "exceeds"));
+	assert_int_equal(read_line(fd, line, sizeof(line)), 0); /* EOF */
+	close(fd);
+	assert_serving();
+
+	/* never reads: requests pile up replies until the server drops it */
+	int slow = raw_connect();
+	int sz = 4096;
+	setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	const char *show = "{\"v\":1,\"id\":1,\"cmd\":\"config.show\"}\n";
+	for (int i = 0; i < 2000; i++)
+		send_all(slow, show, strlen(show));
+	for (int i = 0; i < 100; i++) {
+		fg_ctl_server_counters(e->srv, &c1);
+		if (c1.dropped_slow > c0.dropped_slow)
+			break;
+		usleep(20000);
+	}
+	assert_true(c1.dropped_slow > c0.dropped_slow);
+	assert_serving();
+	close(slow);
+
+	/* never reads during a stream: dropped after the write timeout */
+	fake_dp_add_flows(&e->dp, 100000);
+	slow = raw_connect();
+	setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	const char *list = "{\"v\":1,\"id\":1,\"cmd\":\"flows.list\"}\n";
+	send_all(slow, list, strlen(list));
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_serving(); /* waits at most write_timeout_ms (500) behind the stream */
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(waited < 1.5);
+	fg_ctl_server_counters(e->srv, &c1);
+	assert_true(c1.write_timeouts > c0.write_timeouts);
+	close(slow);
+	struct fg_flow_filter all;
+	fg_flow_filter_init(&all);
+	fake_ops.flows_walk(&all, NULL, NULL, true, &e->dp);
+	fake_dp_add_flows(&e->dp, 1000);
+
+	/* too many clients: the extra one is told and closed */
+	int many[8];
+	for (int i = 0; i < 8; i++)
+		many[i] = raw_connect();
+	usleep(100000);
+	int extra = raw_connect();
+	assert_true(read_line(extra, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "too many control clients"));
+	close(extra);
+	for (int i = 0; i < 8; i++)
+		close(many[i]);
+	usleep(100000);
+	assert_serving();
+	fg_ctl_server_counters(e->srv, &c1);
+	assert_true(c1.bad_requests >= c0.bad_requests + 6);
+	assert_true(c1.errors >= c0.errors + 9);
+	assert_true(c1.oversized == c0.oversized + 1);
+	assert_true(c1.rejected_full >= c0.rejected_full + 1);
+}
+
+static void test_socket_safety(void **state)
+{
+	(void)state;
+	struct stat st;
+	assert_int_equal(stat(g_sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* a second server on a live socket: refused, the first keeps it */
+	struct fg_ctl_server *s2;
+	struct fg_ctl_server_params p = { .socket_path = g_sock, .ops = &fake_ops };
+	assert_int_equal(fg_ctl_server_create(&p, &s2), -EADDRINUSE);
+	assert_serving();
+	/* world-writable parent without the sticky bit: refused */
+	char dir[200], path[260];
+	snprintf(dir, sizeof(dir), "%s/open", g_dir);
+	mkdir(dir, 0777);
+	chmod(dir, 0777);
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	p.socket_path = path;
+	assert_int_equal(fg_ctl_server_create(&p, &s2), -EPERM);
+	chmod(dir, 01777);
+	assert_int_equal(fg_ctl_server_create(&p, &s2), 0);
+	fg_ctl_server_destroy(s2);
+	assert_int_not_equal(access(path, F_OK), 0); /* unlinked */
+	/* missing parent, path too long, a regular file in the way */
+	snprintf(path, sizeof(path), "%s/nodir/s.sock", g_dir);
+	assert_int_equal(fg_ctl_server_create(&p, &s2), -ENOENT);
+	char longp[300];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[sizeof(longp) - 1] = 0;
+	p.socket_path = longp;
+	assert_int_equal(fg_ctl_server_create(&p, &s2), -EINVAL);
+	snprintf(path, sizeof(path), "%s/file", g_dir);
+	fclose(fopen(path, "w"));
+	p.socket_path = path;
+	assert_int_equal(fg_ctl_server_create(&p, &s2), -EEXIST);
+	/* a stale socket file (nobody listening) is replaced */
+	snprintf(path, sizeof(path), "%s/stale.sock", g_dir);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	p.socket_path = path;
+	assert_int_equal(fg_ctl_server_create(&p, &s2), 0);
+	fg_ctl_server_destroy(s2);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s full.conf path/to/fgctl\n", argv[0]);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	g_full = argv[1];
+	g_fgctl = argv[2];
+	snprintf(g_dir, sizeof(g_dir), "/tmp/fgctl-test-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return 1;
+	snprintf(g_sock, sizeof(g_sock), "%s/fg.sock", g_dir);
+	snprintf(g_out, sizeof(g_out), "%s/out", g_dir);
+	snprintf(g_err, sizeof(g_err), "%s/err", g_dir);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_services),
+		cmocka_unit_test(test_backends),
+		cmocka_unit_test(test_flows),
+		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_stats_health_ping),
+		cmocka_unit_test(test_config_verbs),
+		cmocka_unit_test(test_cli_misc),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_socket_safety),
+	};
+	int rc = cmocka_run_group_tests(tests, setup, teardown);
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	(void)!system(cmd);
+	return rc;
+}
