@@ -100,6 +100,9 @@ struct jp {
 };
 
 static int jp_fail(struct jp *p, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int jp_fail(struct jp *p, int code, const char *fmt, ...)
 {
 	if (p->failed)
 		return -1;
