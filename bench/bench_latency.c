@@ -592,7 +592,7 @@ int bench_latency_main(int argc, char **argv)
 	c->hz = rte_get_tsc_hz();
 	c->ns_per_tick = 1e9 / (double)c->hz;
 	c->stall_ticks = c->hz / 50000; /* 20 us */
-	fwd_lcore = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
+	fwd_lcore = rte_get_next_lcore(-1, 1, 0); /* first worker lcore */
 	if (fwd_lcore >= RTE_MAX_LCORE) {
 		fprintf(stderr, "latency: needs 2 lcores (e.g. --eal '-l 0-1 ...')\n");
 		rc = 1;

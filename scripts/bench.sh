@@ -158,6 +158,9 @@ if want daemon; then
       run "scenario-$s.json" 120 "$ROOT/bench/tools/daemon_scenario.sh" --build "$BUILD" \
         --scenario "$ROOT/bench/scenarios/$s.scn" --pcap "$TMP/$s.pcap" --seconds "$TP_SECS" --lcores "$LCORES"
     done
+    say "[7/8] latency through the flowgate daemon over net_memif (steady-1m)"
+    run latency-steady-1m-flowgate.json 300 "$ROOT/bench/tools/daemon_latency.sh" --build "$BUILD" \
+      --scenario steady-1m --seconds "$LAT_SECS"
   else
     say "[7/8] flowgate daemon not built ($DAEMON): scenario rows recorded as not available"
     for s in "${SCENARIOS[@]}"; do

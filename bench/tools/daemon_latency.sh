@@ -26,11 +26,18 @@ rm -f "$sock"
 # latency: main lcore 1 = generator + sink, lcore 0 = ring forwarder (idle
 # during the DUT sweep); flowgate: worker on lcore 0, main on lcore 1.
 "$fgb" latency --scenario "$scn" --scenario-dir "$ROOT/bench/scenarios" --seconds "$secs" --json \
-  --dut vdev --vdev "net_memif0,role=server,socket=$sock" --wait-link 60 \
+  --dut vdev --vdev "net_memif0,role=server,socket=$sock" --wait-link 20 \
   --eal "-l 0-1 --main-lcore 1 --no-pci --file-prefix fg-lat-gen-$$ --log-level=*:warning" >"$out" 2>"$log" &
 bpid=$!
-for _ in $(seq 1 1200); do [[ -S "$sock" ]] && break; kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done
-if [[ ! -S "$sock" ]]; then
+# net_memif uses an abstract socket by default (no file): wait for the
+# bench to say it has opened the port instead.
+up=0
+for _ in $(seq 1 1200); do
+  grep -q 'waiting up to' "$log" 2>/dev/null && { up=1; break; }
+  kill -0 "$bpid" 2>/dev/null || break
+  sleep 0.1
+done
+if ((!up)); then
   wait "$bpid"; cat "$out"; tail -3 "$log" >&2; rm -f "$out" "$log"; exit 1
 fi
 "$fg" -l 0-1 --main-lcore 1 --no-pci --file-prefix "fg-lat-dut-$$" --log-level='*:warning' \
@@ -49,6 +56,6 @@ wait "$bpid"; rc=$?
 kill -INT "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null
 cat "$out"
 grep '^latency:' "$log" >&2
-grep -E 'rx_packets|tx_packets|new_flows|drop ' "$log.fg" >&2
+tail -5 "$log.fg" >&2; grep -E 'rx_packets|tx_packets|new_flows|drop ' "$log.fg" >&2
 rm -f "$out" "$log" "$log.fg" "$sock" "/tmp/fg-lat-ctl-$$.sock"
 exit $rc
