@@ -358,7 +358,8 @@ int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out)
 	CK(cudaMalloc((void **)&g->d_svcs,
 		      FG_GPU_SERVICES_MAX * sizeof(struct fg_gpu_service)));
 	g->tables_cap = 1;
-	CK(cudaMalloc((void **)&g->d_tables, sizeof(uint32_t)));
+	CK(cudaMallocAsync((void **)&g->d_tables, sizeof(uint32_t), g->stream));
+	CK(cudaStreamSynchronize(g->stream));
 	rc = upload_static_tables(g);
 	if (rc)
 		goto fail;
@@ -461,7 +462,10 @@ void fg_gpu_destroy(struct fg_gpu *g)
 	cudaFree(g->d_reta);
 	cudaFree(g->d_svc_hash);
 	cudaFree(g->d_svcs);
-	cudaFree(g->d_tables);
+	if (g->d_tables && g->stream) {
+		cudaFreeAsync(g->d_tables, g->stream);
+		cudaStreamSynchronize(g->stream);
+	}
 	if (g->copy)
 		cudaStreamDestroy(g->copy);
 	if (g->stream)
@@ -531,10 +535,14 @@ static int do_services_set(struct fg_gpu *g, const void *varg)
 		}
 	}
 	if (a->n_entries > g->tables_cap) {
-		CK(cudaFree(g->d_tables));
+		/* stream-ordered: cudaFree would synchronize the device and
+		 * wait for other contexts' persistent kernels */
+		CK(cudaFreeAsync(g->d_tables, g->stream));
 		g->d_tables = NULL;
-		CK(cudaMalloc((void **)&g->d_tables,
-			      (size_t)a->n_entries * sizeof(uint32_t)));
+		CK(cudaMallocAsync((void **)&g->d_tables,
+				   (size_t)a->n_entries * sizeof(uint32_t),
+				   g->stream));
+		CK(cudaStreamSynchronize(g->stream));
 		g->tables_cap = a->n_entries;
 	}
 	if (a->n_entries)

@@ -36,6 +36,14 @@
  * Thread safety: a context is used by one thread at a time (one per worker
  * lcore); distinct contexts are independent.  At most one burst is in
  * flight per context (submit, then wait).
+ *
+ * Caveat of persistent mode: its kernel never ends while the context
+ * lives, so any device-synchronizing CUDA call in the process (cudaFree,
+ * cudaFreeHost, cudaDeviceSynchronize, ...) blocks until the context is
+ * destroyed.  The library itself uses stream-ordered frees while contexts
+ * run; callers allocate GPU memory for frames up front and free it after
+ * destroying persistent contexts (destroy those first: fg_gpu_destroy of a
+ * graph-mode context frees with cudaFree).
  */
 #ifndef FLOWGATE_FG_GPU_H
 #define FLOWGATE_FG_GPU_H

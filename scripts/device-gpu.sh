@@ -25,10 +25,10 @@ summary=$OUT/summary.txt
 } | tee $summary
 
 rc_all=0
-step() { # name, command...
-	local name=$1; shift
+step() { # name, seconds, command...
+	local name=$1 lim=$2; shift 2
 	local t0=$(date +%s.%N)
-	"$@" > "$OUT/$name.log" 2>&1
+	timeout -k 5 "$lim" "$@" > "$OUT/$name.log" 2>&1
 	local rc=$?
 	local dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')
 	printf '%-22s rc=%-3s %6.1fs  %s\n' "$name" "$rc" "$dt" "$(tail -n1 "$OUT/$name.log")" | tee -a $summary
@@ -36,24 +36,33 @@ step() { # name, command...
 	return $rc
 }
 
-step test_gpu $W/test_gpu --random "${FG_RANDOM:-10000000}" --fixtures tests/fixtures
+step test_gpu 180 $W/test_gpu --random "${FG_RANDOM:-10000000}" --fixtures tests/fixtures
 grep -E "^(fixtures|random) " "$OUT/test_gpu.log" | tee -a $summary
 if [ -z "${FG_SKIP_SAN:-}" ] && [ -n "$SAN" ]; then
-	step san_memcheck "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
-		$W/test_gpu --random 20000 --timeout-us 60000000
-	step san_racecheck "$SAN" --tool racecheck --error-exitcode 9 \
-		$W/test_gpu --random 3000 --timeout-us 120000000
-	step san_synccheck "$SAN" --tool synccheck --error-exitcode 9 \
-		$W/test_gpu --random 3000 --timeout-us 120000000
+	for m in graph persistent; do
+		step san_memcheck_$m 60 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
+			$W/test_gpu --mode $m --blocks 8 --random 20000 --timeout-us 60000000
+		step san_racecheck_$m 50 "$SAN" --tool racecheck --error-exitcode 9 \
+			$W/test_gpu --mode $m --blocks 8 --random 2000 --timeout-us 60000000
+	done
+	step san_synccheck 30 "$SAN" --tool synccheck --error-exitcode 9 \
+		$W/test_gpu --blocks 8 --random 2000 --timeout-us 60000000
 	grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" $OUT/san_*.log | tee -a $summary
 elif [ -z "$SAN" ]; then
 	echo "compute-sanitizer not found" | tee -a $summary
 fi
 if [ -z "${FG_SKIP_BENCH:-}" ]; then
-	step bench_table $W/flowgate-bench gpu --seconds 0.15
-	cat "$OUT/bench_table.log"
-	step bench_json $W/flowgate-bench gpu --json --seconds 0.15
+	step bench_json 90 $W/flowgate-bench gpu --json --seconds 0.15
 	cp "$OUT/bench_json.log" "$OUT/bench_gpu.json"
+	python3 - "$OUT/bench_gpu.json" <<'PY' | tee -a $summary
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print("cpu: 1 core %.1f Mpps, %d threads %.1f Mpps" % (d["cpu_pps_1core"]/1e6, d["cpu_threads"], d["cpu_pps_all_cores"]/1e6))
+print("%-10s %6s %9s %9s %8s %8s %9s %8s %8s" % ("mode","batch","kern_Mpps","gpu_Mpps","p50_us","p99_us","host_Mpps","p50_us","p99_us"))
+for r in d["results"]:
+    print("%-10s %6d %9.1f %9.1f %8.1f %8.1f %9.1f %8.1f %8.1f" % (r["mode"], r["batch"], r["kernel_pps"]/1e6, r["gpu_mem_pps"]/1e6, r["gpu_mem_p50_us"], r["gpu_mem_p99_us"], r["host_mem_pps"]/1e6, r["host_mem_p50_us"], r["host_mem_p99_us"]))
+print({k: v for k, v in d.items() if k not in ("results",)})
+PY
 fi
 echo "overall rc=$rc_all" | tee -a $summary
 exit $rc_all

@@ -37,6 +37,11 @@ static uint32_t *tables;
 static uint32_t n_entries;
 static uint16_t reta[FG_GPU_RETA_SIZE];
 static unsigned long failures;
+/* One device arena for GPU-memory frames, allocated before the contexts
+ * and freed after them: cudaFree synchronizes the device, which would wait
+ * forever for a running persistent kernel. */
+#define DEV_ARENA (512u << 20)
+static uint8_t *dbuf;
 
 #define CHECK(cond, ...)                                                    \
 	do {                                                                \
@@ -263,7 +268,6 @@ static int run_set(struct fg_gpu *g, const struct frameset *fs,
 {
 	struct fg_gpu_frame *fr = malloc((size_t)fs->n * sizeof(*fr));
 	struct fg_gpu_result *out = malloc((size_t)fs->n * sizeof(*out));
-	uint8_t *dbuf = NULL;
 	int rc = 0;
 
 	if (!fr || !out) {
@@ -271,7 +275,7 @@ static int run_set(struct fg_gpu *g, const struct frameset *fs,
 		goto done;
 	}
 	if (mem == FG_GPU_MEM_DEVICE) {
-		if (cudaMalloc((void **)&dbuf, fs->used + 64) != cudaSuccess ||
+		if (fs->used > DEV_ARENA ||
 		    cudaMemcpy(dbuf, fs->buf, fs->used,
 			       cudaMemcpyHostToDevice) != cudaSuccess) {
 			fprintf(stderr, "device upload failed\n");
@@ -315,8 +319,6 @@ static int run_set(struct fg_gpu *g, const struct frameset *fs,
 		}
 	}
 done:
-	if (dbuf)
-		cudaFree(dbuf);
 	free(fr);
 	free(out);
 	return rc;
@@ -324,8 +326,8 @@ done:
 
 static struct fg_gpu *ctx[2];
 
-static int check_all_modes(const char *what, const struct frameset *fs,
-			   uint64_t *rng, struct run_stats st[2][2])
+static int check_mode(int m, const char *what, const struct frameset *fs,
+		      uint64_t *rng, struct run_stats st[2][2])
 {
 	struct fg_gpu_result *ref = malloc((size_t)fs->n * sizeof(*ref));
 
@@ -334,22 +336,20 @@ static int check_all_modes(const char *what, const struct frameset *fs,
 	for (uint32_t i = 0; i < fs->n; i++)
 		fg_gpu_ref_one(fs->buf + fs->off[i], fs->len[i], reta, svcs,
 			       n_svcs, tables, &ref[i]);
-	for (int m = 0; m < 2; m++)
-		for (int mem = 0; mem < 2; mem++) {
-			int rc = run_set(ctx[m], fs, ref, (enum fg_gpu_mem)mem,
-					 rng, &st[m][mem]);
+	for (int mem = 0; mem < 2; mem++) {
+		int rc = run_set(ctx[m], fs, ref, (enum fg_gpu_mem)mem, rng,
+				 &st[m][mem]);
 
-			CHECK(rc == 0, "%s: mode %s mem %d: error %d", what,
-			      fg_gpu_mode_name((enum fg_gpu_mode)m), mem, rc);
-		}
+		CHECK(rc == 0, "%s: mode %s mem %d: error %d", what,
+		      fg_gpu_mode_name((enum fg_gpu_mode)m), mem, rc);
+	}
 	free(ref);
 	return 0;
 }
 
-static void print_stats(const char *what, struct run_stats st[2][2])
+static void print_stats(const char *what, struct run_stats st[2][2], int m)
 {
-	for (int m = 0; m < 2; m++)
-		for (int mem = 0; mem < 2; mem++) {
+	for (int mem = 0; mem < 2; mem++) {
 			struct run_stats *s = &st[m][mem];
 
 			printf("%-9s %-10s frames-in-%-6s compared %10lu "
@@ -440,6 +440,8 @@ int main(int argc, char **argv)
 	const char *fixdir = NULL;
 	uint64_t seed = 0x5eed;
 	uint32_t timeout_us = 0; /* 0 = default; compute-sanitizer needs more */
+	int modes = 3;           /* bit 0 graph, bit 1 persistent */
+	uint32_t blocks = 0;     /* persistent blocks (0 = one per SM) */
 	char name[128];
 	struct fg_gpu_config c;
 	struct frameset fs = { 0 };
@@ -448,6 +450,8 @@ int main(int argc, char **argv)
 	int n, rc;
 	time_t t0 = time(NULL);
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--random") && i + 1 < argc)
 			nrand = strtoul(argv[++i], NULL, 0);
@@ -455,11 +459,22 @@ int main(int argc, char **argv)
 			fixdir = argv[++i];
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
+			i++;
+			modes = !strcmp(argv[i], "graph") ? 1 :
+				!strcmp(argv[i], "persistent") ? 2 :
+				!strcmp(argv[i], "both") ? 3 : 0;
+			if (!modes) {
+				fprintf(stderr, "--mode graph|persistent|both\n");
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
+			blocks = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--timeout-us") && i + 1 < argc)
 			timeout_us = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--random N] [--fixtures DIR] "
-					"[--seed S] [--timeout-us T]\n", argv[0]);
+					"[--seed S] [--timeout-us T] [--mode graph|persistent|both] [--blocks N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -474,12 +489,22 @@ int main(int argc, char **argv)
 	       (unsigned long long)seed);
 	services_init(seed);
 
+	if (cudaMalloc((void **)&dbuf, DEV_ARENA) != cudaSuccess) {
+		fprintf(stderr, "cudaMalloc of the frame arena failed\n");
+		return 1;
+	}
 	case_bad_config();
+	/* One mode at a time: a graph-mode context is never used beside a
+	 * resident persistent kernel (and compute-sanitizer, which
+	 * serializes kernels, can run either). */
 	for (int m = 0; m < 2; m++) {
+		if (!(modes & (1 << m)))
+			continue;
 		fg_gpu_config_defaults(&c);
 		c.mode = (enum fg_gpu_mode)m;
 		if (timeout_us)
 			c.wait_timeout_us = timeout_us;
+		c.persistent_blocks = blocks;
 		memcpy(c.reta, reta, sizeof(reta));
 		rc = fg_gpu_create(&c, &ctx[m]);
 		if (rc) {
@@ -488,66 +513,67 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		case_bursts(ctx[m]);
-	}
 
-	/* fixtures + edge frames */
-	memset(st_fix, 0, sizeof(st_fix));
-	add_edges(&fs);
-	if (fixdir) {
-		DIR *d = opendir(fixdir);
-		struct dirent *e;
-		int files = 0, frames = 0;
+		/* fixtures + edge frames */
+		memset(st_fix, 0, sizeof(st_fix));
+		add_edges(&fs);
+		if (fixdir) {
+			DIR *d = opendir(fixdir);
+			struct dirent *e;
+			int files = 0, frames = 0;
 
-		while (d && (e = readdir(d)) != NULL) {
-			char p[4096];
-			size_t l = strlen(e->d_name);
+			while (d && (e = readdir(d)) != NULL) {
+				char p[4096];
+				size_t l = strlen(e->d_name);
 
-			if (l < 6 || strcmp(e->d_name + l - 5, ".pcap"))
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", fixdir, e->d_name);
-			rc = fs_add_pcap(&fs, p);
-			CHECK(rc >= 0, "reading %s: %d", p, rc);
-			if (rc > 0) {
-				files++;
-				frames += rc;
+				if (l < 6 || strcmp(e->d_name + l - 5, ".pcap"))
+					continue;
+				snprintf(p, sizeof(p), "%s/%s", fixdir, e->d_name);
+				rc = fs_add_pcap(&fs, p);
+				CHECK(rc >= 0, "reading %s: %d", p, rc);
+				if (rc > 0) {
+					files++;
+					frames += rc;
+				}
 			}
+			if (d)
+				closedir(d);
+			printf("fixtures: %d frames from %d pcap files in %s\n",
+			       frames, files, fixdir);
 		}
-		if (d)
-			closedir(d);
-		printf("fixtures: %d frames from %d pcap files in %s\n",
-		       frames, files, fixdir);
-	}
-	rng = seed;
-	check_all_modes("fixtures", &fs, &rng, st_fix);
-	fs_free(&fs);
-	print_stats("fixtures", st_fix);
-
-	/* random frames, in chunks */
-	memset(st_rand, 0, sizeof(st_rand));
-	rng = seed * 0x9E3779B97F4A7C15ull | 1;
-	for (unsigned long done = 0; done < nrand;) {
-		uint32_t chunk = nrand - done > CHUNK ? CHUNK : (uint32_t)(nrand - done);
-		uint8_t b[2048];
-
-		for (uint32_t i = 0; i < chunk; i++) {
-			unsigned int fl = (i & 7) == 0 ? FG_GPU_GEN_VALID
-						       : FG_GPU_GEN_FUZZ;
-			uint32_t len = fg_gpu_gen_frame(&rng, b, sizeof(b), svcs,
-							n_svcs, fl);
-
-			if (fs_add(&fs, b, len, (uint32_t)rng) != 0) {
-				fprintf(stderr, "out of memory\n");
-				return 1;
-			}
-		}
-		check_all_modes("random", &fs, &rng, st_rand);
+		rng = seed;
+		check_mode(m, "fixtures", &fs, &rng, st_fix);
 		fs_free(&fs);
-		done += chunk;
-	}
-	print_stats("random", st_rand);
+		print_stats("fixtures", st_fix, m);
 
-	for (int m = 0; m < 2; m++)
+		/* random frames, in chunks (same frames for both modes) */
+		memset(st_rand, 0, sizeof(st_rand));
+		rng = seed * 0x9E3779B97F4A7C15ull | 1;
+		for (unsigned long done = 0; done < nrand;) {
+			uint32_t chunk = nrand - done > CHUNK ? CHUNK
+							      : (uint32_t)(nrand - done);
+			uint8_t b[2048];
+
+			for (uint32_t i = 0; i < chunk; i++) {
+				unsigned int fl = (i & 7) == 0 ? FG_GPU_GEN_VALID
+							       : FG_GPU_GEN_FUZZ;
+				uint32_t len = fg_gpu_gen_frame(&rng, b, sizeof(b),
+								svcs, n_svcs, fl);
+
+				if (fs_add(&fs, b, len, (uint32_t)rng) != 0) {
+					fprintf(stderr, "out of memory\n");
+					return 1;
+				}
+			}
+			check_mode(m, "random", &fs, &rng, st_rand);
+			fs_free(&fs);
+			done += chunk;
+		}
+		print_stats("random", st_rand, m);
 		fg_gpu_destroy(ctx[m]);
+		ctx[m] = NULL;
+	}
+	cudaFree(dbuf);
 	printf("%s: %lu failures (%ld s)\n", failures ? "FAILED" : "PASSED",
 	       failures, (long)(time(NULL) - t0));
 	return failures ? 1 : 0;
