@@ -1067,7 +1067,9 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
 			if (fg_addr_equal(&cfg->neigh[j].ip, &n->ip) && cfg->neigh[j].port == n->port)
 				E(c, 0, "neighbour %s: defined twice", a);
 	}
-	if (cfg->control_socket[0] != '/' || !memchr(cfg->control_socket, 0, FG_PATH_MAX))
+	/* "" = the default path (configs built in code, not from a file) */
+	if ((cfg->control_socket[0] && cfg->control_socket[0] != '/') ||
+	    !memchr(cfg->control_socket, 0, FG_PATH_MAX))
 		E(c, 0, "control_socket must be an absolute path");
 	if (!cfg->gue_port || cfg->gue_port > 65535)
 		E(c, 0, "gue_port %u out of range 1..65535", cfg->gue_port);
@@ -1251,7 +1253,8 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 {
 	char a[96], b[96], d[32];
 	fprintf(f, "# flowgate configuration\n");
-	fprintf(f, "control_socket \"%s\";\n", cfg->control_socket);
+	if (cfg->control_socket[0])
+		fprintf(f, "control_socket \"%s\";\n", cfg->control_socket);
 	fprintf(f, "gue_port %u;\n\n", cfg->gue_port);
 	fprintf(f, "conntrack {\n");
 	if (cfg->ct_capacity)
