@@ -57,6 +57,7 @@ struct fg_gpu {
 	struct fg_gpu_ctrl *ctrl;      /* mapped */
 	struct fg_gpu_item *d_items;
 	struct fg_gpu_ctrl *d_ctrl;
+	uint32_t *d_epoch;
 	uint32_t blocks, ring_items, head;
 	int running;
 	/* in flight */
@@ -162,6 +163,7 @@ static void kp_fill(struct fg_gpu *g)
 	g->kp.res = g->d_res;
 	g->kp.items = g->d_items;
 	g->kp.ctrl = g->d_ctrl;
+	g->kp.epoch = g->d_epoch;
 	g->kp.ring_items = g->ring_items;
 }
 
@@ -258,8 +260,10 @@ static int persistent_start(struct fg_gpu *g)
 
 	memset(g->items, 0, (size_t)g->ring_items * sizeof(*g->items));
 	__atomic_store_n(&g->ctrl->stop, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->ctrl->doorbell, 0, __ATOMIC_RELEASE);
 	g->head = 0;
 	kp_fill(g);
+	CK(cudaMemsetAsync(g->d_epoch, 0, sizeof(uint32_t), g->stream));
 	CK(cudaLaunchKernel(fg_gpu_persistent_kernel_fn(), dim3(g->blocks),
 			    dim3(FG_GPU_THREADS), args, 0, g->stream));
 	CK(cudaGetLastError());
@@ -277,6 +281,7 @@ static int persistent_stop(struct fg_gpu *g)
 	if (!g->running)
 		return 0;
 	__atomic_store_n(&g->ctrl->stop, 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&g->ctrl->doorbell, 1, __ATOMIC_RELEASE);
 	deadline = now_ns() + 2000000000ull;
 	while ((e = cudaStreamQuery(g->stream)) == cudaErrorNotReady) {
 		if (now_ns() > deadline) {
@@ -303,12 +308,17 @@ static int upload_static_tables(struct fg_gpu *g)
 	rss_tables(rss);
 	for (uint32_t i = 0; i < FG_GPU_SVC_HASH_SIZE; i++)
 		empty[i] = FG_GPU_SVC_EMPTY;
-	CK(cudaMemcpy(g->d_crc, crc, sizeof(crc), cudaMemcpyHostToDevice));
-	CK(cudaMemcpy(g->d_rss, rss, sizeof(rss), cudaMemcpyHostToDevice));
-	CK(cudaMemcpy(g->d_reta, g->cfg.reta, sizeof(g->cfg.reta),
-		      cudaMemcpyHostToDevice));
-	CK(cudaMemcpy(g->d_svc_hash, empty, sizeof(empty),
-		      cudaMemcpyHostToDevice));
+	/* copies from pageable memory may return before the DMA is done:
+	 * order them on our stream and wait for it */
+	CK(cudaMemcpyAsync(g->d_crc, crc, sizeof(crc), cudaMemcpyHostToDevice,
+			   g->stream));
+	CK(cudaMemcpyAsync(g->d_rss, rss, sizeof(rss), cudaMemcpyHostToDevice,
+			   g->stream));
+	CK(cudaMemcpyAsync(g->d_reta, g->cfg.reta, sizeof(g->cfg.reta),
+			   cudaMemcpyHostToDevice, g->stream));
+	CK(cudaMemcpyAsync(g->d_svc_hash, empty, sizeof(empty),
+			   cudaMemcpyHostToDevice, g->stream));
+	CK(cudaStreamSynchronize(g->stream));
 fail:
 	return rc;
 }
@@ -415,6 +425,7 @@ int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out)
 		CK(cudaHostGetDevicePointer((void **)&g->d_res, g->h_res, 0));
 		CK(cudaHostGetDevicePointer((void **)&g->d_items, g->items, 0));
 		CK(cudaHostGetDevicePointer((void **)&g->d_ctrl, g->ctrl, 0));
+		CK(cudaMalloc((void **)&g->d_epoch, sizeof(uint32_t)));
 		rc = persistent_start(g);
 		if (rc)
 			goto fail;
@@ -455,6 +466,7 @@ void fg_gpu_destroy(struct fg_gpu *g)
 	cudaFreeHost(g->h_res);
 	cudaFreeHost(g->items);
 	cudaFreeHost(g->ctrl);
+	cudaFree(g->d_epoch);
 	cudaFreeHost(g->h_stage);
 	cudaFree(g->d_stage);
 	cudaFree(g->d_crc);
@@ -546,15 +558,16 @@ static int do_services_set(struct fg_gpu *g, const void *varg)
 		g->tables_cap = a->n_entries;
 	}
 	if (a->n_entries)
-		CK(cudaMemcpy(g->d_tables, a->tables,
-			      (size_t)a->n_entries * sizeof(uint32_t),
-			      cudaMemcpyHostToDevice));
+		CK(cudaMemcpyAsync(g->d_tables, a->tables,
+				   (size_t)a->n_entries * sizeof(uint32_t),
+				   cudaMemcpyHostToDevice, g->stream));
 	if (a->n)
-		CK(cudaMemcpy(g->d_svcs, a->svcs,
-			      (size_t)a->n * sizeof(*a->svcs),
-			      cudaMemcpyHostToDevice));
-	CK(cudaMemcpy(g->d_svc_hash, hash, sizeof(hash),
-		      cudaMemcpyHostToDevice));
+		CK(cudaMemcpyAsync(g->d_svcs, a->svcs,
+				   (size_t)a->n * sizeof(*a->svcs),
+				   cudaMemcpyHostToDevice, g->stream));
+	CK(cudaMemcpyAsync(g->d_svc_hash, hash, sizeof(hash),
+			   cudaMemcpyHostToDevice, g->stream));
+	CK(cudaStreamSynchronize(g->stream));
 	g->kp.n_svcs = a->n;
 	kp_fill(g);
 fail:
@@ -583,8 +596,9 @@ static int do_reta_set(struct fg_gpu *g, const void *reta)
 	int rc = 0;
 
 	memcpy(g->cfg.reta, reta, sizeof(g->cfg.reta));
-	CK(cudaMemcpy(g->d_reta, g->cfg.reta, sizeof(g->cfg.reta),
-		      cudaMemcpyHostToDevice));
+	CK(cudaMemcpyAsync(g->d_reta, g->cfg.reta, sizeof(g->cfg.reta),
+			   cudaMemcpyHostToDevice, g->stream));
+	CK(cudaStreamSynchronize(g->stream));
 fail:
 	return rc;
 }
@@ -673,6 +687,8 @@ int fg_gpu_burst_submit(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 			__atomic_store_n(&it->status, FG_GPU_ITEM_READY,
 					 __ATOMIC_RELEASE);
 		}
+		/* one doorbell per burst: block 0 forwards it to the GPU */
+		__atomic_add_fetch(&g->ctrl->doorbell, 1, __ATOMIC_RELEASE);
 		g->in_first = g->head;
 		g->in_items = k;
 		g->head = (g->head + k) % g->ring_items;
@@ -811,7 +827,18 @@ int fg_gpu_frames_upload(const struct fg_gpu_frame *host_frames, uint32_t n,
 		out[i].len = host_frames[i].len;
 		out[i].rsvd = 0;
 	}
-	CK(cudaMemcpy(dev, h, (size_t)n * stride, cudaMemcpyHostToDevice));
+	{
+		/* pageable source: cudaMemcpy may return before the DMA ends,
+		 * and a persistent kernel would read at once */
+		cudaStream_t st = NULL;
+
+		CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+		if (cudaMemcpyAsync(dev, h, (size_t)n * stride,
+				    cudaMemcpyHostToDevice, st) != cudaSuccess ||
+		    cudaStreamSynchronize(st) != cudaSuccess)
+			rc = -EIO;
+		cudaStreamDestroy(st);
+	}
 fail:
 	free(h);
 	return rc;

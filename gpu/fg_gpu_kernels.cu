@@ -684,12 +684,42 @@ __device__ __forceinline__ void st_release_sys(uint32_t *a, uint32_t v)
 		     : "memory");
 }
 
+__device__ __forceinline__ uint32_t ld_acquire_gpu(const uint32_t *a)
+{
+	uint32_t v;
+
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(a)
+		     : "memory");
+	return v;
+}
+
+__device__ __forceinline__ void st_release_gpu(uint32_t *a, uint32_t v)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;"
+		     :
+		     : "l"(a), "r"(v)
+		     : "memory");
+}
+
 /*
  * Persistent kernel: block b owns ring slots b, b + gridDim.x, ... and
- * visits them in order.  Thread 0 polls its next slot (acquire, system
- * scope) and the stop flag; the block processes the item; every thread
- * fences its result stores at system scope, the block synchronises, and
- * thread 0 publishes DONE with a release store.
+ * visits them in order.
+ *
+ * Polling: only thread 0 of block 0 reads the host doorbell (PCIe, system
+ * scope acquire) and forwards every new value to `epoch` in device memory
+ * (release, gpu scope); every block polls `epoch` (an L2 hit) and reads its
+ * next slot's status from host memory only when the epoch moves, and once
+ * right after finishing an item.  With every block polling host memory
+ * instead, the PCIe reads of idle blocks slowed every burst to ~1 ms.
+ * Ordering: host writes item -> release status READY -> release doorbell;
+ * block 0 acquires doorbell, releases epoch; block b acquires epoch, then
+ * acquires status (system scope) and reads the item: causality order is
+ * transitive, so the item is visible.
+ *
+ * Completion: every thread fences its result stores at system scope, the
+ * block synchronises, thread 0 publishes DONE with a release store.
  */
 __global__ void __launch_bounds__(FG_GPU_THREADS)
 fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
@@ -698,30 +728,52 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 	__shared__ uint32_t go, n;
 	__shared__ uint64_t frames, res;
 	uint32_t slot = blockIdx.x;
+	uint32_t last_db = 0; /* block 0, thread 0 */
 
 	load_tables(p, &s);
 	__syncthreads();
 	for (;;) {
 		if (threadIdx.x == 0) {
 			struct fg_gpu_item *it = &p.items[slot];
-			unsigned int ns = 32;
+			uint32_t seen = ld_acquire_gpu(p.epoch);
+			int check = 1;
+			unsigned int ns = 16;
 
 			for (;;) {
-				if (ld_acquire_sys(&it->status) ==
-				    FG_GPU_ITEM_READY) {
-					go = 1;
-					n = *(volatile uint32_t *)&it->n;
-					frames = *(volatile uint64_t *)&it->frames;
-					res = *(volatile uint64_t *)&it->res;
-					break;
+				if (check) {
+					if (ld_acquire_sys(&it->status) ==
+					    FG_GPU_ITEM_READY) {
+						go = 1;
+						n = *(volatile uint32_t *)&it->n;
+						frames = *(volatile uint64_t *)&it->frames;
+						res = *(volatile uint64_t *)&it->res;
+						break;
+					}
+					if (*(volatile uint32_t *)&p.ctrl->stop) {
+						go = 0;
+						break;
+					}
+					check = 0;
 				}
-				if (*(volatile uint32_t *)&p.ctrl->stop) {
-					go = 0;
-					break;
+				if (blockIdx.x == 0) {
+					uint32_t db = ld_acquire_sys(&p.ctrl->doorbell);
+
+					if (db != last_db) {
+						last_db = db;
+						st_release_gpu(p.epoch, db);
+					}
+				} else {
+					__nanosleep(ns);
+					if (ns < 128)
+						ns *= 2;
 				}
-				__nanosleep(ns);
-				if (ns < 256)
-					ns *= 2;
+				uint32_t e = ld_acquire_gpu(p.epoch);
+
+				if (e != seen) {
+					seen = e;
+					check = 1;
+					ns = 16;
+				}
 			}
 		}
 		__syncthreads();

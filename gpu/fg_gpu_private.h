@@ -61,9 +61,9 @@ struct fg_gpu_item {
 
 /** Control block of the persistent kernel (mapped pinned host memory). */
 struct fg_gpu_ctrl {
-	uint32_t stop;              /* host sets 1: every block exits */
+	uint32_t stop;              /* host sets 1 (then rings): blocks exit */
 	uint32_t pad0[15];
-	uint32_t blocks_up;         /* debugging: blocks that started */
+	uint32_t doorbell;          /* host increments after publishing items */
 	uint32_t pad1[15];
 };
 
@@ -82,6 +82,7 @@ struct fg_gpu_kparams {
 	/* persistent mode */
 	struct fg_gpu_item *items;         /* ring (mapped host memory) */
 	struct fg_gpu_ctrl *ctrl;          /* mapped host memory */
+	uint32_t *epoch;                   /* device memory: doorbell copy */
 	uint32_t ring_items;               /* multiple of gridDim.x */
 	uint32_t pad;
 };

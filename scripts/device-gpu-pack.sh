@@ -8,15 +8,15 @@ cd "$(dirname "$0")/.."
 B=${1:-build-gpu-static}
 [ -f "$B/build.ninja" ] || meson setup "$B" --buildtype=release \
 	-Dstatic_dpdk=true -Dgpu=enabled
-ninja -C "$B" tests/gpu/test_gpu bench/flowgate-bench
+ninja -C "$B" tests/gpu/test_gpu tests/gpu/test_gpu_mbuf bench/flowgate-bench
 rm -rf .carry/gpu && mkdir -p .carry/gpu/lib .carry/gpu/stage
-for b in tests/gpu/test_gpu bench/flowgate-bench; do
+for b in tests/gpu/test_gpu tests/gpu/test_gpu_mbuf bench/flowgate-bench; do
 	strip -o ".carry/gpu/stage/$(basename $b)" "$B/$b"
 done
-ldd "$B/bench/flowgate-bench" "$B/tests/gpu/test_gpu" | awk '/=> \//{print $3}' |
+ldd "$B/bench/flowgate-bench" "$B/tests/gpu/test_gpu" "$B/tests/gpu/test_gpu_mbuf" | awk '/=> \//{print $3}' |
 	sort -u | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
 	xargs -r -I{} cp -L {} .carry/gpu/lib/
-tar -C .carry/gpu/stage -c test_gpu flowgate-bench | xz -T2 -2 > .carry/gpu/bins.tar.xz
+tar -C .carry/gpu/stage -c test_gpu test_gpu_mbuf flowgate-bench | xz -T2 -2 > .carry/gpu/bins.tar.xz
 rm -rf .carry/gpu/stage
 git rev-parse HEAD > .carry/gpu/commit
 du -sh .carry/gpu; ls .carry/gpu/lib

@@ -38,6 +38,8 @@ step() { # name, seconds, command...
 
 step test_gpu 180 $W/test_gpu --random "${FG_RANDOM:-10000000}" --fixtures tests/fixtures
 grep -E "^(fixtures|random) " "$OUT/test_gpu.log" | tee -a $summary
+step test_gpu_mbuf 60 $W/test_gpu_mbuf
+grep -E "^(pool|graph|persistent)" "$OUT/test_gpu_mbuf.log" | tee -a $summary
 if [ -z "${FG_SKIP_SAN:-}" ] && [ -n "$SAN" ]; then
 	for m in graph persistent; do
 		step san_memcheck_$m 60 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \

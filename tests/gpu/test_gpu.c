@@ -42,6 +42,7 @@ static unsigned long failures;
  * forever for a running persistent kernel. */
 #define DEV_ARENA (512u << 20)
 static uint8_t *dbuf;
+static cudaStream_t upload;
 
 #define CHECK(cond, ...)                                                    \
 	do {                                                                \
@@ -275,9 +276,12 @@ static int run_set(struct fg_gpu *g, const struct frameset *fs,
 		goto done;
 	}
 	if (mem == FG_GPU_MEM_DEVICE) {
+		/* pageable source: cudaMemcpy may return before the DMA is
+		 * done; a stream sync guarantees it */
 		if (fs->used > DEV_ARENA ||
-		    cudaMemcpy(dbuf, fs->buf, fs->used,
-			       cudaMemcpyHostToDevice) != cudaSuccess) {
+		    cudaMemcpyAsync(dbuf, fs->buf, fs->used,
+				    cudaMemcpyHostToDevice, upload) != cudaSuccess ||
+		    cudaStreamSynchronize(upload) != cudaSuccess) {
 			fprintf(stderr, "device upload failed\n");
 			rc = -EIO;
 			goto done;
@@ -489,7 +493,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)seed);
 	services_init(seed);
 
-	if (cudaMalloc((void **)&dbuf, DEV_ARENA) != cudaSuccess) {
+	if (cudaMalloc((void **)&dbuf, DEV_ARENA) != cudaSuccess ||
+	    cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking) !=
+		    cudaSuccess) {
 		fprintf(stderr, "cudaMalloc of the frame arena failed\n");
 		return 1;
 	}
