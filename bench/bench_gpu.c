@@ -329,12 +329,18 @@ int bench_gpu_main(int argc, char **argv)
 
 	int first = 1;
 
-	for (int m = 0; m < 2; m++) {
+	/* variants: graph, graph with zero-copy descriptors/results,
+	 * persistent (one context at a time) */
+	static const char *const vname[3] = { "graph", "graph-zc", "persistent" };
+
+	for (int v = 0; v < 3; v++) {
 		struct fg_gpu_config c;
 		struct fg_gpu *g;
+		int m = v == 2 ? FG_GPU_MODE_PERSISTENT : FG_GPU_MODE_GRAPH;
 
 		fg_gpu_config_defaults(&c);
 		c.mode = (enum fg_gpu_mode)m;
+		c.graph_zero_copy = v == 1;
 		c.max_batch = SET_FRAMES;
 		memcpy(c.reta, reta, sizeof(reta));
 		rc = fg_gpu_create(&c, &g);
@@ -342,8 +348,7 @@ int bench_gpu_main(int argc, char **argv)
 			rc = fg_gpu_services_set(g, svcs, n_svcs, tables,
 						 n_entries);
 		if (rc) {
-			fprintf(stderr, "fg_gpu_create(%s): %d\n",
-				fg_gpu_mode_name(c.mode), rc);
+			fprintf(stderr, "fg_gpu_create(%s): %d\n", vname[v], rc);
 			return 1;
 		}
 		for (uint32_t b = bmin; b <= bmax; b *= 2) {
@@ -399,13 +404,13 @@ int bench_gpu_main(int argc, char **argv)
 					   "\"gpu_mem_p99_us\":%.2f,"
 					   "\"host_mem_pps\":%.0f,\"host_mem_p50_us\":%.2f,"
 					   "\"host_mem_p99_us\":%.2f}",
-					first ? "" : ",", fg_gpu_mode_name(c.mode), b,
+					first ? "" : ",", vname[v], b,
 					kpps, gl.pps, gl.p50_us, gl.p99_us, hl.pps,
 					hl.p50_us, hl.p99_us);
 			else
 				fprintf(o, "%-10s %6u %10.1f %10.1f %8.1f %8.1f "
 					   "%10.1f %8.1f %8.1f\n",
-					fg_gpu_mode_name(c.mode), b, kpps / 1e6,
+					vname[v], b, kpps / 1e6,
 					gl.pps / 1e6, gl.p50_us, gl.p99_us,
 					hl.pps / 1e6, hl.p50_us, hl.p99_us);
 			fflush(o);

@@ -44,6 +44,7 @@ struct fg_gpu {
 	/* bursts */
 	struct fg_gpu_frame *h_desc, *d_desc; /* persistent: d_desc = mapped h_desc */
 	struct fg_gpu_result *h_res, *d_res;  /* persistent: d_res = mapped h_res */
+	struct fg_gpu_result *d_res_dev;      /* graph zero-copy: replay results */
 	uint8_t *h_stage, *d_stage;
 	/* graph mode */
 	cudaGraph_t graph[2];          /* [FG_GPU_MEM_HOST], [FG_GPU_MEM_DEVICE] */
@@ -197,11 +198,13 @@ static int graphs_build(struct fg_gpu *g)
 		g->kp.n = mb;
 		kn = kparams_for(g, args, mb);
 		CK(cudaGraphCreate(&g->graph[m], 0));
-		CK(cudaGraphAddMemcpyNode1D(&g->n_desc[m], g->graph[m], NULL, 0,
-					    g->d_desc, g->h_desc,
-					    (size_t)mb * sizeof(*g->h_desc),
-					    cudaMemcpyHostToDevice));
-		deps[nd++] = g->n_desc[m];
+		if (!g->cfg.graph_zero_copy) {
+			CK(cudaGraphAddMemcpyNode1D(&g->n_desc[m], g->graph[m],
+						    NULL, 0, g->d_desc, g->h_desc,
+						    (size_t)mb * sizeof(*g->h_desc),
+						    cudaMemcpyHostToDevice));
+			deps[nd++] = g->n_desc[m];
+		}
 		if (m == FG_GPU_MEM_HOST) {
 			CK(cudaGraphAddMemcpyNode1D(&g->n_stage, g->graph[m],
 						    NULL, 0, g->d_stage,
@@ -210,12 +213,14 @@ static int graphs_build(struct fg_gpu *g)
 						    cudaMemcpyHostToDevice));
 			deps[nd++] = g->n_stage;
 		}
-		CK(cudaGraphAddKernelNode(&g->n_kern[m], g->graph[m], deps, nd,
-					  &kn));
-		CK(cudaGraphAddMemcpyNode1D(&g->n_res[m], g->graph[m],
-					    &g->n_kern[m], 1, g->h_res, g->d_res,
-					    (size_t)mb * sizeof(*g->h_res),
-					    cudaMemcpyDeviceToHost));
+		CK(cudaGraphAddKernelNode(&g->n_kern[m], g->graph[m],
+					  nd ? deps : NULL, nd, &kn));
+		if (!g->cfg.graph_zero_copy)
+			CK(cudaGraphAddMemcpyNode1D(&g->n_res[m], g->graph[m],
+						    &g->n_kern[m], 1, g->h_res,
+						    g->d_res,
+						    (size_t)mb * sizeof(*g->h_res),
+						    cudaMemcpyDeviceToHost));
 		CK(cudaGraphInstantiate(&g->exec[m], g->graph[m], 0));
 	}
 fail:
@@ -232,19 +237,19 @@ static int graph_launch(struct fg_gpu *g, uint32_t n, uint32_t stage_len,
 
 	g->kp.n = n;
 	kn = kparams_for(g, args, n);
-	CK(cudaGraphExecMemcpyNodeSetParams1D(g->exec[m], g->n_desc[m],
-					      g->d_desc, g->h_desc,
-					      (size_t)n * sizeof(*g->h_desc),
-					      cudaMemcpyHostToDevice));
+	if (!g->cfg.graph_zero_copy)
+		CK(cudaGraphExecMemcpyNodeSetParams1D(
+			g->exec[m], g->n_desc[m], g->d_desc, g->h_desc,
+			(size_t)n * sizeof(*g->h_desc), cudaMemcpyHostToDevice));
 	if (m == 0)
 		CK(cudaGraphExecMemcpyNodeSetParams1D(
 			g->exec[m], g->n_stage, g->d_stage, g->h_stage,
 			stage_len ? stage_len : 16, cudaMemcpyHostToDevice));
 	CK(cudaGraphExecKernelNodeSetParams(g->exec[m], g->n_kern[m], &kn));
-	CK(cudaGraphExecMemcpyNodeSetParams1D(g->exec[m], g->n_res[m], g->h_res,
-					      g->d_res,
-					      (size_t)n * sizeof(*g->h_res),
-					      cudaMemcpyDeviceToHost));
+	if (!g->cfg.graph_zero_copy)
+		CK(cudaGraphExecMemcpyNodeSetParams1D(
+			g->exec[m], g->n_res[m], g->h_res, g->d_res,
+			(size_t)n * sizeof(*g->h_res), cudaMemcpyDeviceToHost));
 	CK(cudaGraphLaunch(g->exec[m], g->stream));
 	CK(cudaGetLastError());
 fail:
@@ -376,7 +381,23 @@ int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out)
 	CK(cudaMalloc((void **)&g->d_stage, g->cfg.stage_bytes));
 	CK(cudaHostAlloc((void **)&g->h_stage, g->cfg.stage_bytes,
 			 cudaHostAllocDefault));
-	if (cfg->mode == FG_GPU_MODE_GRAPH) {
+	if (cfg->mode == FG_GPU_MODE_GRAPH && cfg->graph_zero_copy) {
+		size_t nd = (size_t)g->cfg.max_batch;
+
+		CK(cudaHostAlloc((void **)&g->h_desc, nd * sizeof(*g->h_desc),
+				 cudaHostAllocMapped));
+		CK(cudaHostAlloc((void **)&g->h_res, nd * sizeof(*g->h_res),
+				 cudaHostAllocMapped));
+		CK(cudaHostGetDevicePointer((void **)&g->d_desc, g->h_desc, 0));
+		CK(cudaHostGetDevicePointer((void **)&g->d_res, g->h_res, 0));
+		/* kernel replay (bench) writes results to GPU memory */
+		CK(cudaMalloc((void **)&g->d_res_dev, nd * sizeof(*g->d_res)));
+		kp_fill(g);
+		g->kp.zc = 1;
+		rc = graphs_build(g);
+		if (rc)
+			goto fail;
+	} else if (cfg->mode == FG_GPU_MODE_GRAPH) {
 		size_t nd = (size_t)g->cfg.max_batch;
 
 		CK(cudaHostAlloc((void **)&g->h_desc, nd * sizeof(*g->h_desc),
@@ -458,10 +479,12 @@ void fg_gpu_destroy(struct fg_gpu *g)
 		cudaGraphExecDestroy(g->kexec);
 	if (g->kgraph)
 		cudaGraphDestroy(g->kgraph);
-	if (g->cfg.mode == FG_GPU_MODE_GRAPH) {
+	if (g->cfg.mode == FG_GPU_MODE_GRAPH && !g->cfg.graph_zero_copy) {
 		cudaFree(g->d_desc);
 		cudaFree(g->d_res);
 	}
+	if (g->d_res_dev)
+		cudaFree(g->d_res_dev);
 	cudaFreeHost(g->h_desc);
 	cudaFreeHost(g->h_res);
 	cudaFreeHost(g->items);
@@ -875,7 +898,8 @@ int fg_gpu_kernel_replay(struct fg_gpu *g, const struct fg_gpu_frame *const *set
 			cudaKernelNodeParams kn;
 
 			kp.frames = sets[s];
-			kp.res = g->d_res;
+			kp.res = g->d_res_dev ? g->d_res_dev : g->d_res;
+			kp.zc = 0; /* descriptors in GPU memory */
 			kp.n = n;
 			kn = kparams_for(g, args, n);
 			CK(cudaGraphAddKernelNode(&node, g->kgraph,

@@ -119,6 +119,10 @@ struct fg_gpu_config {
 	uint32_t ring_items;     /**< persistent: work items in the ring (default: enough for max_batch) */
 	uint32_t persistent_blocks; /**< persistent: resident blocks (0 = as many as fit) */
 	uint32_t wait_timeout_us; /**< fg_gpu_burst_wait timeout (default 1 s) */
+	/** graph mode: descriptors and results in mapped pinned host memory,
+	 *  read/written by the kernel over PCIe (the graph is one kernel node,
+	 *  no memcpy nodes; default 0). */
+	uint32_t graph_zero_copy;
 	uint16_t reta[FG_GPU_RETA_SIZE]; /**< worker per RSS bucket (default round-robin over 1) */
 };
 

@@ -659,9 +659,11 @@ fg_gpu_batch_kernel(struct fg_gpu_kparams p)
 	load_tables(p, &s);
 	__syncthreads();
 	if (i < p.n) {
-		struct fg_gpu_frame d = p.frames[i];
+		uint4 d = p.zc ? __ldcv((const uint4 *)p.frames + i)
+			       : *((const uint4 *)p.frames + i);
+		uint64_t addr = (uint64_t)d.x | (uint64_t)d.y << 32;
 
-		fg_gpu_one<false>(p, &s, d.addr, d.len, &p.res[i]);
+		fg_gpu_one<false>(p, &s, addr, d.z, &p.res[i]);
 	}
 }
 

@@ -84,7 +84,7 @@ struct fg_gpu_kparams {
 	struct fg_gpu_ctrl *ctrl;          /* mapped host memory */
 	uint32_t *epoch;                   /* device memory: doorbell copy */
 	uint32_t ring_items;               /* multiple of gridDim.x */
-	uint32_t pad;
+	uint32_t zc;                       /* graph: frames/res are mapped host memory */
 };
 
 /** Service-hash slot of (family, proto, port, vip); host and device. */

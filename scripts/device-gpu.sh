@@ -39,12 +39,12 @@ step() { # name, seconds, command...
 step test_gpu 180 $W/test_gpu --random "${FG_RANDOM:-10000000}" --fixtures tests/fixtures
 grep -E "^(fixtures|random) " "$OUT/test_gpu.log" | tee -a $summary
 step test_gpu_mbuf 60 $W/test_gpu_mbuf
-grep -E "^(pool|graph|persistent)" "$OUT/test_gpu_mbuf.log" | tee -a $summary
+grep -E "^(pool|graph|persistent|PASSED|FAILED)" "$OUT/test_gpu_mbuf.log" | tee -a $summary
 if [ -z "${FG_SKIP_SAN:-}" ] && [ -n "$SAN" ]; then
-	for m in graph persistent; do
-		step san_memcheck_$m 60 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
+	for m in graph graph-zc persistent; do
+		step san_memcheck_$m 50 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
 			$W/test_gpu --mode $m --blocks 8 --random 20000 --timeout-us 60000000
-		step san_racecheck_$m 50 "$SAN" --tool racecheck --error-exitcode 9 \
+		step san_racecheck_$m 40 "$SAN" --tool racecheck --error-exitcode 9 \
 			$W/test_gpu --mode $m --blocks 8 --random 2000 --timeout-us 60000000
 	done
 	step san_synccheck 30 "$SAN" --tool synccheck --error-exitcode 9 \

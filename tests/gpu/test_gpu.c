@@ -328,10 +328,14 @@ done:
 	return rc;
 }
 
-static struct fg_gpu *ctx[2];
+/* variants: 0 graph, 1 persistent, 2 graph with zero-copy descriptors and
+ * results */
+#define NVAR 3
+static const char *const var_name[NVAR] = { "graph", "persistent", "graph-zc" };
+static struct fg_gpu *ctx[NVAR];
 
 static int check_mode(int m, const char *what, const struct frameset *fs,
-		      uint64_t *rng, struct run_stats st[2][2])
+		      uint64_t *rng, struct run_stats st[NVAR][2])
 {
 	struct fg_gpu_result *ref = malloc((size_t)fs->n * sizeof(*ref));
 
@@ -345,13 +349,13 @@ static int check_mode(int m, const char *what, const struct frameset *fs,
 				 &st[m][mem]);
 
 		CHECK(rc == 0, "%s: mode %s mem %d: error %d", what,
-		      fg_gpu_mode_name((enum fg_gpu_mode)m), mem, rc);
+		      var_name[m], mem, rc);
 	}
 	free(ref);
 	return 0;
 }
 
-static void print_stats(const char *what, struct run_stats st[2][2], int m)
+static void print_stats(const char *what, struct run_stats st[NVAR][2], int m)
 {
 	for (int mem = 0; mem < 2; mem++) {
 			struct run_stats *s = &st[m][mem];
@@ -360,7 +364,7 @@ static void print_stats(const char *what, struct run_stats st[2][2], int m)
 			       "mismatches %lu  (flow %lu icmp_err %lu "
 			       "frag_later %lu arp %lu nd %lu host %lu drop "
 			       "%lu; with backend %lu)\n",
-			       what, fg_gpu_mode_name((enum fg_gpu_mode)m),
+			       what, var_name[m],
 			       mem ? "gpu" : "host", s->compared, s->mismatches,
 			       s->kinds[FG_PK_FLOW], s->kinds[FG_PK_ICMP_ERR],
 			       s->kinds[FG_PK_FRAG_LATER], s->kinds[FG_PK_ARP],
@@ -444,12 +448,12 @@ int main(int argc, char **argv)
 	const char *fixdir = NULL;
 	uint64_t seed = 0x5eed;
 	uint32_t timeout_us = 0; /* 0 = default; compute-sanitizer needs more */
-	int modes = 3;           /* bit 0 graph, bit 1 persistent */
+	int modes = 7;           /* bit per variant (var_name) */
 	uint32_t blocks = 0;     /* persistent blocks (0 = one per SM) */
 	char name[128];
 	struct fg_gpu_config c;
 	struct frameset fs = { 0 };
-	struct run_stats st_fix[2][2], st_rand[2][2];
+	struct run_stats st_fix[NVAR][2], st_rand[NVAR][2];
 	uint64_t rng;
 	int n, rc;
 	time_t t0 = time(NULL);
@@ -467,9 +471,10 @@ int main(int argc, char **argv)
 			i++;
 			modes = !strcmp(argv[i], "graph") ? 1 :
 				!strcmp(argv[i], "persistent") ? 2 :
-				!strcmp(argv[i], "both") ? 3 : 0;
+				!strcmp(argv[i], "graph-zc") ? 4 :
+				!strcmp(argv[i], "all") ? 7 : 0;
 			if (!modes) {
-				fprintf(stderr, "--mode graph|persistent|both\n");
+				fprintf(stderr, "--mode graph|persistent|graph-zc|all\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
@@ -478,7 +483,7 @@ int main(int argc, char **argv)
 			timeout_us = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--random N] [--fixtures DIR] "
-					"[--seed S] [--timeout-us T] [--mode graph|persistent|both] [--blocks N]\n", argv[0]);
+					"[--seed S] [--timeout-us T] [--mode graph|persistent|graph-zc|all] [--blocks N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -503,11 +508,12 @@ int main(int argc, char **argv)
 	/* One mode at a time: a graph-mode context is never used beside a
 	 * resident persistent kernel (and compute-sanitizer, which
 	 * serializes kernels, can run either). */
-	for (int m = 0; m < 2; m++) {
+	for (int m = 0; m < NVAR; m++) {
 		if (!(modes & (1 << m)))
 			continue;
 		fg_gpu_config_defaults(&c);
-		c.mode = (enum fg_gpu_mode)m;
+		c.mode = m == 1 ? FG_GPU_MODE_PERSISTENT : FG_GPU_MODE_GRAPH;
+		c.graph_zero_copy = m == 2;
 		if (timeout_us)
 			c.wait_timeout_us = timeout_us;
 		c.persistent_blocks = blocks;
@@ -515,7 +521,7 @@ int main(int argc, char **argv)
 		rc = fg_gpu_create(&c, &ctx[m]);
 		if (rc) {
 			fprintf(stderr, "fg_gpu_create(%s): %d\n",
-				fg_gpu_mode_name(c.mode), rc);
+				var_name[m], rc);
 			return 1;
 		}
 		case_bursts(ctx[m]);
