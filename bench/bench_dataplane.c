@@ -1,24 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * flowgate-bench dataplane: the daemon's real worker pipeline
- * (fg_worker_burst + fg_worker_housekeeping, fg_dp library) on one worker
- * core, fed by an in-process generator of 64-byte TCP frames, sending to
- * net_null.  The baseline, measured in the same run on the same vdev kind:
- * dpdk-testpmd io forwarding between two net_null ports on one core.
+ * flowgate-bench dataplane: the daemon's real worker loop (fg_worker_main:
+ * rte_eth_rx_burst -> fg_worker_burst -> buffered TX, with expiry, mailbox
+ * and RCU housekeeping) on one worker core per RX port.
  *
  *   flowgate-bench dataplane --flows N --mode dsr-ipip|dsr-gue|nat
- *                            [--new-flows] [--seconds S] [--no-testpmd] [--json]
+ *                            [--workers W] [--new-flows] [--seconds S]
+ *                            [--no-testpmd] [--json]
  *
- * The generator's cost (mbuf alloc + writing 64 bytes per packet) is part
- * of the measured time, so `mpps` is a lower bound of the pipeline's rate;
- * testpmd's net_null RX does the same mbuf allocation without the writes.
+ * Traffic: the bench writes a pcap of N distinct 64-byte TCP ACK frames to
+ * the mode's VIP (one packet per flow, flows in order; with W workers, W
+ * pcaps of N/W flows each, one per worker as an RSS queue would give), and
+ * net_pcap replays it from memory (rx_pcap=...,infinite_rx=1) into
+ * flowgate, which sends to net_null.  Every flow is created by the first
+ * pass; the window measured afterwards is all conntrack hits.
  *
- * Flows: flow i (0..N-1) has client 10.128.0.0 + i / 40000, source port
- * 1024 + i % 40000 -> VIP 10.0.0.100:80.  A warm-up pass creates every
- * flow, then packets cycle over the flows (ACK, conntrack hits).  With
- * --new-flows every packet is a SYN of a never-seen tuple (a miss, a
- * Maglev pick and an insert; once the table is full, early drop evicts
- * the oldest unassured entry, which is the steady state of a SYN flood).
+ * Baseline, same vdevs and same pcap, same run: dpdk-testpmd io forwarding
+ * net_pcap (infinite_rx) -> net_null on one core, measured before and after
+ * flowgate; `testpmd_io_mpps` is their mean (the framework ceiling: RX from
+ * the same replay, TX to the same sink, no packet work).
+ *
+ * --new-flows: every packet is a SYN of a never-seen tuple, generated in
+ * process (a pcap cannot hold an endless supply of new tuples): a miss, a
+ * Maglev pick and an insert per packet; `new_flows_mps` is the rate of
+ * flows created.  Once the table is full, early drop evicts the oldest
+ * unassured entry, which is the steady state of a SYN flood.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -126,47 +132,101 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* testpmd io forwarding net_null0 <-> net_null1 on one forwarding core:
- * returns the median over its 1 s samples of both ports' Tx-pps summed
- * (= packets the core forwards per second), in Mpps. */
-static double testpmd_io_mpps(const char *mem_args, double seconds)
+/*
+ * dpdk-testpmd io forwarding on one core over @p vdevs (port 0 -> port 1).
+ * Returns the median over its 1 s samples of port 0's Rx-pps, in Mpps.
+ */
+static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
+			      unsigned int mbufs, double seconds)
 {
-	char cmd[512];
-	double samples[64], cur = 0;
+	char cmd[1024];
+	double samples[64];
 	int ns = 0;
-	int ports_seen = 0;
 	char line[512];
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd),
 		 "timeout -s INT %.0f dpdk-testpmd -l 0,1 --no-pci %s --file-prefix "
-		 "fgb-tpmd%d --vdev net_null0 --vdev net_null1 -- --forward-mode=io "
+		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
 		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
-		 "</dev/null 2>&1", seconds + 3, mem_args, (int)getpid());
+		 "--total-num-mbufs=%u </dev/null 2>&1",
+		 seconds + 4, mem_args, (int)getpid(), vdevs, mbufs);
 	f = popen(cmd, "r");
 	if (f == NULL)
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		const char *p = strstr(line, "Tx-pps:");
+	/* stats blocks list port 0 then port 1; take port 0's Rx-pps */
+	int port = -1;
+	bool verbose = getenv("FG_BENCH_VERBOSE") != NULL;
 
-		if (p == NULL)
+	while (fgets(line, sizeof(line), f)) {
+		const char *p;
+
+		if (verbose)
+			fputs(line, stderr);
+		if ((p = strstr(line, "NIC statistics for port ")) != NULL) {
+			port = atoi(p + 24);
 			continue;
-		cur += strtod(p + 7, NULL);
-		if (++ports_seen == 2) {
-			if (cur > 0 && ns < 64)
-				samples[ns++] = cur;
-			cur = 0;
-			ports_seen = 0;
 		}
+		p = strstr(line, "Rx-pps:");
+		if (p == NULL || port != 0)
+			continue;
+		double v = strtod(p + 7, NULL);
+
+		if (v > 0 && ns < 64)
+			samples[ns++] = v;
 	}
 	pclose(f);
-	if (ns == 0)
+	if (ns <= 1)
 		return -1;
-	qsort(samples, ns, sizeof(samples[0]), cmp_dbl);
-	return samples[ns / 2] / 1e6;
+	/* the first sample includes start-up */
+	qsort(samples + 1, ns - 1, sizeof(samples[0]), cmp_dbl);
+	return samples[1 + (ns - 1) / 2] / 1e6;
 }
 
-static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode)
+/* Writes flows [first, first + n) as one 60-byte frame each (64 on the
+ * wire with the FCS) to a pcap. */
+static int write_pcap(const char *path, uint64_t first, uint64_t n)
+{
+	struct {
+		uint32_t magic;
+		uint16_t major, minor;
+		int32_t zone;
+		uint32_t sigfigs, snaplen, linktype;
+	} gh = {0xa1b2c3d4, 2, 4, 0, 0, 65535, 1};
+	struct {
+		uint32_t sec, usec, caplen, len;
+	} rh = {0, 0, 60, 60};
+	uint8_t d[64];
+	FILE *f = fopen(path, "wb");
+
+	if (f == NULL)
+		return -errno;
+	fwrite(&gh, sizeof(gh), 1, f);
+	for (uint64_t i = first; i < first + n; i++) {
+		fill(d, i, 0x10);
+		/* IPv4 header checksum, so the frames are valid on any path */
+		uint32_t sum = 0;
+
+		d[24] = d[25] = 0;
+		for (int k = 14; k < 34; k += 2)
+			sum += (uint32_t)(d[k] << 8 | d[k + 1]);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		d[24] = (uint8_t)(~sum >> 8);
+		d[25] = (uint8_t)~sum;
+		rh.usec = (uint32_t)(i % 1000000);
+		fwrite(&rh, sizeof(rh), 1, f);
+		fwrite(d, 60, 1, f);
+	}
+	if (fclose(f) != 0)
+		return -EIO;
+	return 0;
+}
+
+/* One service of @p mode at 10.0.0.100:80/tcp, 16 backends (weights
+ * 1,2,3,...) reachable through port @p tx_port; 16 NAT local addresses. */
+static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode,
+		     unsigned int n_ports, unsigned int tx_port)
 {
 	struct fg_service_cfg *s = calloc(1, sizeof(*s));
 
@@ -184,12 +244,12 @@ static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode)
 	s->mode = mode;
 	s->gue_port = 6080;
 	s->n_backends = 16;
-	c->n_ports = 1;
+	c->n_ports = n_ports;
 	/* 16 local addresses: NAT reply tuples = 16 x 16 backends x 64512 */
-	c->ports[0].n_local = 16;
+	c->ports[tx_port].n_local = 16;
 	for (uint32_t i = 0; i < 16; i++) {
-		c->ports[0].local[i].family = AF_INET;
-		c->ports[0].local[i].v4.s_addr = rte_cpu_to_be_32(0x0a000001 + i);
+		c->ports[tx_port].local[i].family = AF_INET;
+		c->ports[tx_port].local[i].v4.s_addr = rte_cpu_to_be_32(0x0a000001 + i);
 	}
 	for (uint32_t i = 0; i < 16; i++) {
 		struct fg_backend_cfg *b = &s->backends[i];
@@ -201,6 +261,7 @@ static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode)
 		c->neigh[i].ip = b->addr;
 		c->neigh[i].mac[0] = 0x02;
 		c->neigh[i].mac[5] = (uint8_t)(0x10 + i);
+		c->neigh[i].port = (uint16_t)tx_port;
 	}
 	c->n_neigh = 16;
 	return 0;
@@ -209,7 +270,17 @@ static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode)
 static void usage(void)
 {
 	fprintf(stderr, "usage: flowgate-bench dataplane --flows N --mode dsr-ipip|"
-		"dsr-gue|nat [--new-flows] [--seconds S] [--no-testpmd] [--json]\n");
+		"dsr-gue|nat [--workers W] [--new-flows] [--seconds S] [--no-testpmd] "
+		"[--json]\n");
+}
+
+static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
+{
+	uint64_t v = 0;
+
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		v += __atomic_load_n(&dp->workers[i]->cc[c], __ATOMIC_RELAXED);
+	return v;
 }
 
 int bench_dataplane_main(int argc, char **argv)
@@ -217,6 +288,7 @@ int bench_dataplane_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"flows", required_argument, NULL, 'f'},
 		{"mode", required_argument, NULL, 'm'},
+		{"workers", required_argument, NULL, 'w'},
 		{"new-flows", no_argument, NULL, 'n'},
 		{"seconds", required_argument, NULL, 's'},
 		{"no-testpmd", no_argument, NULL, 'T'},
@@ -228,7 +300,8 @@ int bench_dataplane_main(int argc, char **argv)
 	enum fg_fwd_mode mode = FG_MODE_DSR_IPIP;
 	const char *mode_name = "dsr-ipip";
 	bool new_flows = false, json = false, run_tpmd = true;
-	double seconds = 3, tpmd = -1;
+	double seconds = 3, tpmd_before = -1, tpmd_after = -1;
+	unsigned int n_workers = 1;
 	int opt;
 
 	optind = 1;
@@ -242,6 +315,7 @@ int bench_dataplane_main(int argc, char **argv)
 			else if (!strcmp(optarg, "nat")) mode = FG_MODE_NAT;
 			else { usage(); return 2; }
 			break;
+		case 'w': n_workers = (unsigned int)atoi(optarg); break;
 		case 'n': new_flows = true; break;
 		case 's': seconds = atof(optarg); break;
 		case 'T': run_tpmd = false; break;
@@ -250,10 +324,15 @@ int bench_dataplane_main(int argc, char **argv)
 		default: usage(); return 2;
 		}
 	}
-	if (flows == 0 || flows > 40000ull * 65536 || seconds <= 0) {
+	if (flows == 0 || flows > 40000ull * 65536 || seconds <= 0 ||
+	    n_workers == 0 || n_workers > FG_MAX_WORKERS - 1 ||
+	    (new_flows && n_workers != 1) || flows < n_workers) {
+		fprintf(stderr, "flowgate-bench dataplane: --flows 1..2.6e9, --seconds > 0, "
+			"--workers 1..%d (1 with --new-flows)\n", FG_MAX_WORKERS - 1);
 		usage();
 		return 2;
 	}
+	uint64_t per_worker = flows / n_workers;
 
 	/* hugepages when there are enough free, else plain memory */
 	char mem_args[128] = "--no-huge -m 4096";
@@ -267,27 +346,63 @@ int bench_dataplane_main(int argc, char **argv)
 	}
 	if (mi)
 		fclose(mi);
-	if (free_hp * hp_kb >= 1536ul * 1024)
+	bool huge = free_hp * hp_kb >= 1536ul * 1024;
+	if (huge)
 		snprintf(mem_args, sizeof(mem_args), "--in-memory");
 	if (getenv("FG_BENCH_MEM"))
 		snprintf(mem_args, sizeof(mem_args), "%s", getenv("FG_BENCH_MEM"));
 
-	if (run_tpmd)
-		tpmd = testpmd_io_mpps(!strcmp(mem_args, "--in-memory") ?
-				       "" : "--no-huge -m 1024", seconds);
+	/* traffic: one pcap per worker (not used with --new-flows) */
+	char pcaps[FG_MAX_WORKERS][96];
+	unsigned int n_mbufs = 32768;
 
-	char prefix[64], *eal[16];
+	if (!new_flows) {
+		for (unsigned int w = 0; w < n_workers; w++) {
+			snprintf(pcaps[w], sizeof(pcaps[w]), "/tmp/fgb-dp-%d-%u.pcap",
+				 (int)getpid(), w);
+			if (write_pcap(pcaps[w], w * per_worker, per_worker) < 0) {
+				fprintf(stderr, "flowgate-bench: cannot write %s\n", pcaps[w]);
+				return 1;
+			}
+		}
+		/* net_pcap infinite_rx holds the whole pcap in mbufs */
+		n_mbufs = (unsigned int)(flows + n_workers * 8192 + 16384);
+	}
+	char tp_vdevs[256];
+
+	snprintf(tp_vdevs, sizeof(tp_vdevs),
+		 new_flows ? "--vdev net_null0 --vdev net_null1"
+			   : "--vdev net_pcap0,rx_pcap=%s,infinite_rx=1 --vdev net_null0,no-rx=1",
+		 pcaps[0]);
+	const char *tp_mem = huge ? "--in-memory" : "--no-huge -m 4096";
+	unsigned int tp_mbufs = new_flows ? 65536 : (unsigned int)(per_worker + 65536);
+
+	if (run_tpmd)
+		tpmd_before = testpmd_io_mpps(tp_mem, tp_vdevs, tp_mbufs, seconds);
+
+	/* EAL: main lcore 0 + one lcore per worker (oversubscribed when the
+	 * machine has fewer cores: the figure then says so) */
+	char prefix[64], lcores[32], *eal[48];
+	char vdev[FG_MAX_WORKERS + 1][160];
 	int ea = 0;
 	char *memdup = strdup(mem_args), *tok, *save = NULL;
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=fgb-dp%d", (int)getpid());
+	snprintf(lcores, sizeof(lcores), "0-%u", n_workers);
 	eal[ea++] = "flowgate-bench";
 	eal[ea++] = "-l";
-	eal[ea++] = "0,1";
+	eal[ea++] = lcores;
 	eal[ea++] = "--no-pci";
-	eal[ea++] = "--vdev=net_null0";
+	if (!new_flows)
+		for (unsigned int w = 0; w < n_workers; w++) {
+			snprintf(vdev[w], sizeof(vdev[w]),
+				 "--vdev=net_pcap%u,rx_pcap=%s,infinite_rx=1", w, pcaps[w]);
+			eal[ea++] = vdev[w];
+		}
+	eal[ea++] = new_flows ? "--vdev=net_null0" : "--vdev=net_null0,no-rx=1";
 	eal[ea++] = "--log-level=lib.eal:warning";
-	for (tok = strtok_r(memdup, " ", &save); tok && ea < 14;
+	eal[ea++] = "--log-level=pmd.net.pcap:warning";
+	for (tok = strtok_r(memdup, " ", &save); tok && ea < 44;
 	     tok = strtok_r(NULL, " ", &save))
 		eal[ea++] = tok;
 	if (strcmp(mem_args, "--in-memory") != 0)
@@ -300,44 +415,54 @@ int bench_dataplane_main(int argc, char **argv)
 
 	struct fg_dp *dp = rte_zmalloc("fg_dp", sizeof(*dp), RTE_CACHE_LINE_SIZE);
 	struct fg_config cfg;
+	unsigned int n_ports = new_flows ? 1 : n_workers + 1;
+	unsigned int tx_port = n_ports - 1;
 	char err[256];
 	int rc;
 
-	if (dp == NULL || build_cfg(&cfg, mode) < 0)
+	if (dp == NULL || build_cfg(&cfg, mode, n_ports, tx_port) < 0)
 		return 1;
 	pthread_mutex_init(&dp->cfg_lock, NULL);
 	pthread_mutex_init(&dp->mbox_lock, NULL);
 	dp->hz = rte_get_tsc_hz();
 	dp->flush_ticks = dp->hz / 10000;
 	uint64_t need = new_flows ? (1u << 20) :
-			(mode == FG_MODE_NAT ? 2 * flows : flows) + flows / 4 + 1024;
+			(mode == FG_MODE_NAT ? 2 * per_worker : per_worker) +
+			per_worker / 4 + 1024;
 	dp->ct_capacity = (uint32_t)RTE_MIN(need, (uint64_t)UINT32_MAX / 2);
 	dp->cfg = fg_dp_config_dup(&cfg);
-	dp->n_ports = 1;
-	dp->ports[0].port_id = 0;
-	dp->ports[0].cfg = cfg.ports[0];
-	for (uint32_t i = 0; i < cfg.ports[0].n_local; i++)
-		dp->locals[dp->n_locals++] = cfg.ports[0].local[i];
-
-	unsigned int lcore = rte_get_next_lcore(-1, 1, 0);
-
-	if (lcore >= RTE_MAX_LCORE) {
-		fprintf(stderr, "flowgate-bench: needs 2 lcores\n");
-		return 1;
+	dp->n_ports = n_ports;
+	dp->rx_port_per_worker = !new_flows;
+	for (unsigned int p = 0; p < n_ports; p++) {
+		dp->ports[p].port_id = (uint16_t)p;
+		dp->ports[p].cfg = cfg.ports[p];
+		dp->ports[p].rx_only = !new_flows && p != tx_port;
 	}
-	rc = fg_worker_create(dp, 0, lcore, &dp->workers[0]);
-	if (rc < 0) {
-		fprintf(stderr, "flowgate-bench: worker: %s (conntrack %u entries)\n",
-			strerror(-rc), dp->ct_capacity);
-		return 1;
+	for (uint32_t i = 0; i < cfg.ports[tx_port].n_local; i++)
+		dp->locals[dp->n_locals++] = cfg.ports[tx_port].local[i];
+
+	unsigned int lcore = -1;
+
+	for (unsigned int w = 0; w < n_workers; w++) {
+		lcore = rte_get_next_lcore(lcore, 1, 0);
+		if (lcore >= RTE_MAX_LCORE) {
+			fprintf(stderr, "flowgate-bench: needs %u lcores\n", n_workers + 1);
+			return 1;
+		}
+		rc = fg_worker_create(dp, w, lcore, &dp->workers[w]);
+		if (rc < 0) {
+			fprintf(stderr, "flowgate-bench: worker: %s (conntrack %u entries)\n",
+				strerror(-rc), dp->ct_capacity);
+			return 1;
+		}
+		dp->n_workers++;
 	}
-	dp->n_workers = 1;
-	dp->qsbr = rte_zmalloc("fg_qsbr", rte_rcu_qsbr_get_memsize(1),
+	dp->qsbr = rte_zmalloc("fg_qsbr", rte_rcu_qsbr_get_memsize(n_workers),
 			       RTE_CACHE_LINE_SIZE);
-	rte_rcu_qsbr_init(dp->qsbr, 1);
+	rte_rcu_qsbr_init(dp->qsbr, n_workers);
 	dp->learn_ring = rte_ring_create_elem("fg_learn", sizeof(struct fg_neigh_learn),
 					      1024, 0, RING_F_SC_DEQ);
-	if (fg_port_setup(dp, 0, 16383) < 0)
+	if (fg_port_setup(dp, 0, n_mbufs) < 0)
 		return 1;
 	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
 	rc = fg_dp_apply_config(dp, &cfg, err, sizeof(err));
@@ -348,54 +473,100 @@ int bench_dataplane_main(int argc, char **argv)
 
 	struct gen g = {.w = dp->workers[0], .pool = dp->pool[0], .flows = flows,
 			.new_flows = new_flows};
-	struct fg_worker *w = dp->workers[0];
 
-	rte_eal_remote_launch(gen_main, &g, lcore);
-	while (!g.warm)
-		rte_delay_us_sleep(1000);
+	if (new_flows) {
+		rte_eal_remote_launch(gen_main, &g, dp->workers[0]->lcore);
+		while (!g.warm)
+			rte_delay_us_sleep(1000);
+	} else {
+		for (unsigned int w = 0; w < n_workers; w++)
+			rte_eal_remote_launch(fg_worker_main, dp->workers[w],
+					      dp->workers[w]->lcore);
+		/* warm-up: every worker's first pass over its pcap creates
+		 * its flows; measure only conntrack hits after that */
+		uint64_t deadline = rte_rdtsc() + 120 * dp->hz;
 
-	uint64_t t0 = rte_rdtsc(), tx0 = w->cc[FG_CC_tx_packets];
-	uint64_t nf0 = w->cc[FG_CC_new_flows], g0 = g.generated;
+		for (unsigned int w = 0; w < n_workers; w++)
+			while (__atomic_load_n(&dp->workers[w]->cc[FG_CC_rx_packets],
+					       __ATOMIC_RELAXED) < per_worker + per_worker / 10 &&
+			       rte_rdtsc() < deadline)
+				rte_delay_us_sleep(10000);
+	}
+
+	uint64_t t0 = rte_rdtsc(), tx0 = sum_cc(dp, FG_CC_tx_packets);
+	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets);
+	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g.generated;
 
 	rte_delay_us_sleep((unsigned int)(seconds * 1e6));
-	uint64_t t1 = rte_rdtsc(), tx1 = w->cc[FG_CC_tx_packets];
-	uint64_t nf1 = w->cc[FG_CC_new_flows], g1 = g.generated;
+	uint64_t t1 = rte_rdtsc(), tx1 = sum_cc(dp, FG_CC_tx_packets);
+	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets);
+	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g.generated;
 
 	g.stop = true;
+	for (unsigned int w = 0; w < n_workers; w++)
+		__atomic_store_n(&dp->workers[w]->stop, true, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
 	double dt = (double)(t1 - t0) / (double)dp->hz;
 	double mpps = (double)(tx1 - tx0) / dt / 1e6;
+	double rx_mpps = (double)(rx1 - rx0) / dt / 1e6;
 	double gen_mpps = (double)(g1 - g0) / dt / 1e6;
 	double nfps = (double)(nf1 - nf0) / dt;
-	uint64_t drops = w->cc[FG_CC_drops];
+	uint64_t drops = sum_cc(dp, FG_CC_drops), hits = sum_cc(dp, FG_CC_ct_hits);
+
+	for (unsigned int p = 0; p < n_ports; p++)
+		rte_eth_dev_stop((uint16_t)p);
+	if (!new_flows)
+		for (unsigned int w = 0; w < n_workers; w++)
+			unlink(pcaps[w]);
+	if (run_tpmd && !new_flows) {
+		/* the replay needs its pcap again: rewrite worker 0's */
+		write_pcap(pcaps[0], 0, per_worker);
+		tpmd_after = testpmd_io_mpps(tp_mem, tp_vdevs, tp_mbufs, seconds);
+		unlink(pcaps[0]);
+	} else if (run_tpmd) {
+		tpmd_after = testpmd_io_mpps(tp_mem, tp_vdevs, tp_mbufs, seconds);
+	}
+	double tpmd = tpmd_before > 0 && tpmd_after > 0 ? (tpmd_before + tpmd_after) / 2
+		      : tpmd_before > 0 ? tpmd_before : tpmd_after;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (json) {
 		printf("{\"bench\":\"dataplane\",\"mode\":\"%s\",\"flows\":%" PRIu64
-		       ",\"new_flows\":%s,\"seconds\":%.2f,\"mpps\":%.3f,"
-		       "\"offered_mpps\":%.3f,\"testpmd_io_mpps\":%.3f,"
-		       "\"testpmd_io_mpps_per_port\":%.3f,\"ratio_to_testpmd\":%.3f",
-		       mode_name, flows, new_flows ? "true" : "false", dt, mpps,
-		       gen_mpps, tpmd, tpmd / 2, tpmd > 0 ? mpps / tpmd : 0);
+		       ",\"workers\":%u,\"new_flows\":%s,\"seconds\":%.2f,\"mpps\":%.3f,"
+		       "\"rx_mpps\":%.3f,\"testpmd_io_mpps\":%.3f,"
+		       "\"testpmd_io_mpps_before\":%.3f,\"testpmd_io_mpps_after\":%.3f,"
+		       "\"ratio_to_testpmd\":%.3f",
+		       mode_name, flows, n_workers, new_flows ? "true" : "false", dt, mpps,
+		       new_flows ? gen_mpps : rx_mpps, tpmd, tpmd_before, tpmd_after,
+		       tpmd > 0 ? mpps / tpmd : 0);
 		if (new_flows)
 			printf(",\"new_flows_mps\":%.0f", nfps);
-		printf(",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,\"workers\":1,"
-		       "\"generator\":\"in-process, 64 B TCP, cost included\","
-		       "\"baseline\":\"dpdk-testpmd io net_null0<->net_null1, 1 core\"}\n",
-		       drops, dp->ct_capacity);
+		printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
+		       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,"
+		       "\"traffic\":\"%s\",\"baseline\":\"%s\"}\n",
+		       hits, drops, dp->ct_capacity, huge ? "true" : "false", ncpu,
+		       (long)n_workers + 1 > ncpu ? "true" : "false",
+		       new_flows ? "in-process SYN generator, 64 B, one new tuple per packet"
+				 : "net_pcap infinite_rx replay, one 64 B TCP ACK per flow, flows in order",
+		       new_flows ? "dpdk-testpmd io net_null0->net_null1, 1 core, same run"
+				 : "dpdk-testpmd io net_pcap(same pcap, infinite_rx)->net_null, 1 core, mean of before/after");
 	} else {
-		printf("dataplane %s flows=%" PRIu64 "%s: %.3f Mpps (offered %.3f), "
-		       "testpmd io %.3f Mpps (ratio %.2f)", mode_name, flows,
-		       new_flows ? " new-flows" : "", mpps, gen_mpps, tpmd,
+		printf("dataplane %s flows=%" PRIu64 " workers=%u%s: %.3f Mpps (rx %.3f), "
+		       "testpmd io %.3f Mpps (ratio %.2f)", mode_name, flows, n_workers,
+		       new_flows ? " new-flows" : "", mpps, rx_mpps, tpmd,
 		       tpmd > 0 ? mpps / tpmd : 0);
 		if (new_flows)
 			printf(", new flows %.0f /s", nfps);
 		printf(", drops %" PRIu64 "\n", drops);
 	}
-	for (int r = 1; r < FG_DROP_MAX; r++)
-		if (w->drops[r])
-			fprintf(stderr, "  drop %s: %" PRIu64 "\n", fg_drop_names[r],
-				w->drops[r]);
-	rte_eth_dev_stop(0);
+	for (int r = 1; r < FG_DROP_MAX; r++) {
+		uint64_t v = 0;
+
+		for (unsigned int w = 0; w < n_workers; w++)
+			v += dp->workers[w]->drops[r];
+		if (v)
+			fprintf(stderr, "  drop %s: %" PRIu64 "\n", fg_drop_names[r], v);
+	}
 	rte_eal_cleanup();
 	return 0;
 }

@@ -17,7 +17,6 @@
 
 #include "ct_private.h"
 
-#define CT_HASH_SEED 0xF10A6A7Eu
 
 const char *const ct_state_names[CT_ST_MAX] = {
 #define CT_X(n) #n,
@@ -68,6 +67,8 @@ ct_config_defaults(struct ct_config *cfg)
 uint32_t
 ct_hash_crc(const void *key, uint32_t len)
 {
+	if ((len & 7) == 0)
+		return ct_key_sig(key, len);
 	return rte_hash_crc(key, len, CT_HASH_SEED);
 }
 
@@ -76,7 +77,7 @@ ct_hash(const struct ct_shard *s, const void *key, uint32_t len)
 {
 	if (unlikely(s->cfg.hash_fn != NULL))
 		return s->cfg.hash_fn(key, len, CT_HASH_SEED);
-	return rte_hash_crc(key, len, CT_HASH_SEED);
+	return ct_key_sig(key, len);
 }
 
 uint32_t

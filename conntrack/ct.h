@@ -260,6 +260,35 @@ uint32_t ct_key6_hash(const struct ct_shard *s, const struct ct_key6 *k);
 /** CRC32C of a key with flowgate's seed, independent of a shard. */
 uint32_t ct_hash_crc(const void *key, uint32_t len);
 
+/** Seed of the flow signature (CRC32C initial value). */
+#define CT_HASH_SEED 0xF10A6A7Eu
+
+#if defined(__SSE4_2__) && !defined(__CUDACC__)
+#include <nmmintrin.h>
+/**
+ * ct_hash_crc inlined for keys whose length is a multiple of 8 (both key
+ * types): the same value as rte_hash_crc(key, len, CT_HASH_SEED), whose
+ * 8-byte step is an out-of-line call with a run-time dispatch in DPDK
+ * 22.11 and cost ~5% of a packet's time.  Thread safe (pure).
+ */
+static inline uint32_t
+ct_key_sig(const void *key, uint32_t len)
+{
+	const uint8_t *p = (const uint8_t *)key;
+	uint64_t c = CT_HASH_SEED;
+
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t v;
+
+		__builtin_memcpy(&v, p + i, 8);
+		c = _mm_crc32_u64(c, v);
+	}
+	return (uint32_t)c;
+}
+#else
+#define ct_key_sig(key, len) ct_hash_crc((key), (len))
+#endif
+
 /**
  * Looks up a burst of keys of one family with precomputed signatures.
  * Expired entries found are deleted (counted as expired_on_lookup) and

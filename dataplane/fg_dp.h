@@ -96,6 +96,11 @@ struct fg_lb_service {
 	uint32_t *maglev;       /**< slot -> backend index; UINT32_MAX = none */
 	uint32_t n_usable;
 	uint32_t stat_idx;      /**< row in the per-core service counters. */
+	/** id -> index + 1 into backends (0 = none), when every id < 65536:
+	 *  conntrack holds backend ids, and this makes a hit's backend one
+	 *  load instead of a binary search.  NULL: fall back to the search. */
+	uint16_t *by_id;
+	uint32_t max_id;
 };
 
 /** Per-core counters of one table: svc[n_services][FG_SC_MAX] then
@@ -176,6 +181,7 @@ struct fg_neigh_entry {
 };
 
 struct fg_neigh_table {
+	uint64_t gen;           /**< build number, never 0 (worker caches) */
 	uint32_t mask;
 	uint32_t count;
 	struct fg_neigh_entry *e;
@@ -206,6 +212,8 @@ struct fg_port {
 	uint16_t n_rxq, n_txq;
 	uint16_t mtu;
 	bool hw_rss;            /**< symmetric key programmed */
+	bool rx_only;           /**< replay source (bench): never transmits,
+				     one TX queue whatever the workers */
 	struct fg_port_cfg cfg; /**< locals, gateways */
 };
 
@@ -230,6 +238,14 @@ struct fg_worker {
 	uint32_t lc_size;
 	uint64_t lc_generation;
 	uint16_t nat_next;      /**< where the next NAT port search starts */
+	/* next-hop cache: destination -> (port, MAC), valid for one
+	 * neighbour-table generation; saves a table probe per packet */
+	struct fg_nh_slot {
+		uint64_t gen;
+		uint8_t family, port;
+		uint8_t addr[16];
+		struct rte_ether_addr mac;
+	} nh[256];
 	/* rate limit for ARP/NS we originate */
 	uint64_t solicit_tsc[64];
 	uint8_t solicit_addr[64][16];
@@ -259,6 +275,9 @@ struct fg_dp {
 	uint32_t ct_capacity;
 	volatile bool stop;
 	bool no_tx;                     /**< bench: free instead of TX */
+	/** Worker i polls queue 0 of port i only (one RX port per worker,
+	 *  as with one NIC queue per core; bench and multi-port testbeds). */
+	bool rx_port_per_worker;
 };
 
 /** Private area of every mbuf of flowgate's pools. */

@@ -89,6 +89,7 @@ void fg_lb_table_free(struct fg_lb_table *t)
 	for (uint32_t i = 0; i < t->n_services; i++) {
 		rte_free(t->services[i].backends);
 		rte_free(t->services[i].maglev);
+		rte_free(t->services[i].by_id);
 	}
 	rte_free(t->services);
 	rte_free(t->svc_slots);
@@ -116,6 +117,11 @@ static int cmp_backend_id(const void *a, const void *b)
 const struct fg_lb_backend *fg_lb_backend_find(const struct fg_lb_service *s,
 					       uint32_t id)
 {
+	if (likely(s->by_id != NULL)) {
+		uint16_t i = id <= s->max_id ? s->by_id[id] : 0;
+
+		return i ? &s->backends[i - 1] : NULL;
+	}
 	/* live backends, then tombstones: two sorted runs */
 	uint32_t lo = 0, hi = s->n_live;
 
@@ -302,6 +308,19 @@ static int build_service(struct fg_lb_service *s,
 				 sc->name, s->backends[j].id);
 			return -EINVAL;
 		}
+
+	uint32_t max_id = 0;
+
+	for (uint32_t j = 0; j < s->n_backends; j++)
+		max_id = RTE_MAX(max_id, s->backends[j].id);
+	if (max_id < 65536) {
+		s->by_id = rte_zmalloc("fg_be_by_id", (max_id + 1) * sizeof(uint16_t), 0);
+		if (s->by_id == NULL)
+			return -ENOMEM;
+		for (uint32_t j = 0; j < s->n_backends; j++)
+			s->by_id[s->backends[j].id] = (uint16_t)(j + 1);
+		s->max_id = max_id;
+	}
 
 	/* Maglev over the usable backends */
 	uint32_t M = sc->maglev_size;

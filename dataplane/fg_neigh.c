@@ -91,6 +91,11 @@ struct fg_neigh_table *fg_neigh_table_build(const struct fg_config *cfg,
 	if (t == NULL)
 		return NULL;
 	/* twice the maximum keeps probe chains short at any fill */
+	/* Workers cache resolutions tagged with this; builds happen on the
+	 * main lcore only, so a plain counter is enough. */
+	static uint64_t neigh_gen;
+
+	t->gen = ++neigh_gen;
 	t->mask = 2 * FG_NEIGH_MAX - 1;
 	t->e = rte_zmalloc("fg_neigh_e", (t->mask + 1) * sizeof(*t->e),
 			   RTE_CACHE_LINE_SIZE);

@@ -28,8 +28,10 @@ static int pool_for_socket(struct fg_dp *dp, int socket, unsigned int n_mbufs)
 	if (dp->pool[socket] != NULL)
 		return socket;
 	snprintf(name, sizeof(name), "fg_mbuf_s%d", socket);
+	/* private area rounded to a cache line so the frame (after the
+	 * headroom) starts on a line: a 64-byte packet is one line, not two */
 	dp->pool[socket] = rte_pktmbuf_pool_create(name, n_mbufs, 256,
-			RTE_ALIGN(sizeof(struct fg_mbuf_priv), RTE_MBUF_PRIV_ALIGN),
+			RTE_ALIGN(sizeof(struct fg_mbuf_priv), RTE_CACHE_LINE_SIZE),
 			RTE_MBUF_DEFAULT_BUF_SIZE, socket);
 	if (dp->pool[socket] == NULL) {
 		fprintf(stderr, "flowgate: cannot create mbuf pool on socket %d: %s\n",
@@ -70,16 +72,20 @@ static int port_setup_one(struct fg_dp *dp, struct fg_port *pt, bool sw_rss,
 			info.flow_type_rss_offloads;
 		pt->n_rxq = (uint16_t)dp->n_workers;
 	} else {
-		pt->n_rxq = (uint16_t)RTE_MIN(dp->n_workers, info.max_rx_queues);
+		pt->n_rxq = dp->rx_port_per_worker ? 1 :
+			(uint16_t)RTE_MIN(dp->n_workers, info.max_rx_queues);
 	}
-	if (info.max_tx_queues < dp->n_workers) {
+	if (pt->rx_only) {
+		pt->n_txq = 1;
+	} else if (info.max_tx_queues < dp->n_workers) {
 		fprintf(stderr, "flowgate: port %u (%s) has %u TX queues, %u workers "
 			"need one each (net_af_packet: add qpairs=%u)\n", pid,
 			info.driver_name, info.max_tx_queues, dp->n_workers,
 			dp->n_workers);
 		return -EINVAL;
+	} else {
+		pt->n_txq = (uint16_t)dp->n_workers;
 	}
-	pt->n_txq = (uint16_t)dp->n_workers;
 	rc = rte_eth_dev_configure(pid, pt->n_rxq, pt->n_txq, &conf);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: port %u configure: %s\n", pid, strerror(-rc));
@@ -89,7 +95,9 @@ static int port_setup_one(struct fg_dp *dp, struct fg_port *pt, bool sw_rss,
 
 	rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nrxd, &ntxd);
 	for (uint16_t q = 0; q < pt->n_rxq; q++) {
-		unsigned int lcore = dp->workers[q % dp->n_workers]->lcore;
+		unsigned int wi = dp->rx_port_per_worker ?
+			(unsigned int)(pt - dp->ports) % dp->n_workers : q % dp->n_workers;
+		unsigned int lcore = dp->workers[wi]->lcore;
 
 		socket = pool_for_socket(dp, (int)rte_lcore_to_socket_id(lcore), n_mbufs);
 		if (socket < 0)

@@ -203,9 +203,44 @@ static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
 /* Finds the egress port and MAC for a destination: the neighbour entry of
  * the address itself, else the gateway of the first port with one.
  * Returns false (and solicits) when nothing is known. */
-static bool next_hop(struct fg_worker *w, const struct fg_neigh_table *nt,
-		     uint8_t af, const uint8_t *addr, uint16_t *port,
-		     const struct rte_ether_addr **mac, uint64_t now)
+static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
+			  uint8_t af, const uint8_t *addr, uint16_t *port,
+			  const struct rte_ether_addr **mac, uint64_t now);
+
+/* Per-worker direct-mapped cache in front of next_hop_slow: DSR sends to
+ * a handful of backends, NAT replies to a gateway, so this almost always
+ * hits; an entry is valid for one neighbour-table generation. */
+static inline bool next_hop(struct fg_worker *w, const struct fg_neigh_table *nt,
+			    uint8_t af, const uint8_t *addr, uint16_t *port,
+			    const struct rte_ether_addr **mac, uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4, k;
+
+	memcpy(&k, addr + alen - 4, 4);
+	struct fg_nh_slot *c = &w->nh[(k ^ (k >> 8) ^ (k >> 16) ^ (k >> 24)) & 255];
+
+	if (likely(nt != NULL && c->gen == nt->gen && c->family == af &&
+		   memcmp(c->addr, addr, alen) == 0)) {
+		*port = c->port;
+		*mac = &c->mac;
+		return true;
+	}
+	if (!next_hop_slow(w, nt, af, addr, port, mac, now))
+		return false;
+	if (nt != NULL) {
+		c->gen = nt->gen;
+		c->family = af;
+		c->port = (uint8_t)*port;
+		memcpy(c->addr, addr, alen);
+		c->mac = **mac;
+		*mac = &c->mac;
+	}
+	return true;
+}
+
+static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
+			  uint8_t af, const uint8_t *addr, uint16_t *port,
+			  const struct rte_ether_addr **mac, uint64_t now)
 {
 	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
 
@@ -867,13 +902,21 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		memset(nd, 0, sizeof(nd[0]) * w->dp->n_workers);
 
 	/* 1. parse, sign, dispatch, group by family */
-	for (uint16_t i = 0; i < n && i < PREFETCH_OFFSET; i++)
+	for (uint16_t i = 0; i < n && i < PREFETCH_OFFSET; i++) {
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
+		rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i], uint8_t *) - RTE_CACHE_LINE_SIZE);
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
-		if (i + PREFETCH_OFFSET < n)
-			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + PREFETCH_OFFSET], void *));
+		if (i + PREFETCH_OFFSET < n) {
+			uint8_t *d = rte_pktmbuf_mtod(pkts[i + PREFETCH_OFFSET], uint8_t *);
+
+			rte_prefetch0(d);
+			/* encapsulation writes the outer headers into the
+			 * line before the frame: own it before we get there */
+			rte_prefetch0_write(d - RTE_CACHE_LINE_SIZE);
+		}
 		if (unlikely(m->nb_segs > 1)) {
 			/* the parser and rewriters work on one segment */
 			if (rte_pktmbuf_linearize(m) < 0) {
@@ -1012,7 +1055,10 @@ int fg_worker_main(void *arg)
 		for (unsigned int p = 0; p < dp->n_ports; p++) {
 			const struct fg_port *pt = &dp->ports[p];
 
-			for (uint16_t q = w->idx; q < pt->n_rxq; q += dp->n_workers) {
+			if (dp->rx_port_per_worker && p != w->idx)
+				continue;
+			for (uint16_t q = dp->rx_port_per_worker ? 0 : w->idx;
+			     q < pt->n_rxq; q += dp->n_workers) {
 				uint16_t n = rte_eth_rx_burst(pt->port_id, q, pkts,
 							      FG_BURST);
 

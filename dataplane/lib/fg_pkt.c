@@ -489,8 +489,8 @@ int fg_pkt_icmp_inner(const uint8_t *frame, uint32_t len,
 uint32_t fg_pkt_sig(const struct fg_pkt *p)
 {
 	if (p->family == CT_V6)
-		return ct_hash_crc(&p->key.k6, sizeof(p->key.k6));
-	return ct_hash_crc(&p->key.k4, sizeof(p->key.k4));
+		return ct_key_sig(&p->key.k6, sizeof(p->key.k6));
+	return ct_key_sig(&p->key.k4, sizeof(p->key.k4));
 }
 
 const char *fg_pkt_kind_name(unsigned int kind)
