@@ -341,7 +341,8 @@ def section_latency(res):
             continue
         rows = latency_rows(r.get('baseline'), f"{r['scenario']}: framework baseline ({r['baseline']['path']})")
         if r.get('dut_result'):
-            rows += latency_rows(r['dut_result'], f"{r['scenario']}: through DUT {', '.join(r['dut_result'].get('vdevs', []))}")
+            dut = ', '.join(v.split(',')[0] for v in r['dut_result'].get('vdevs', []))
+            rows += latency_rows(r['dut_result'], f"{r['scenario']}: through flowgate (DUT port {dut})")
         for who, load, x in rows:
             c = x.get('counters', {})
             lines.append(f"| {who} | {load} | {fmt(x.get('offered_mpps') or None)} | {fmt(x.get('rx_mpps'))} | "
