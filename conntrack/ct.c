@@ -34,6 +34,10 @@ const char *const ct_insfail_names[CT_INSFAIL_MAX] = {
 #undef CT_X
 };
 
+const char *const ct_destroy_names[CT_DESTROY_MAX] = {
+	"expired", "evicted", "deleted",
+};
+
 static const uint32_t ct_default_timeouts_ms[CT_ST_MAX] = {
 	[CT_ST_NONE] = 0,
 	[CT_ST_SYN_SENT] = 30 * 1000,
@@ -368,19 +372,29 @@ ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 
 /* Removes an entry and its NAT peer; returns the forward entry's state. */
 static enum ct_state
-ct_remove_flow(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
+ct_remove_flow(struct ct_shard *s, struct ct_fam *f, uint32_t pos,
+	       enum ct_destroy_reason why)
 {
 	struct ct_entry *e = &f->e[pos];
 	uint32_t peer = e->peer;
-	enum ct_state st = e->state;
+	uint32_t head = (e->flags & CT_F_REPLY) && peer != CT_NONE ? peer : pos;
+	enum ct_state st = f->e[head].state;
 
-	if (e->flags & CT_F_REPLY && peer != CT_NONE)
-		st = f->e[peer].state;
+	if (unlikely(s->destroy_fn != NULL))
+		s->destroy_fn(s->destroy_arg, (enum ct_family)(f - s->fam),
+			      ct_fam_key(f, head), &f->e[head], why);
 	ct_remove_one(s, f, pos);
 	if (peer != CT_NONE && peer < f->slots && f->e[peer].state != CT_ST_NONE &&
 	    f->e[peer].peer == pos)
 		ct_remove_one(s, f, peer);
 	return st;
+}
+
+void
+ct_set_destroy_cb(struct ct_shard *s, ct_destroy_fn fn, void *arg)
+{
+	s->destroy_fn = fn;
+	s->destroy_arg = arg;
 }
 
 /* The entry that carries state and expiry for this flow. */
@@ -418,7 +432,8 @@ ct_lookup_finish(struct ct_shard *s, struct ct_fam *f, const int32_t *pos,
 		}
 		e = &f->e[pos[i]];
 		if (unlikely(ct_expired(s, ct_flow_head(f, e), now))) {
-			enum ct_state st = ct_remove_flow(s, f, (uint32_t)pos[i]);
+			enum ct_state st = ct_remove_flow(s, f, (uint32_t)pos[i],
+							  CT_DESTROY_EXPIRED);
 
 			s->st.expired[st]++;
 			s->st.expired_on_lookup++;
@@ -496,7 +511,7 @@ ct_early_drop(struct ct_shard *s, struct ct_fam *f)
 
 	if (victim == CT_NONE)
 		return -ENOSPC;
-	ct_remove_flow(s, f, victim);
+	ct_remove_flow(s, f, victim, CT_DESTROY_EVICTED);
 	s->st.evictions[CT_EVICT_EARLY_DROP]++;
 	return 0;
 }
@@ -622,7 +637,7 @@ ct_delete_pos(struct ct_shard *s, enum ct_family fam, uint32_t pos)
 
 	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
 		return -ENOENT;
-	ct_remove_flow(s, f, pos);
+	ct_remove_flow(s, f, pos, CT_DESTROY_DELETED);
 	s->st.deletes++;
 	return 0;
 }
@@ -631,9 +646,15 @@ int
 ct_delete(struct ct_shard *s, enum ct_family fam, const void *key, uint32_t sig)
 {
 	struct ct_fam *f = &s->fam[fam];
-	int32_t pos = rte_hash_del_key_with_hash(f->h, key, sig);
+	int32_t pos;
 	uint32_t peer;
 
+	if (unlikely(s->destroy_fn != NULL)) {
+		/* the hook wants the flow as it is: take the general path */
+		pos = rte_hash_lookup_with_hash(f->h, key, sig);
+		return pos < 0 ? -ENOENT : ct_delete_pos(s, fam, (uint32_t)pos);
+	}
+	pos = rte_hash_del_key_with_hash(f->h, key, sig);
 	if (pos < 0)
 		return -ENOENT;
 	/* One hash operation: the key is already out; settle the slot and
@@ -767,7 +788,7 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 
 		if (e->state != CT_ST_NONE && !(e->flags & CT_F_REPLY) &&
 		    ct_expired(s, e, now)) {
-			enum ct_state st = ct_remove_flow(s, f, p);
+			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
 
 			s->st.expired[st]++;
 			expired++;
@@ -871,7 +892,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 			}
 			visited++;
 			if (fn(&fl, arg)) {
-				ct_remove_flow(s, f, p);
+				ct_remove_flow(s, f, p, CT_DESTROY_DELETED);
 				s->st.evictions[CT_EVICT_FLUSH]++;
 				s->st.deletes++;
 			}

@@ -393,6 +393,29 @@ size_t ct_memory(const struct ct_shard *s);
 /** Slots per family (iteration bound). */
 uint32_t ct_slots(const struct ct_shard *s, enum ct_family fam);
 
+/** Why a flow left the table (ct_event_fn). */
+enum ct_destroy_reason {
+	CT_DESTROY_EXPIRED = 0, /**< timed out (lookup or sweep) */
+	CT_DESTROY_EVICTED,     /**< early drop to make room */
+	CT_DESTROY_DELETED,     /**< ct_delete / ct_delete_pos / walk flush */
+	CT_DESTROY_MAX
+};
+extern const char *const ct_destroy_names[CT_DESTROY_MAX];
+
+/**
+ * Called on the owner lcore just before a flow leaves the table, once per
+ * flow (NAT: for the forward entry, with the reply entry still in place),
+ * so the dataplane can keep least-connection counts and feed `flows watch`.
+ * @p key is the forward key (struct ct_key4 / ct_key6 by @p fam).  Must not
+ * call back into the shard.
+ */
+typedef void (*ct_destroy_fn)(void *arg, enum ct_family fam, const void *key,
+			      const struct ct_entry *e,
+			      enum ct_destroy_reason why);
+
+/** Installs (or with NULL removes) the destroy hook.  Owner only. */
+void ct_set_destroy_cb(struct ct_shard *s, ct_destroy_fn fn, void *arg);
+
 /** Replace timeouts / flood rate at run time.  Owner only. */
 void ct_set_timeouts(struct ct_shard *s, const struct ct_timeouts *t);
 void ct_set_flood_rate(struct ct_shard *s, uint32_t per_sec);

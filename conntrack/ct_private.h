@@ -45,6 +45,9 @@ struct ct_shard {
 	struct ct_mbox_req *mbox_req;   /* accessed with __atomic */
 	uint64_t mbox_cursor;
 
+	ct_destroy_fn destroy_fn;
+	void *destroy_arg;
+
 	size_t mem_bytes;
 	struct ct_stats st;
 } __rte_cache_aligned;

@@ -698,6 +698,70 @@ test_walk_while_owner_writes(void **state)
 	ct_shard_free(s);
 }
 
+/* ---- destroy hook ---------------------------------------------------- */
+
+struct ev_log {
+	int n[CT_DESTROY_MAX];
+	struct ct_key4 last;
+	uint32_t last_backend;
+};
+
+static void
+ev_cb(void *arg, enum ct_family fam, const void *key, const struct ct_entry *e,
+      enum ct_destroy_reason why)
+{
+	struct ev_log *l = arg;
+
+	assert_int_equal(fam, CT_V4);
+	assert_false(e->flags & CT_F_REPLY);
+	l->n[why]++;
+	memcpy(&l->last, key, sizeof(l->last));
+	l->last_backend = e->backend;
+}
+
+static void
+test_destroy_hook(void **state)
+{
+	struct ct_shard *s = mk_shard(256, 0, NULL);
+	struct ev_log log = {0};
+	uint32_t cap = ct_slots(s, CT_V4);
+
+	ct_set_destroy_cb(s, ev_cb, &log);
+	/* expired on lookup */
+	struct ct_entry *e = ins4(s, 1, CT_ST_SYN_SENT, false, 0, NULL);
+	e->backend = 7;
+	assert_null(get4(s, 1, 31 * HZ));
+	assert_int_equal(log.n[CT_DESTROY_EXPIRED], 1);
+	assert_int_equal(log.last_backend, 7);
+	struct ct_key4 k1 = k4(1);
+	assert_memory_equal(&log.last, &k1, sizeof(k1));
+	/* deleted by key and by position */
+	ins4(s, 2, CT_ST_ESTABLISHED, true, 0, NULL);
+	struct ct_key4 k2 = k4(2);
+	assert_int_equal(ct_delete(s, CT_V4, &k2, ct_key4_hash(s, &k2)), 0);
+	assert_int_equal(log.n[CT_DESTROY_DELETED], 1);
+	/* evicted: fill with unassured, one more */
+	for (uint32_t i = 0; i < cap; i++)
+		assert_non_null(ins4(s, 100 + i, CT_ST_SYN_SENT, false, 1000, NULL));
+	assert_non_null(ins4(s, 99999, CT_ST_SYN_SENT, false, 1000, NULL));
+	assert_int_equal(log.n[CT_DESTROY_EVICTED], 1);
+	/* a NAT flow is reported once, with its forward key */
+	struct ct_shard *t = mk_shard(64, 0, NULL);
+	struct ev_log tl = {0};
+	ct_set_destroy_cb(t, ev_cb, &tl);
+	struct ct_key4 f = k4(5), r = k4(6);
+	uint32_t pf, pr;
+	ct_insert(t, CT_V4, &f, ct_key4_hash(t, &f), IPPROTO_TCP, CT_ST_SYN_SENT, false, 0, &pf, NULL);
+	ct_insert(t, CT_V4, &r, ct_key4_hash(t, &r), IPPROTO_TCP, CT_ST_SYN_SENT, false, 0, &pr, NULL);
+	ct_link_peer(t, CT_V4, pf, pr);
+	assert_int_equal(ct_delete(t, CT_V4, &r, ct_key4_hash(t, &r)), 0);
+	assert_int_equal(tl.n[CT_DESTROY_DELETED], 1);
+	assert_memory_equal(&tl.last, &f, sizeof(f));
+	assert_int_equal(ct_count(t), 0);
+	ct_shard_free(t);
+	ct_shard_free(s);
+}
+
 /* Capacity rounding keeps the bucket load at capacity <= 90%. */
 static void
 test_capacity_rounding(void **state)
@@ -790,6 +854,7 @@ main(void)
 	ADD(test_counters);
 	ADD(test_walk_while_owner_writes);
 	ADD(test_capacity_rounding);
+	ADD(test_destroy_hook);
 	ADD(test_bad_config);
 #undef ADD
 	int rc = _cmocka_run_group_tests("conntrack", tests, n, NULL, NULL);
