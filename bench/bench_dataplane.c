@@ -145,12 +145,17 @@ static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
 	char line[512];
 	FILE *f;
 
+	/* FG_TESTPMD / FG_TESTPMD_EAL: where testpmd is not installed (the
+	 * device machine carries it with its PMDs: "-d DIR") */
+	const char *bin = getenv("FG_TESTPMD") ? getenv("FG_TESTPMD") : "dpdk-testpmd";
+	const char *extra = getenv("FG_TESTPMD_EAL") ? getenv("FG_TESTPMD_EAL") : "";
+
 	snprintf(cmd, sizeof(cmd),
-		 "timeout -s INT %.0f dpdk-testpmd -l 0,1 --no-pci %s --file-prefix "
+		 "timeout -s INT %.0f %s -l 0,1 --no-pci %s %s --file-prefix "
 		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
 		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
 		 "--total-num-mbufs=%u </dev/null 2>&1",
-		 seconds + 4, mem_args, (int)getpid(), vdevs, mbufs);
+		 seconds + 4, bin, extra, mem_args, (int)getpid(), vdevs, mbufs);
 	f = popen(cmd, "r");
 	if (f == NULL)
 		return -1;
@@ -185,6 +190,12 @@ static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
 
 /* Writes flows [first, first + n) as one 60-byte frame each (64 on the
  * wire with the FCS) to a pcap. */
+/* Simple IMIX (7:4:1 of 64, 570, 1518 bytes on the wire), frames without
+ * the 4-byte FCS as pcaps hold them. */
+static const uint16_t imix_sizes[12] = {60, 60, 60, 60, 60, 60, 60,
+					 566, 566, 566, 566, 1514};
+static bool imix;
+
 static int write_pcap(const char *path, uint64_t first, uint64_t n)
 {
 	struct {
@@ -196,14 +207,18 @@ static int write_pcap(const char *path, uint64_t first, uint64_t n)
 	struct {
 		uint32_t sec, usec, caplen, len;
 	} rh = {0, 0, 60, 60};
-	uint8_t d[64];
+	static uint8_t d[1514];
 	FILE *f = fopen(path, "wb");
 
 	if (f == NULL)
 		return -errno;
 	fwrite(&gh, sizeof(gh), 1, f);
 	for (uint64_t i = first; i < first + n; i++) {
+		uint16_t len = imix ? imix_sizes[i % 12] : 60;
+
 		fill(d, i, 0x10);
+		d[16] = (uint8_t)((len - 14) >> 8);
+		d[17] = (uint8_t)(len - 14);
 		/* IPv4 header checksum, so the frames are valid on any path */
 		uint32_t sum = 0;
 
@@ -215,8 +230,9 @@ static int write_pcap(const char *path, uint64_t first, uint64_t n)
 		d[24] = (uint8_t)(~sum >> 8);
 		d[25] = (uint8_t)~sum;
 		rh.usec = (uint32_t)(i % 1000000);
+		rh.caplen = rh.len = len;
 		fwrite(&rh, sizeof(rh), 1, f);
-		fwrite(d, 60, 1, f);
+		fwrite(d, len, 1, f);
 	}
 	if (fclose(f) != 0)
 		return -EIO;
@@ -270,8 +286,8 @@ static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode,
 static void usage(void)
 {
 	fprintf(stderr, "usage: flowgate-bench dataplane --flows N --mode dsr-ipip|"
-		"dsr-gue|nat [--workers W] [--new-flows] [--seconds S] [--no-testpmd] "
-		"[--json]\n");
+		"dsr-gue|nat [--workers W] [--new-flows] [--imix] [--seconds S] "
+		"[--no-testpmd] [--json]\n");
 }
 
 static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
@@ -292,6 +308,7 @@ int bench_dataplane_main(int argc, char **argv)
 		{"new-flows", no_argument, NULL, 'n'},
 		{"seconds", required_argument, NULL, 's'},
 		{"no-testpmd", no_argument, NULL, 'T'},
+		{"imix", no_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -319,6 +336,7 @@ int bench_dataplane_main(int argc, char **argv)
 		case 'n': new_flows = true; break;
 		case 's': seconds = atof(optarg); break;
 		case 'T': run_tpmd = false; break;
+		case 'I': imix = true; break;
 		case 'j': json = true; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
@@ -464,6 +482,9 @@ int bench_dataplane_main(int argc, char **argv)
 					      1024, 0, RING_F_SC_DEQ);
 	if (fg_port_setup(dp, 0, n_mbufs) < 0)
 		return 1;
+	/* jumbo-capable path to the backends, as DSR in a data centre needs
+	 * (a 1500-byte packet plus its outer header) */
+	dp->ports[tx_port].mtu = 9000;
 	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
 	rc = fg_dp_apply_config(dp, &cfg, err, sizeof(err));
 	if (rc < 0) {
@@ -541,12 +562,15 @@ int bench_dataplane_main(int argc, char **argv)
 		       tpmd > 0 ? mpps / tpmd : 0);
 		if (new_flows)
 			printf(",\"new_flows_mps\":%.0f", nfps);
+		printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
+		       mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
 		printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
 		       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,"
 		       "\"traffic\":\"%s\",\"baseline\":\"%s\"}\n",
 		       hits, drops, dp->ct_capacity, huge ? "true" : "false", ncpu,
 		       (long)n_workers + 1 > ncpu ? "true" : "false",
 		       new_flows ? "in-process SYN generator, 64 B, one new tuple per packet"
+				 : imix ? "net_pcap infinite_rx replay, one TCP ACK per flow, IMIX 7:4:1 of 64/570/1518 B, flows in order"
 				 : "net_pcap infinite_rx replay, one 64 B TCP ACK per flow, flows in order",
 		       new_flows ? "dpdk-testpmd io net_null0->net_null1, 1 core, same run"
 				 : "dpdk-testpmd io net_pcap(same pcap, infinite_rx)->net_null, 1 core, mean of before/after");
