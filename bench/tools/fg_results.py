@@ -463,7 +463,7 @@ def make_plots(res, outdir):
         ax.set_ylabel('fraction of packets slower (log)')
         ax.grid(alpha=.3)
         ax.legend(fontsize=7)
-        finish(fig, f'latency_cdf_{r["scenario"]}.png', f'latency CDF, scenario {r["scenario"]}',
+        finish(fig, f'latency_cdf_{os.path.basename(k)[8:-5]}.png', f'latency CDF, scenario {r["scenario"]}',
                f'command: {rec["command"]}; baseline: ring → io-fwd lcore → ring (framework only)',
                f'Latency CDF at 10/50/80/95% of the measured max rate ({r["scenario"]})')
 
