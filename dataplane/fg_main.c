@@ -48,7 +48,10 @@ static void usage(const char *prog)
 		"      --gateway ADDR[,port=N]  default next hop of a port\n"
 		"      --neigh ADDR,MAC[,port=N] static neighbour\n"
 		"      --port-mac N,MAC         source MAC of port N\n"
-		"      --flood-rate N           conntrack flood threshold (new flows/s per core)\n",
+		"      --flood-rate N           conntrack flood threshold (new flows/s per core)\n"
+		"      --mtu N[,port=P]         egress L3 MTU of port P (default: every port);\n"
+		"                               encapsulations above it drop as encap_too_big;\n"
+		"                               mbufs grow to hold frames of the largest MTU\n",
 		prog);
 }
 
@@ -329,12 +332,105 @@ out:
 	return rc;
 }
 
+/* --mtu N[,port=P]: 0 in mtu[] = leave the device's MTU. */
+#define FG_MTU_MIN 68
+#define FG_MTU_MAX 16000
+
+static int opt_mtu(uint16_t mtu[FG_MAX_PORTS], const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v, *end;
+	long port = -1, n;
+	int rc = -EINVAL;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	head = strsep(&rest, ",");
+	n = strtol(head, &end, 10);
+	if (*head == '\0' || *end != '\0' || n < FG_MTU_MIN || n > FG_MTU_MAX)
+		goto out;
+	while (kv_next(&rest, &k, &v)) {
+		if (strcmp(k, "port") != 0 || v == NULL)
+			goto out;
+		port = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || port < 0 || port >= FG_MAX_PORTS)
+			goto out;
+	}
+	for (long p = 0; p < FG_MAX_PORTS; p++)
+		if (port < 0 || p == port)
+			mtu[p] = (uint16_t)n;
+	rc = 0;
+out:
+	if (rc == -EINVAL)
+		fprintf(stderr, "flowgate: bad --mtu '%s' (expected N[,port=P], N in "
+			"%d..%d)\n", arg, FG_MTU_MIN, FG_MTU_MAX);
+	free(dup);
+	return rc;
+}
+
+/* Jumbo MTUs: the ports' mbufs must hold a whole frame in one segment (the
+ * parser and rewriters work on one segment).  fg_port_setup() uses a pool
+ * that already exists for a socket, so create them here, sized for the
+ * largest MTU, before it runs. */
+static int jumbo_pools_create(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS],
+			      unsigned int n_mbufs)
+{
+	uint32_t max_mtu = 0, room;
+
+	for (unsigned int p = 0; p < dp->n_ports; p++)
+		max_mtu = RTE_MAX(max_mtu, (uint32_t)mtu[p]);
+	/* frame = MTU + Ethernet + two VLAN tags + CRC */
+	room = RTE_ALIGN_CEIL(max_mtu + RTE_ETHER_HDR_LEN + 8 + RTE_ETHER_CRC_LEN, 64);
+	if (room + RTE_PKTMBUF_HEADROOM <= RTE_MBUF_DEFAULT_BUF_SIZE)
+		return 0;
+	for (unsigned int i = 0; i < dp->n_workers; i++) {
+		int socket = (int)rte_lcore_to_socket_id(dp->workers[i]->lcore);
+		char name[RTE_MEMPOOL_NAMESIZE];
+
+		if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+			socket = 0;
+		if (dp->pool[socket] != NULL)
+			continue;
+		snprintf(name, sizeof(name), "fg_jumbo_s%d", socket);
+		dp->pool[socket] = rte_pktmbuf_pool_create(name, n_mbufs, 256,
+				RTE_ALIGN(sizeof(struct fg_mbuf_priv), RTE_CACHE_LINE_SIZE),
+				(uint16_t)(room + RTE_PKTMBUF_HEADROOM), socket);
+		if (dp->pool[socket] == NULL) {
+			fprintf(stderr, "flowgate: cannot create %u mbufs of %u bytes on "
+				"socket %d: %s (lower --mbufs or --mtu)\n", n_mbufs,
+				room + RTE_PKTMBUF_HEADROOM, socket,
+				rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Applies --mtu after the ports started.  A device that cannot take the MTU
+ * (net_pcap, net_null) keeps its own; flowgate still enforces the
+ * configured one on what it encapsulates, which is what the option is for. */
+static void port_mtus_apply(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS])
+{
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		struct fg_port *pt = &dp->ports[p];
+		int rc;
+
+		if (mtu[p] == 0)
+			continue;
+		rc = rte_eth_dev_set_mtu(pt->port_id, mtu[p]);
+		if (rc < 0 && rc != -ENOTSUP)
+			fprintf(stderr, "flowgate: port %u: device refused MTU %u (%s); "
+				"flowgate enforces it on encapsulation anyway\n", p,
+				mtu[p], strerror(-rc));
+		pt->mtu = mtu[p];
+	}
+}
+
 /* ------------------------------------------------------------- main */
 
 enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
-	OPT_PORT_MAC, OPT_FLOOD,
+	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU,
 };
 
 static const struct option long_opts[] = {
@@ -353,6 +449,7 @@ static const struct option long_opts[] = {
 	{"neigh", required_argument, NULL, OPT_NEIGH},
 	{"port-mac", required_argument, NULL, OPT_PORT_MAC},
 	{"flood-rate", required_argument, NULL, OPT_FLOOD},
+	{"mtu", required_argument, NULL, OPT_MTU},
 	{NULL, 0, NULL, 0},
 };
 
@@ -362,6 +459,7 @@ int main(int argc, char **argv)
 	struct opt_cfg oc;
 	const char *config_file = NULL, *socket_path = NULL;
 	unsigned int want_workers = 0, n_mbufs = 65535;
+	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
 	char err[256];
 
@@ -404,6 +502,7 @@ int main(int argc, char **argv)
 		case OPT_NEIGH: rc = opt_port_thing(&oc, "neigh", optarg); break;
 		case OPT_PORT_MAC: rc = opt_port_thing(&oc, "port-mac", optarg); break;
 		case OPT_FLOOD: oc.cfg.flood_rate = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case OPT_MTU: rc = opt_mtu(port_mtu, optarg); break;
 		default: rc = -EINVAL; break;
 		}
 		if (rc < 0) {
@@ -522,9 +621,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flowgate: learn ring: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	if (jumbo_pools_create(dp, port_mtu, n_mbufs) < 0)
+		return 1;
 	rc = fg_port_setup(dp, sw_rss, n_mbufs);
 	if (rc < 0)
 		return 1;
+	port_mtus_apply(dp, port_mtu);
 	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
 	if (dp->neigh == NULL) {
 		fprintf(stderr, "flowgate: out of memory (neighbours)\n");

@@ -427,7 +427,10 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 	e.family = ct_family_of(b->addr.family);
 	e.flags = 0;
-	e.vlan = pt->cfg.vlan;
+	/* the port's VLAN; on an untagged-configured port a packet leaving
+	 * where it came in keeps its VLAN (one-armed balancer on a trunk) */
+	e.vlan = pt->cfg.vlan ? pt->cfg.vlan :
+		 port == m->port ? (uint16_t)(p->vlan & 0x0fff) : 0;
 	e.gue_port = s->gue_port_be;
 	e.mtu = pt->mtu;
 	memcpy(e.src_mac, pt->mac.addr_bytes, 6);
@@ -786,8 +789,22 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	}
 	s = fg_lb_service_find(lb, af, daddr, dport, proto);
 	if (unlikely(s == NULL)) {
-		drop(w, o, m, fg_lb_addr_kind(lb, af, daddr) == 2 ?
-			      FG_DROP_reply_untracked : FG_DROP_unknown_vip);
+		if (fg_lb_addr_kind(lb, af, daddr) == 2) {
+			/* to a local address: a NAT reply whose entry an
+			 * earlier packet of this burst created after the bulk
+			 * lookup missed */
+			uint32_t rpos;
+			struct ct_entry *re = ct_lookup(w->ct, p->family, key, sig,
+							now, &rpos);
+
+			if (re != NULL && (re->flags & CT_F_REPLY)) {
+				flow_reply(w, lb, nt, o, m, p, re, now);
+				return;
+			}
+			drop(w, o, m, FG_DROP_reply_untracked);
+			return;
+		}
+		drop(w, o, m, FG_DROP_unknown_vip);
 		return;
 	}
 	if (s->sched == FG_SCHED_LC) {
