@@ -53,6 +53,7 @@ test: build build-asan build-fuzz hugepages
 demo: build hugepages
 	@scripts/demo.sh $(BUILD)
 
+bench: HUGEPAGES = 6144
 bench: build hugepages
 	@scripts/bench.sh $(BUILD)
 

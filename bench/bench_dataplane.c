@@ -125,6 +125,8 @@ static int gen_main(void *arg)
 	return 0;
 }
 
+static bool imix; /* --imix: IMIX frame sizes instead of 64 B */
+
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -154,8 +156,9 @@ static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
 		 "timeout -s INT %.0f %s -l 0,1 --no-pci %s %s --file-prefix "
 		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
 		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
-		 "--total-num-mbufs=%u </dev/null 2>&1",
-		 seconds + 4, bin, extra, mem_args, (int)getpid(), vdevs, mbufs);
+		 "--total-num-mbufs=%u %s </dev/null 2>&1",
+		 seconds + 4, bin, extra, mem_args, (int)getpid(), vdevs, mbufs,
+		 imix ? "" : "--mbuf-size=384");
 	f = popen(cmd, "r");
 	if (f == NULL)
 		return -1;
@@ -194,8 +197,6 @@ static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
  * the 4-byte FCS as pcaps hold them. */
 static const uint16_t imix_sizes[12] = {60, 60, 60, 60, 60, 60, 60,
 					 566, 566, 566, 566, 1514};
-static bool imix;
-
 static int write_pcap(const char *path, uint64_t first, uint64_t n)
 {
 	struct {
@@ -451,6 +452,10 @@ int bench_dataplane_main(int argc, char **argv)
 	dp->cfg = fg_dp_config_dup(&cfg);
 	dp->n_ports = n_ports;
 	dp->rx_port_per_worker = !new_flows;
+	/* 64-byte frames + outer headers fit in 256 bytes after the headroom:
+	 * small buffers let net_pcap hold 10M packets in memory */
+	if (!imix)
+		dp->mbuf_data_room = RTE_PKTMBUF_HEADROOM + 256;
 	for (unsigned int p = 0; p < n_ports; p++) {
 		dp->ports[p].port_id = (uint16_t)p;
 		dp->ports[p].cfg = cfg.ports[p];

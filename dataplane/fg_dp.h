@@ -273,6 +273,9 @@ struct fg_dp {
 	uint64_t hz;
 	uint64_t flush_ticks;
 	uint32_t ct_capacity;
+	/** mbuf data room (0 = RTE_MBUF_DEFAULT_BUF_SIZE); the bench uses
+	 *  small buffers to replay 10M-packet pcaps from memory. */
+	uint16_t mbuf_data_room;
 	volatile bool stop;
 	bool no_tx;                     /**< bench: free instead of TX */
 	/** Worker i polls queue 0 of port i only (one RX port per worker,

@@ -32,7 +32,8 @@ static int pool_for_socket(struct fg_dp *dp, int socket, unsigned int n_mbufs)
 	 * headroom) starts on a line: a 64-byte packet is one line, not two */
 	dp->pool[socket] = rte_pktmbuf_pool_create(name, n_mbufs, 256,
 			RTE_ALIGN(sizeof(struct fg_mbuf_priv), RTE_CACHE_LINE_SIZE),
-			RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+			dp->mbuf_data_room ? dp->mbuf_data_room : RTE_MBUF_DEFAULT_BUF_SIZE,
+			socket);
 	if (dp->pool[socket] == NULL) {
 		fprintf(stderr, "flowgate: cannot create mbuf pool on socket %d: %s\n",
 			socket, rte_strerror(rte_errno));
