@@ -488,6 +488,42 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return true;
 }
 
+/* NAT of an ICMP error about a NAT flow (path-MTU discovery through the
+ * balancer): outer addresses from @p outer, the quoted packet's tuple to
+ * @p inner (in the quoted packet's own direction), send towards @p dst. */
+static bool send_nat_icmp_err(struct fg_worker *w, const struct fg_neigh_table *nt,
+			      struct burst_out *o, struct rte_mbuf *m,
+			      const struct fg_pkt *p, const void *outer,
+			      const void *inner, uint8_t af, const uint8_t *dst,
+			      uint64_t now)
+{
+	const struct rte_ether_addr *mac;
+	uint16_t port;
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	int rc;
+
+	if (unlikely(!next_hop(w, nt, af, dst, &port, &mac, now))) {
+		drop(w, o, m, FG_DROP_no_neighbor);
+		return false;
+	}
+	rc = fg_xlate_ttl_dec(d, p);
+	if (unlikely(rc < 0)) {
+		drop(w, o, m, xlate_err(rc));
+		return false;
+	}
+	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
+			     rte_pktmbuf_tailroom(m)};
+
+	rc = fg_xlate_nat_icmp_err(&f, p, outer, inner);
+	if (unlikely(rc < 0)) {
+		drop(w, o, m, FG_DROP_icmp_unrelated);
+		return false;
+	}
+	fg_xlate_eth(d, w->dp->ports[port].mac.addr_bytes, mac->addr_bytes);
+	tx(w, port, m);
+	return true;
+}
+
 /* ------------------------------------------------------- flow handling */
 
 struct flow_ref {
@@ -529,10 +565,34 @@ static void flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 	const void *fk = ct_key_at(w->ct, p->family, e->peer);
 	const uint8_t *client;
 
-	if (unlikely(p->kind != FG_PK_FLOW)) {
-		/* ICMP errors / later fragments towards the local address:
-		 * translating the quoted packet is not implemented */
+	if (unlikely(p->kind != FG_PK_FLOW && p->kind != FG_PK_ICMP_ERR)) {
+		/* later fragments towards the local address carry no ports */
 		drop(w, o, m, FG_DROP_reply_untracked);
+		return;
+	}
+	if (unlikely(p->kind == FG_PK_ICMP_ERR)) {
+		/* an error about local:P -> backend (e.g. frag-needed from a
+		 * router on the backend side): for the client it is about
+		 * client:cp -> VIP:vp, sent from the VIP */
+		union fg_key outer;
+
+		memset(&outer, 0, sizeof(outer));
+		if (p->family == CT_V4) {
+			const struct ct_key4 *k = fk;
+
+			outer.k4.saddr = k->daddr;
+			outer.k4.daddr = k->saddr;
+			client = (const uint8_t *)&k->saddr;
+		} else {
+			const struct ct_key6 *k = fk;
+
+			memcpy(outer.k6.saddr, k->daddr, 16);
+			memcpy(outer.k6.daddr, k->saddr, 16);
+			client = k->saddr;
+		}
+		w->cc[FG_CC_icmp_err_fwd]++;
+		send_nat_icmp_err(w, nt, o, m, p, &outer, fk, af_of(p->family),
+				  client, now);
 		return;
 	}
 	ct_update(w->ct, e, true, p->tcp_flags, p->l3_len, now);
@@ -651,9 +711,9 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		send_dsr(w, nt, o, m, p, s, b, now);
 		return;
 	}
-	if (unlikely(e == NULL || p->kind != FG_PK_FLOW)) {
-		/* NAT needs the flow's local port; quoted-packet translation
-		 * of ICMP errors is not implemented */
+	if (unlikely(e == NULL || p->kind == FG_PK_FRAG_LATER)) {
+		/* NAT needs the flow's local port; later fragments carry
+		 * none */
 		drop(w, o, m, e == NULL ? FG_DROP_ct_full : FG_DROP_reply_untracked);
 		svc_count(w, lb, s, FG_SC_drops, 1);
 		return;
@@ -661,6 +721,30 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 	union fg_key to;
 
 	nat_fwd_key(w, p, e, b, &to);
+	if (unlikely(p->kind == FG_PK_ICMP_ERR)) {
+		/* an error about VIP:vp -> client:cp (e.g. frag-needed from
+		 * the client's side): for the backend it is about its own
+		 * backend:bp -> local:P, sent from the local address */
+		union fg_key inner;
+
+		memset(&inner, 0, sizeof(inner));
+		if (p->family == CT_V4) {
+			inner.k4.saddr = to.k4.daddr;
+			inner.k4.daddr = to.k4.saddr;
+			inner.k4.sport = to.k4.dport;
+			inner.k4.dport = to.k4.sport;
+			inner.k4.proto = to.k4.proto;
+		} else {
+			memcpy(inner.k6.saddr, to.k6.daddr, 16);
+			memcpy(inner.k6.daddr, to.k6.saddr, 16);
+			inner.k6.sport = to.k6.dport;
+			inner.k6.dport = to.k6.sport;
+			inner.k6.proto = to.k6.proto;
+		}
+		send_nat_icmp_err(w, nt, o, m, p, &to, &inner, b->addr.family,
+				  b->addr.bytes, now);
+		return;
+	}
 	send_nat(w, nt, o, m, p, &to, b->addr.family, b->addr.bytes, now);
 }
 
@@ -755,6 +839,27 @@ static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 	return -EADDRNOTAVAIL;
 }
 
+/* The bulk lookup of a burst runs before its misses create entries, so a
+ * NAT reply (or an ICMP error about a NAT flow) right behind the packet
+ * that created its flow misses.  Paths that would drop such a packet look
+ * again; true when the packet was handled. */
+static bool late_hit(struct fg_worker *w, const struct fg_lb_table *lb,
+		     const struct fg_neigh_table *nt, struct burst_out *o,
+		     struct rte_mbuf *m, const struct fg_pkt *p, const void *key,
+		     uint32_t sig, uint64_t now)
+{
+	uint32_t pos;
+	struct ct_entry *e = ct_lookup(w->ct, p->family, key, sig, now, &pos);
+
+	if (e == NULL)
+		return false;
+	if (e->flags & CT_F_REPLY)
+		flow_reply(w, lb, nt, o, m, p, e, now);
+	else
+		flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
+	return true;
+}
+
 /* A packet with no tracked entry. */
 static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		     const struct fg_neigh_table *nt, struct burst_out *o,
@@ -780,6 +885,11 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		 * untracked flow of a DSR service still has a Maglev answer. */
 		s = fg_lb_service_find(lb, af, daddr, dport, proto);
 		if (s == NULL || s->mode == FG_MODE_NAT || s->n_usable == 0) {
+			/* NAT flows are only known by their entries, which
+			 * an earlier packet of this burst may have created */
+			if ((s != NULL || fg_lb_addr_kind(lb, af, daddr) == 2) &&
+			    late_hit(w, lb, nt, o, m, p, key, sig, now))
+				return;
 			drop(w, o, m, FG_DROP_icmp_unrelated);
 			return;
 		}
@@ -791,17 +901,9 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (unlikely(s == NULL)) {
 		if (fg_lb_addr_kind(lb, af, daddr) == 2) {
 			/* to a local address: a NAT reply whose entry an
-			 * earlier packet of this burst created after the bulk
-			 * lookup missed */
-			uint32_t rpos;
-			struct ct_entry *re = ct_lookup(w->ct, p->family, key, sig,
-							now, &rpos);
-
-			if (re != NULL && (re->flags & CT_F_REPLY)) {
-				flow_reply(w, lb, nt, o, m, p, re, now);
-				return;
-			}
-			drop(w, o, m, FG_DROP_reply_untracked);
+			 * earlier packet of this burst created */
+			if (!late_hit(w, lb, nt, o, m, p, key, sig, now))
+				drop(w, o, m, FG_DROP_reply_untracked);
 			return;
 		}
 		drop(w, o, m, FG_DROP_unknown_vip);

@@ -27,15 +27,15 @@ the id), port MAC 02:00:00:00:00:01, MTU 9000 (--mtu: net_pcap's own MTU is
 1500, and the jumbo fixtures need 9014-byte frames in one mbuf).
 """
 import argparse
-import json
 import os
 import shutil
-import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fgdaemon import pcap_read, run_daemon  # noqa: E402
 
 FG_FLAGS = [
     "--ct-capacity", "1024", "--mbufs", "2047", "--mtu", "9000",
@@ -63,38 +63,6 @@ def service_flags():
     return out
 
 
-def pcap_read(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 24:
-        raise ValueError(f"{path}: not a pcap ({len(data)} bytes)")
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic in (0xA1B2C3D4, 0xA1B23C4D):
-        end = "<"
-    elif magic in (0xD4C3B2A1, 0x4D3CB2A1):
-        end = ">"
-    else:
-        raise ValueError(f"{path}: bad pcap magic {magic:#x}")
-    frames, off = [], 24
-    while off + 16 <= len(data):
-        _, _, caplen, wirelen = struct.unpack(end + "IIII", data[off:off + 16])
-        off += 16
-        if caplen != wirelen:
-            raise ValueError(f"{path}: frame {len(frames)} truncated in capture "
-                             f"({caplen} of {wirelen} bytes)")
-        frames.append(data[off:off + caplen])
-        off += caplen
-    return frames
-
-
-def pcap_write(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", i // 1000000, i % 1000000, len(fr), len(fr)))
-            f.write(fr)
-
-
 def load_fixtures(outdir):
     fx = []
     for line in open(os.path.join(outdir, "fixtures.tsv")):
@@ -115,61 +83,6 @@ def load_fixtures(outdir):
         })
         assert len(fx[-1]["input"]) == int(n) == len(rows), name
     return fx
-
-
-def fgctl_stats(fgctl, sock):
-    r = subprocess.run([fgctl, "-s", sock, "--json", "stats"], capture_output=True,
-                       text=True, timeout=10)
-    if r.returncode != 0:
-        return None
-    return json.loads(r.stdout)
-
-
-def run_daemon(build, work, tag, inputs):
-    """Runs flowgate over @inputs; returns (output frames, stats, log)."""
-    fg = os.path.join(build, "dataplane", "flowgate")
-    fgctl = os.path.join(build, "control", "fgctl")
-    inp = os.path.join(work, f"{tag}-in.pcap")
-    out = os.path.join(work, f"{tag}-out.pcap")
-    sock = os.path.join(work, f"{tag}.sock")
-    log = os.path.join(work, f"{tag}.log")
-    pcap_write(inp, inputs)
-    cmd = [fg, "--no-pci", "--no-huge", "--no-shconf", "-m", "256",
-           "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l", "0,1",
-           f"--vdev=net_pcap0,rx_pcap={inp},tx_pcap={out}", "--",
-           "-s", sock] + FG_FLAGS + service_flags()
-    with open(log, "w") as lf:
-        p = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT)
-    stats = None
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if p.poll() is not None:
-                break
-            if os.path.exists(sock):
-                stats = fgctl_stats(fgctl, sock)
-                if stats and stats["total"]["rx_packets"] >= len(inputs):
-                    # TX buffers flush every 100 us and on stop; counters
-                    # of the last burst are final once rx stops moving
-                    time.sleep(0.05)
-                    stats = fgctl_stats(fgctl, sock)
-                    break
-            time.sleep(0.05)
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-        rc = p.wait(timeout=20)
-    except Exception:
-        p.kill()
-        p.wait()
-        raise
-    text = open(log).read()
-    if rc != 0:
-        raise RuntimeError(f"flowgate exited {rc}:\n{text[-3000:]}")
-    if "final counters" not in text or "stopped cleanly" not in text:
-        raise RuntimeError(f"flowgate did not print final counters / stop cleanly:\n{text[-3000:]}")
-    if stats is None:
-        raise RuntimeError(f"no stats from fgctl:\n{text[-3000:]}")
-    return pcap_read(out), stats, text
 
 
 def hexdiff(a, b):
@@ -269,7 +182,8 @@ def main():
         t0 = time.monotonic()
         for gi, group in enumerate(groups):
             inputs = [fr for fx in group for fr in fx["input"]]
-            got, stats, _ = run_daemon(build, work, f"g{gi}", inputs)
+            got, stats, _ = run_daemon(build, work, f"g{gi}", inputs,
+                                       FG_FLAGS + service_flags())
             errs = check(group, got, stats)
             label = group[0]["name"] if len(group) == 1 else f"{len(group)} fixtures"
             print(f"{'FAIL' if errs else 'ok  '} {label}: {len(inputs)} in, "

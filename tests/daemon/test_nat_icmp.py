@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""ICMP errors about full-NAT flows through the real daemon (PMTU discovery
+through NAT), IPv4 and IPv6, both directions, byte for byte.
+
+    test_nat_icmp.py BUILD_DIR
+
+One flowgate on net_pcap with a NAT service per family (one backend each,
+so the backend is known), one pcap of:
+
+  SYN client -> VIP                    -> local:P -> backend (P = 1024 / 1025:
+                                          one worker hands NAT ports out from 1024)
+  SYN-ACK backend -> local:P           -> VIP -> client
+  frag-needed / packet-too-big from a router on the backend side to local,
+  quoting local:P -> backend           -> VIP -> client quoting client -> VIP
+  frag-needed / packet-too-big from a router on the client side to the VIP,
+  quoting VIP -> client                -> local -> backend quoting backend -> local:P
+  ICMP errors quoting untracked tuples -> dropped, icmp_unrelated
+
+Expected frames are built by tests/daemon/pktgen.py (own checksum code),
+not by dataplane/lib.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fgdaemon import run_daemon  # noqa: E402
+from pktgen import eth, icmp4_err, icmp6_err, ip, ipv4, ipv6, tcp  # noqa: E402
+
+LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
+SYN, ACK = 0x02, 0x10
+FLAGS = [
+    "--ct-capacity", "1024", "--mbufs", "2047",
+    "--port-mac", "0,02:00:00:00:00:01",
+    "--local", "10.0.0.1", "--local", "fd00::1",
+    "--gateway", "10.0.0.254", "--gateway", "fd00::fe",
+    "--neigh", "10.0.0.254,02:00:00:00:00:fe", "--neigh", "fd00::fe,02:00:00:00:00:fe",
+    "--service", "10.100.0.3:80/tcp,mode=nat,name=nat4", "--backend", "10.1.0.1",
+    "--service", "[fd00:100::3]:80/tcp,mode=nat,name=nat6", "--backend", "[fd00:1::1]",
+]
+
+
+def family(v6, port):
+    """(inputs, expected) for one family; @port: the NAT port expected."""
+    if v6:
+        C, V, L, B = ip("2001:db8::10"), ip("fd00:100::3"), ip("fd00::1"), ip("fd00:1::1")
+        R1, R2 = ip("fd00:1::fe"), ip("2001:db8::fe")
+
+        def pkt(s, d, proto, payload, ttl=64):
+            return eth(LB, NH, 0x86DD, ipv6(s, d, proto, payload, hlim=ttl))
+
+        def out(s, d, proto, payload, ttl=63):
+            return eth(NH, LB, 0x86DD, ipv6(s, d, proto, payload, hlim=ttl))
+
+        def l3(s, d, seg, ttl):
+            return ipv6(s, d, 6, seg, hlim=ttl)
+
+        def err(s, d, quote, ttl=64, o=False):
+            f = out if o else pkt
+            return f(s, d, 58, icmp6_err(s, d, 2, 0, 1280, quote), ttl)
+        qlen = 40 + 40
+    else:
+        C, V, L, B = ip("192.0.2.10"), ip("10.100.0.3"), ip("10.0.0.1"), ip("10.1.0.1")
+        R1, R2 = ip("10.1.0.254"), ip("198.51.100.1")
+
+        def pkt(s, d, proto, payload, ttl=64):
+            return eth(LB, NH, 0x0800, ipv4(s, d, proto, payload, ttl=ttl))
+
+        def out(s, d, proto, payload, ttl=63):
+            return eth(NH, LB, 0x0800, ipv4(s, d, proto, payload, ttl=ttl))
+
+        def l3(s, d, seg, ttl):
+            return ipv4(s, d, 6, seg, ttl=ttl)
+
+        def err(s, d, quote, ttl=64, o=False):
+            f = out if o else pkt
+            # frag-needed, next-hop MTU 1400
+            return f(s, d, 1, icmp4_err(3, 4, 1400, quote), ttl)
+        qlen = 20 + 40
+    cp, vp, bp = 40000, 80, 80
+    data = bytes(range(256)) * 6
+    fam = "v6" if v6 else "v4"
+    ins, exp = [], []
+
+    # 1. SYN
+    ins.append((f"{fam} SYN", pkt(C, V, 6, tcp(C, V, cp, vp, SYN))))
+    exp.append((f"{fam} SYN", out(L, B, 6, tcp(L, B, port, bp, SYN))))
+    # 2. SYN-ACK
+    ins.append((f"{fam} SYN-ACK", pkt(B, L, 6, tcp(B, L, bp, port, SYN | ACK, ack=1001))))
+    exp.append((f"{fam} SYN-ACK", out(V, C, 6, tcp(V, C, vp, cp, SYN | ACK, ack=1001))))
+    # 3. backend side: a router cannot forward local:P -> backend (1500 B)
+    sent = l3(L, B, tcp(L, B, port, bp, ACK, data[:1400]), 63)
+    seen = l3(C, V, tcp(C, V, cp, vp, ACK, data[:1400]), 63)
+    ins.append((f"{fam} PTB to local", err(R1, L, sent[:qlen])))
+    exp.append((f"{fam} PTB to local", err(V, C, seen[:qlen], 63, True)))
+    # 4. client side: a router cannot forward VIP -> client
+    sent = l3(V, C, tcp(V, C, vp, cp, ACK, data[:1400]), 60)
+    seen = l3(B, L, tcp(B, L, bp, port, ACK, data[:1400]), 60)
+    ins.append((f"{fam} PTB to VIP", err(R2, V, sent[:qlen])))
+    exp.append((f"{fam} PTB to VIP", err(L, B, seen[:qlen], 63, True)))
+    # 5./6. errors about tuples nobody tracks: dropped (icmp_unrelated)
+    other = l3(L, B, tcp(L, B, port + 100, bp, ACK, data[:100]), 63)
+    ins.append((f"{fam} PTB untracked local port", err(R1, L, other[:qlen])))
+    other = l3(V, C, tcp(V, C, vp, cp + 1, ACK, data[:100]), 60)
+    ins.append((f"{fam} PTB untracked client port", err(R2, V, other[:qlen])))
+    return ins, exp, 2
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    ins4, exp4, d4 = family(False, 1024)
+    ins6, exp6, d6 = family(True, 1025)
+    ins, exp = ins4 + ins6, exp4 + exp6
+    work = tempfile.mkdtemp(prefix="flowgate-naticmp.")
+    try:
+        got, stats, log = run_daemon(build, work, "nat", [f for _, f in ins], FLAGS)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    errs = []
+    used = [False] * len(got)
+    for name, fr in exp:
+        hit = next((i for i in range(len(got)) if not used[i] and got[i] == fr), None)
+        if hit is None:
+            near = next((i for i in range(len(got)) if not used[i] and len(got[i]) == len(fr)),
+                        None)
+            if near is None:
+                errs.append(f"{name}: no output frame of {len(fr)} bytes")
+            else:
+                a, b = got[near], fr
+                k = next(i for i in range(len(b)) if a[i] != b[i])
+                errs.append(f"{name}: byte {k} differs: got {a[k:k + 16].hex()} "
+                            f"want {b[k:k + 16].hex()}")
+            continue
+        used[hit] = True
+    for i, u in enumerate(used):
+        if not u:
+            errs.append(f"unexpected output frame {i}: {got[i][:64].hex()}")
+    tot = stats["total"]
+    by = tot["drops_by_reason"]
+    if by.get("icmp_unrelated") != d4 + d6:
+        errs.append(f"icmp_unrelated {by.get('icmp_unrelated')}, expected {d4 + d6}")
+    if tot["drops"] != d4 + d6:
+        errs.append(f"drops {tot['drops']}, expected {d4 + d6}: "
+                    f"{ {k: v for k, v in by.items() if v} }")
+    if tot["icmp_err_fwd"] != 4:
+        errs.append(f"icmp_err_fwd {tot['icmp_err_fwd']}, expected 4")
+    for e in errs:
+        print("FAIL:", e)
+    print(f"nat icmp errors through flowgate: {sum(used)}/{len(exp)} expected "
+          f"outputs, {len(ins)} inputs: {'FAIL' if errs else 'ok'}")
+    return 1 if errs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
