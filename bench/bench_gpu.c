@@ -307,6 +307,16 @@ int bench_gpu_main(int argc, char **argv)
 		}
 	}
 
+	/* host <-> GPU signalling floor (persistent mode's latency floor) */
+	double rtt50[2] = { -1, -1 }, rtt99[2] = { -1, -1 };
+
+	for (uint32_t f = 0; f < 2; f++)
+		if (fg_gpu_signal_rtt(f, 2000, &rtt50[f], &rtt99[f]) != 0)
+			fprintf(stderr, "signal rtt flavor %u failed\n", f);
+	if (!json)
+		fprintf(o, "host<->GPU signal round trip: acquire.sys p50 %.2f "
+			   "p99 %.2f us; volatile p50 %.2f p99 %.2f us\n",
+			rtt50[0], rtt99[0], rtt50[1], rtt99[1]);
 	cpu1 = cpu_pps(host, SETS * SET_FRAMES, 1, secs * 2);
 	cpuN = cpu_pps(host, SETS * SET_FRAMES, threads, secs * 2);
 
@@ -317,8 +327,13 @@ int bench_gpu_main(int argc, char **argv)
 			   "before timing\",\"frames\":\"7/8 IPv4 64 B, 1/8 IPv6 78 B, "
 			   "TCP/UDP, 3/4 to a VIP\","
 			   "\"cpu_threads\":%d,\"cpu_pps_1core\":%.0f,"
-			   "\"cpu_pps_all_cores\":%.0f,\"results\":[",
-			name, threads, cpu1, cpuN);
+			   "\"cpu_pps_all_cores\":%.0f,"
+			   "\"signal_rtt_acquire_p50_us\":%.2f,"
+			   "\"signal_rtt_acquire_p99_us\":%.2f,"
+			   "\"signal_rtt_volatile_p50_us\":%.2f,"
+			   "\"signal_rtt_volatile_p99_us\":%.2f,\"results\":[",
+			name, threads, cpu1, cpuN, rtt50[0], rtt99[0], rtt50[1],
+			rtt99[1]);
 	else
 		fprintf(o, "GPU %s; producer: host copy (no GPUDirect NIC)\n"
 			   "CPU path: %.1f Mpps on 1 core, %.1f Mpps on %d "
@@ -331,16 +346,18 @@ int bench_gpu_main(int argc, char **argv)
 
 	/* variants: graph, graph with zero-copy descriptors/results,
 	 * persistent (one context at a time) */
-	static const char *const vname[3] = { "graph", "graph-zc", "persistent" };
+	static const char *const vname[4] = { "graph", "graph-zc", "persistent",
+					      "persistent-vol" };
 
-	for (int v = 0; v < 3; v++) {
+	for (int v = 0; v < 4; v++) {
 		struct fg_gpu_config c;
 		struct fg_gpu *g;
-		int m = v == 2 ? FG_GPU_MODE_PERSISTENT : FG_GPU_MODE_GRAPH;
+		int m = v >= 2 ? FG_GPU_MODE_PERSISTENT : FG_GPU_MODE_GRAPH;
 
 		fg_gpu_config_defaults(&c);
 		c.mode = (enum fg_gpu_mode)m;
 		c.graph_zero_copy = v == 1;
+		c.poll_flavor = v == 3;
 		c.max_batch = SET_FRAMES;
 		memcpy(c.reta, reta, sizeof(reta));
 		rc = fg_gpu_create(&c, &g);
@@ -389,7 +406,8 @@ int bench_gpu_main(int argc, char **argv)
 				max_kernel = kpps;
 				best_b = b;
 			}
-			if (m == FG_GPU_MODE_PERSISTENT && b == 1024)
+			if (m == FG_GPU_MODE_PERSISTENT && b == 1024 &&
+			    (p99_1024 < 0 || gl.p99_us < p99_1024))
 				p99_1024 = gl.p99_us;
 			if (!cross_gpu && gl.pps > cpuN)
 				cross_gpu = b;

@@ -165,6 +165,7 @@ static void kp_fill(struct fg_gpu *g)
 	g->kp.items = g->d_items;
 	g->kp.ctrl = g->d_ctrl;
 	g->kp.epoch = g->d_epoch;
+	g->kp.poll_flavor = g->cfg.poll_flavor;
 	g->kp.ring_items = g->ring_items;
 }
 
@@ -287,11 +288,13 @@ static int persistent_stop(struct fg_gpu *g)
 		return 0;
 	__atomic_store_n(&g->ctrl->stop, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&g->ctrl->doorbell, 1, __ATOMIC_RELEASE);
-	deadline = now_ns() + 2000000000ull;
+	/* at least 2 s; longer when the caller allows slow waits (tools) */
+	deadline = now_ns() + 2000000000ull +
+		   2000ull * (uint64_t)g->cfg.wait_timeout_us;
 	while ((e = cudaStreamQuery(g->stream)) == cudaErrorNotReady) {
 		if (now_ns() > deadline) {
 			fprintf(stderr, "fg_gpu: persistent kernel did not stop "
-					"within 2 s\n");
+					"in time\n");
 			return -ETIMEDOUT;
 		}
 	}
@@ -926,5 +929,69 @@ fail:
 		cudaEventDestroy(e0);
 	if (e1)
 		cudaEventDestroy(e1);
+	return rc;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int fg_gpu_signal_rtt(uint32_t flavor, uint32_t iters, double *p50_us,
+		      double *p99_us)
+{
+	uint32_t *h = NULL, *d = NULL;
+	double *t = NULL;
+	cudaStream_t st = NULL;
+	int rc = 0;
+	uint32_t done = 0;
+
+	if (flavor > 1 || iters == 0 || p50_us == NULL || p99_us == NULL)
+		return -EINVAL;
+	t = (double *)malloc(iters * sizeof(double));
+	if (t == NULL)
+		return -ENOMEM;
+	CK(cudaHostAlloc((void **)&h, 256, cudaHostAllocMapped));
+	memset(h, 0, 256);
+	CK(cudaHostGetDevicePointer((void **)&d, h, 0));
+	CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+	{
+		uint32_t *ping = d, *pong = d + 32; /* separate 128-B lines */
+		void *args[4] = { &ping, &pong, &iters, &flavor };
+
+		CK(cudaLaunchKernel(fg_gpu_pingpong_kernel_fn(), dim3(1),
+				    dim3(1), args, 0, st));
+		CK(cudaGetLastError());
+	}
+	for (uint32_t i = 1; i <= iters; i++) {
+		uint64_t t0 = now_ns(), dl = t0 + 1000000000ull;
+
+		__atomic_store_n(&h[0], i, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&h[32], __ATOMIC_ACQUIRE) != i) {
+			if (now_ns() > dl) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+		}
+		if (rc)
+			break;
+		t[done++] = (double)(now_ns() - t0) / 1000.0;
+	}
+	if (rc)
+		__atomic_store_n(&h[0], ~0u, __ATOMIC_RELEASE);
+	CK(cudaStreamSynchronize(st));
+	if (done) {
+		qsort(t, done, sizeof(double), cmp_dbl);
+		*p50_us = t[done / 2];
+		*p99_us = t[(uint32_t)(done * 0.99)];
+	}
+fail:
+	if (st)
+		cudaStreamDestroy(st);
+	if (h)
+		cudaFreeHost(h);
+	free(t);
 	return rc;
 }

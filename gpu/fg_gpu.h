@@ -123,6 +123,10 @@ struct fg_gpu_config {
 	 *  read/written by the kernel over PCIe (the graph is one kernel node,
 	 *  no memcpy nodes; default 0). */
 	uint32_t graph_zero_copy;
+	/** persistent: how block 0 polls the host doorbell and blocks poll
+	 *  their item status: 0 = ld.acquire.sys (default), 1 = volatile load
+	 *  + __threadfence_system() once the value changed. */
+	uint32_t poll_flavor;
 	uint16_t reta[FG_GPU_RETA_SIZE]; /**< worker per RSS bucket (default round-robin over 1) */
 };
 
@@ -241,6 +245,18 @@ int fg_gpu_kernel_replay(struct fg_gpu *g,
 			 const struct fg_gpu_frame *const *sets,
 			 uint32_t n_sets, uint32_t n, uint32_t iters,
 			 double *ns_per_batch);
+
+/**
+ * Measurement hook: host <-> GPU signalling round trip through mapped
+ * pinned memory, the floor of persistent-mode latency.  One GPU thread
+ * spins on a host-written word (flavor as fg_gpu_config::poll_flavor) and
+ * answers in another; the host times @p iters round trips.
+ * No persistent context may run meanwhile.
+ * @return 0 and the p50/p99 round trip in microseconds, -EINVAL, -EIO,
+ *   -ETIMEDOUT.
+ */
+int fg_gpu_signal_rtt(uint32_t flavor, uint32_t iters, double *p50_us,
+		      double *p99_us);
 
 /** cudaMalloc / cudaFree wrappers for C callers.  @return 0, -ENOMEM, -EIO. */
 int fg_gpu_dev_alloc(size_t bytes, void **dev);

@@ -678,6 +678,16 @@ __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *a)
 	return v;
 }
 
+/* Poll load of a host-written word: acquire (flavor 0) or volatile; the
+ * caller fences with __threadfence_system() after a volatile load saw the
+ * value it waited for (flavor 1). */
+__device__ __forceinline__ uint32_t ld_poll(const uint32_t *a, uint32_t fl)
+{
+	if (fl == 0)
+		return ld_acquire_sys(a);
+	return *(const volatile uint32_t *)a;
+}
+
 __device__ __forceinline__ void st_release_sys(uint32_t *a, uint32_t v)
 {
 	asm volatile("st.release.sys.global.u32 [%0], %1;"
@@ -743,8 +753,10 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 
 			for (;;) {
 				if (check) {
-					if (ld_acquire_sys(&it->status) ==
+					if (ld_poll(&it->status, p.poll_flavor) ==
 					    FG_GPU_ITEM_READY) {
+						if (p.poll_flavor)
+							__threadfence_system();
 						go = 1;
 						n = *(volatile uint32_t *)&it->n;
 						frames = *(volatile uint64_t *)&it->frames;
@@ -758,9 +770,12 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 					check = 0;
 				}
 				if (blockIdx.x == 0) {
-					uint32_t db = ld_acquire_sys(&p.ctrl->doorbell);
+					uint32_t db = ld_poll(&p.ctrl->doorbell,
+							      p.poll_flavor);
 
 					if (db != last_db) {
+						if (p.poll_flavor)
+							__threadfence_system();
 						last_db = db;
 						st_release_gpu(p.epoch, db);
 					}
@@ -798,6 +813,29 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 		if (slot >= p.ring_items)
 			slot = blockIdx.x;
 	}
+}
+
+/* Ping-pong: wait for ping == i, answer pong = i; ping == ~0u stops. */
+__global__ void fg_gpu_pingpong_kernel(uint32_t *ping, uint32_t *pong,
+				       uint32_t iters, uint32_t flavor)
+{
+	for (uint32_t i = 1; i <= iters; i++) {
+		uint32_t v;
+
+		do {
+			v = ld_poll(ping, flavor);
+		} while (v != i && v != ~0u);
+		if (v == ~0u)
+			return;
+		if (flavor)
+			__threadfence_system();
+		st_release_sys(pong, i);
+	}
+}
+
+extern "C" void *fg_gpu_pingpong_kernel_fn(void)
+{
+	return (void *)fg_gpu_pingpong_kernel;
 }
 
 extern "C" void *fg_gpu_batch_kernel_fn(void)

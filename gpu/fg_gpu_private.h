@@ -85,6 +85,8 @@ struct fg_gpu_kparams {
 	uint32_t *epoch;                   /* device memory: doorbell copy */
 	uint32_t ring_items;               /* multiple of gridDim.x */
 	uint32_t zc;                       /* graph: frames/res are mapped host memory */
+	uint32_t poll_flavor;              /* persistent: fg_gpu_config::poll_flavor */
+	uint32_t pad2;
 };
 
 /** Service-hash slot of (family, proto, port, vip); host and device. */
@@ -110,6 +112,8 @@ void fg_gpu_crc_tables(uint32_t tab[4][256]);
 void *fg_gpu_batch_kernel_fn(void);
 /** Persistent kernel entry. */
 void *fg_gpu_persistent_kernel_fn(void);
+/** Signal ping-pong kernel (fg_gpu_signal_rtt). */
+void *fg_gpu_pingpong_kernel_fn(void);
 /** Blocks of FG_GPU_THREADS of the persistent kernel that fit per SM. */
 int fg_gpu_persistent_occupancy(int *blocks_per_sm);
 

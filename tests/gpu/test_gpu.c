@@ -330,8 +330,9 @@ done:
 
 /* variants: 0 graph, 1 persistent, 2 graph with zero-copy descriptors and
  * results */
-#define NVAR 3
-static const char *const var_name[NVAR] = { "graph", "persistent", "graph-zc" };
+#define NVAR 4
+static const char *const var_name[NVAR] = { "graph", "persistent", "graph-zc",
+					    "persistent-vol" };
 static struct fg_gpu *ctx[NVAR];
 
 static int check_mode(int m, const char *what, const struct frameset *fs,
@@ -448,7 +449,7 @@ int main(int argc, char **argv)
 	const char *fixdir = NULL;
 	uint64_t seed = 0x5eed;
 	uint32_t timeout_us = 0; /* 0 = default; compute-sanitizer needs more */
-	int modes = 7;           /* bit per variant (var_name) */
+	int modes = 15;          /* bit per variant (var_name) */
 	uint32_t blocks = 0;     /* persistent blocks (0 = one per SM) */
 	char name[128];
 	struct fg_gpu_config c;
@@ -472,9 +473,10 @@ int main(int argc, char **argv)
 			modes = !strcmp(argv[i], "graph") ? 1 :
 				!strcmp(argv[i], "persistent") ? 2 :
 				!strcmp(argv[i], "graph-zc") ? 4 :
-				!strcmp(argv[i], "all") ? 7 : 0;
+				!strcmp(argv[i], "persistent-vol") ? 8 :
+				!strcmp(argv[i], "all") ? 15 : 0;
 			if (!modes) {
-				fprintf(stderr, "--mode graph|persistent|graph-zc|all\n");
+				fprintf(stderr, "--mode graph|persistent|graph-zc|persistent-vol|all\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
@@ -483,7 +485,7 @@ int main(int argc, char **argv)
 			timeout_us = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--random N] [--fixtures DIR] "
-					"[--seed S] [--timeout-us T] [--mode graph|persistent|graph-zc|all] [--blocks N]\n", argv[0]);
+					"[--seed S] [--timeout-us T] [--mode graph|persistent|graph-zc|persistent-vol|all] [--blocks N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -512,8 +514,10 @@ int main(int argc, char **argv)
 		if (!(modes & (1 << m)))
 			continue;
 		fg_gpu_config_defaults(&c);
-		c.mode = m == 1 ? FG_GPU_MODE_PERSISTENT : FG_GPU_MODE_GRAPH;
+		c.mode = (m == 1 || m == 3) ? FG_GPU_MODE_PERSISTENT
+					    : FG_GPU_MODE_GRAPH;
 		c.graph_zero_copy = m == 2;
+		c.poll_flavor = m == 3;
 		if (timeout_us)
 			c.wait_timeout_us = timeout_us;
 		c.persistent_blocks = blocks;
