@@ -345,7 +345,8 @@ int bench_dataplane_main(int argc, char **argv)
 	}
 	if (flows == 0 || flows > 40000ull * 65536 || seconds <= 0 ||
 	    n_workers == 0 || n_workers > FG_MAX_WORKERS - 1 ||
-	    (new_flows && n_workers != 1) || flows < n_workers) {
+	    (new_flows && n_workers != 1) || flows < n_workers ||
+	    n_workers + 1 > FG_MAX_PORTS) {
 		fprintf(stderr, "flowgate-bench dataplane: --flows 1..2.6e9, --seconds > 0, "
 			"--workers 1..%d (1 with --new-flows)\n", FG_MAX_WORKERS - 1);
 		usage();
@@ -401,15 +402,24 @@ int bench_dataplane_main(int argc, char **argv)
 
 	/* EAL: main lcore 0 + one lcore per worker (oversubscribed when the
 	 * machine has fewer cores: the figure then says so) */
-	char prefix[64], lcores[32], *eal[48];
+	char prefix[64], lcores[48], *eal[48];
 	char vdev[FG_MAX_WORKERS + 1][160];
 	int ea = 0;
 	char *memdup = strdup(mem_args), *tok, *save = NULL;
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=fgb-dp%d", (int)getpid());
-	snprintf(lcores, sizeof(lcores), "0-%u", n_workers);
+	long ncpu_eal = sysconf(_SC_NPROCESSORS_ONLN);
+
 	eal[ea++] = "flowgate-bench";
-	eal[ea++] = "-l";
+	if ((long)n_workers + 1 <= ncpu_eal) {
+		snprintf(lcores, sizeof(lcores), "0-%u", n_workers);
+		eal[ea++] = "-l";
+	} else {
+		/* more lcores than CPUs: map them onto the CPUs there are (the
+		 * JSON says "oversubscribed"; only for functional runs) */
+		snprintf(lcores, sizeof(lcores), "--lcores=(0-%u)@(0-%ld)", n_workers,
+			 ncpu_eal - 1);
+	}
 	eal[ea++] = lcores;
 	eal[ea++] = "--no-pci";
 	if (!new_flows)

@@ -25,7 +25,7 @@ extern "C" {
 
 #define FG_MAX_SERVICES 256
 #define FG_MAX_BACKENDS 1024   /**< per service */
-#define FG_MAX_PORTS 8
+#define FG_MAX_PORTS 16  /**< one RX port per worker on multi-queue-less testbeds */
 #define FG_MAX_LOCAL_ADDRS 16
 #define FG_MAX_NEIGH 256
 #define FG_NAME_MAX 32

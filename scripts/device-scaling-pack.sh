@@ -17,7 +17,7 @@ rm -rf "$out" && mkdir -p "$out/lib" "$out/pmds" "$out/stage"
 strip -o "$out/stage/flowgate-bench" "$B/bench/flowgate-bench"
 cp /usr/bin/dpdk-testpmd "$out/stage/"
 pmdir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
-for p in librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
+for p in librte_bus_vdev.so.23 librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
 	cp -L "$pmdir/$p" "$out/pmds/"
 done
 ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/pmds/*.so.* |

@@ -17,6 +17,7 @@ mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs node
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 { lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo; cat $C/commit; } > "$OUT/env.txt" 2>&1
 B=$W/flowgate-bench
+export FG_BENCH_VERBOSE=1
 run() { echo "== $*" >&2; timeout 120 "$B" "$@" 2>>"$OUT/stderr.txt" | tail -1 | tee -a "$OUT/scaling.jsonl"; }
 run dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --json
 for w in 2 4 8 14; do
