@@ -467,6 +467,16 @@ struct ct_mbox_req {
 	unsigned int chunk;   /**< entries per poll (0 = 1024). */
 	volatile int done;    /**< set to 1 by the owner when finished. */
 	struct ct_stats stats; /**< snapshot of counters at completion. */
+	/**
+	 * Resumable walk, one chunk per request: when set, the owner walks
+	 * at most @p chunk slots from @p cursor, stores the new cursor in
+	 * @p cursor and completes the request (CT_WALK_DONE when the table
+	 * is exhausted).  The poster then posts again with the cursor, so
+	 * what @p fn collects per request is bounded by @p chunk (streaming
+	 * listings with bounded memory).  0: the whole walk in one request.
+	 */
+	uint8_t resume;
+	uint64_t cursor;      /**< resume: where to start / where it stopped */
 };
 
 /**

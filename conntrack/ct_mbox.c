@@ -49,7 +49,11 @@ ct_shard_poll(struct ct_shard *s, uint64_t now)
 
 	if (req == NULL)
 		return 0;
-	if (req->fn != NULL) {
+	if (req->fn != NULL && req->resume) {
+		/* one chunk from the poster's cursor, then complete */
+		if (req->cursor != CT_WALK_DONE)
+			ct_walk(s, &req->cursor, req->chunk, now, req->fn, req->arg);
+	} else if (req->fn != NULL) {
 		ct_walk(s, &s->mbox_cursor, req->chunk, now, req->fn, req->arg);
 		if (s->mbox_cursor != CT_WALK_DONE)
 			return 1;

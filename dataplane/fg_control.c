@@ -54,16 +54,37 @@ int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out)
 
 /* ------------------------------------------------------------ flows */
 
+/* Listing / deleting flows streams: one mailbox request per chunk of
+ * WALK_CHUNK conntrack slots, resumed from the cursor the last one stopped
+ * at (ct_mbox_req::resume), so a buffer holds at most WALK_CHUNK flows
+ * whatever the table size.  Two buffers: the worker fills one while the
+ * control thread sends the other. */
+#define WALK_CHUNK 4096
+
+/* What the worker's callback writes; the control thread reads it only
+ * after the request completed (acquire on req->done).
+ *
+ * Listing: the worker only copies the raw entries (pre-filtered by service
+ * id, a compare); formatting, the full filter and the limit run on the
+ * control thread, so a listing costs the dataplane little more than the
+ * walk itself.  Deleting: the worker must decide, so it formats and
+ * filters (delete is rare and usually narrow). */
 struct walk_ctx {
 	struct fg_dp *dp;
 	const struct fg_lb_table *lb;
 	const struct fg_flow_filter *f;
 	bool del;
 	unsigned int core;
-	uint64_t matched;
-	struct fg_flow_info *v;
-	size_t n, cap;
+	uint64_t *matched;      /* delete: shared by the chunks of one core */
+	struct fg_flow_info *v; /* delete: WALK_CHUNK matching flows */
+	struct ct_flow *raw;    /* list: WALK_CHUNK flows as copied */
+	size_t n;
 	int err;
+};
+
+struct walk_buf {
+	struct ct_mbox_req req;
+	struct walk_ctx c;
 };
 
 static void flow_info_fill(struct walk_ctx *c, const struct ct_flow *cf,
@@ -122,79 +143,190 @@ static void flow_info_fill(struct walk_ctx *c, const struct ct_flow *cf,
 	}
 }
 
-/* Runs on the worker that owns the shard. */
+/* Runs on the worker that owns the shard, at most WALK_CHUNK slots per
+ * request: never more than WALK_CHUNK flows (a NAT flow's two entries are
+ * reported once). */
 static int walk_cb(const struct ct_flow *cf, void *arg)
 {
 	struct walk_ctx *c = arg;
 	struct fg_flow_info fi;
 
-	if (c->err || (c->f->limit && c->matched >= c->f->limit))
+	if (!c->del) {
+		if (c->f->service_id >= 0 &&
+		    (uint64_t)c->f->service_id != cf->e.service)
+			return 0;
+		if (unlikely(c->n == WALK_CHUNK)) {
+			c->err = -EOVERFLOW;   /* cannot happen, as below */
+			return 0;
+		}
+		c->raw[c->n++] = *cf;
+		return 0;
+	}
+	if (c->err || (c->f->limit && *c->matched >= c->f->limit))
 		return 0;
 	flow_info_fill(c, cf, &fi);
 	if (!fg_flow_filter_match(c->f, &fi))
 		return 0;
-	c->matched++;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 1024;
-		struct fg_flow_info *v = realloc(c->v, cap * sizeof(*v));
-
-		if (v == NULL) {
-			c->err = -ENOMEM;
-			return 0;
-		}
-		c->v = v;
-		c->cap = cap;
+	if (c->n == WALK_CHUNK) {
+		c->err = -EOVERFLOW;   /* cannot happen: chunk bounds the flows */
+		return 0;
 	}
+	(*c->matched)++;
 	c->v[c->n++] = fi;
 	return c->del ? 1 : 0;
+}
+
+/* Posts chunk @p b of core @p i from @p cursor.  Holds mbox_lock until
+ * walk_wait(): one mailbox producer at a time. */
+static int walk_post(struct fg_dp *dp, unsigned int i, struct walk_buf *b,
+		     uint64_t cursor)
+{
+	int rc;
+
+	memset(&b->req, 0, sizeof(b->req));
+	b->c.n = 0;
+	b->req.fn = walk_cb;
+	b->req.arg = &b->c;
+	b->req.chunk = WALK_CHUNK;
+	b->req.resume = 1;
+	b->req.cursor = cursor;
+	pthread_mutex_lock(&dp->mbox_lock);
+	rc = ct_mbox_post(dp->workers[i]->ct, &b->req);
+	if (rc < 0)
+		pthread_mutex_unlock(&dp->mbox_lock);
+	return rc;
+}
+
+static int walk_wait(struct fg_dp *dp, struct walk_buf *b)
+{
+	int rc = ct_mbox_wait(&b->req, MBOX_TIMEOUT_US);
+
+	pthread_mutex_unlock(&dp->mbox_lock);
+	return rc;
+}
+
+/* Streams the matching flows of worker @p i to @p emit.  @return 0,
+ * -ETIMEDOUT (the worker still owns @p bufs: the caller must not free
+ * them), or the first error of the walk or of @p emit. */
+static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filter *f,
+		     bool del, fg_flow_emit_fn emit, void *emit_arg,
+		     struct walk_buf bufs[2], uint64_t *matched)
+{
+	struct walk_buf *cur = &bufs[0], *next = &bufs[1];
+	int rc;
+
+	for (int k = 0; k < 2; k++) {
+		bufs[k].c.dp = dp;
+		bufs[k].c.lb = dp->lb;
+		bufs[k].c.f = f;
+		bufs[k].c.del = del;
+		bufs[k].c.core = i;
+		bufs[k].c.matched = matched;
+		bufs[k].c.err = 0;
+	}
+	rc = walk_post(dp, i, cur, 0);
+	while (rc == 0) {
+		rc = walk_wait(dp, cur);
+		if (rc < 0)
+			return rc;
+		rc = cur->c.err;
+		if (rc < 0)
+			break;
+		/* listing: filter + limit here, on the control thread; delete:
+		 * no request in flight, so *matched is stable here */
+		size_t n_list = 0;
+
+		if (!del) {
+			for (size_t k = 0; k < cur->c.n; k++) {
+				if (f->limit && *matched >= f->limit)
+					break;
+				flow_info_fill(&cur->c, &cur->c.raw[k], &cur->c.v[n_list]);
+				if (!fg_flow_filter_match(f, &cur->c.v[n_list]))
+					continue;
+				n_list++;
+				(*matched)++;
+			}
+		}
+		bool more = cur->req.cursor != CT_WALK_DONE &&
+			    !(f->limit && *matched >= f->limit);
+
+		if (more) {
+			rc = walk_post(dp, i, next, cur->req.cursor);
+			if (rc < 0)
+				break;
+		}
+		/* the worker fills @next while we send @cur */
+		int erc = 0;
+		size_t n_out = del ? cur->c.n : n_list;
+
+		for (size_t k = 0; erc == 0 && emit && k < n_out; k++)
+			erc = emit(&cur->c.v[k], emit_arg);
+		if (!more)
+			return erc;
+		if (erc < 0) {
+			/* finish the chunk in flight before giving up */
+			rc = walk_wait(dp, next);
+			return rc < 0 ? rc : erc;
+		}
+		struct walk_buf *t = cur;
+
+		cur = next;
+		next = t;
+	}
+	return rc;
 }
 
 static int64_t op_flows_walk(const struct fg_flow_filter *f, fg_flow_emit_fn emit,
 			     void *emit_arg, bool delete_matching, void *ctx)
 {
 	struct fg_dp *dp = ctx;
-	int64_t total = 0;
+	struct walk_buf *bufs = calloc(2, sizeof(*bufs));
+	uint64_t *matched = calloc(1, sizeof(*matched));
 	int rc = 0;
 
+	bool nomem = bufs == NULL || matched == NULL;
+
+	/* bounded: 2 x WALK_CHUNK flows (~2.5 MB listing, ~2 MB deleting),
+	 * whatever the number of flows */
+	for (int k = 0; k < 2 && !nomem; k++) {
+		bufs[k].c.v = malloc(WALK_CHUNK * sizeof(struct fg_flow_info));
+		if (!delete_matching)
+			bufs[k].c.raw = malloc(WALK_CHUNK * sizeof(struct ct_flow));
+		nomem = bufs[k].c.v == NULL ||
+			(!delete_matching && bufs[k].c.raw == NULL);
+	}
+	if (nomem) {
+		for (int k = 0; bufs && k < 2; k++) {
+			free(bufs[k].c.v);
+			free(bufs[k].c.raw);
+		}
+		free(bufs);
+		free(matched);
+		return -ENOMEM;
+	}
 	pthread_mutex_lock(&dp->cfg_lock);
 	for (unsigned int i = 0; i < dp->n_workers && rc == 0; i++) {
-		struct walk_ctx c = {.dp = dp, .lb = dp->lb, .f = f,
-				     .del = delete_matching, .core = i};
-		struct ct_mbox_req *req;
-
 		if (f->core >= 0 && (unsigned int)f->core != i)
 			continue;
-		if (f->limit && (uint64_t)total >= f->limit)
+		if (f->limit && *matched >= f->limit)
 			break;
-		req = calloc(1, sizeof(*req));
-		if (req == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		struct fg_flow_filter fl = *f;
-
-		if (f->limit)
-			fl.limit = f->limit - (uint64_t)total;
-		c.f = &fl;
-		req->fn = walk_cb;
-		req->arg = &c;
-		req->chunk = 4096;
-		rc = mbox_run(dp, i, req);
+		rc = walk_core(dp, i, f, delete_matching, emit, emit_arg, bufs, matched);
 		if (rc == -ETIMEDOUT) {
-			/* the worker still owns req and c: cannot free them;
-			 * report instead of blocking the control thread */
+			/* the worker still owns a request and its buffer:
+			 * leak them rather than block the control thread */
 			pthread_mutex_unlock(&dp->cfg_lock);
 			return -ETIMEDOUT;
 		}
-		free(req);
-		if (rc == 0 && c.err)
-			rc = c.err;
-		for (size_t k = 0; rc == 0 && emit && k < c.n; k++)
-			rc = emit(&c.v[k], emit_arg);
-		total += (int64_t)c.matched;
-		free(c.v);
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
+	int64_t total = (int64_t)*matched;
+
+	for (int k = 0; k < 2; k++) {
+		free(bufs[k].c.v);
+		free(bufs[k].c.raw);
+	}
+	free(bufs);
+	free(matched);
 	return rc < 0 ? rc : total;
 }
 

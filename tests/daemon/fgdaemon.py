@@ -41,60 +41,99 @@ def pcap_write(path, frames):
             f.write(fr)
 
 
-def fgctl_stats(fgctl, sock):
-    r = subprocess.run([fgctl, "-s", sock, "--json", "stats"], capture_output=True,
-                       text=True, timeout=10)
-    if r.returncode != 0:
-        return None
-    return json.loads(r.stdout)
+class Daemon:
+    """One flowgate on net_pcap (rx_pcap = the given frames, tx_pcap = a
+    file), driven through fgctl on its own control socket.
+
+        with Daemon(build, work, "tag", frames, flags) as d:
+            d.wait_rx(len(frames))
+            d.fgctl("--json", "flows", "list")
+        d.output(), d.log   # after the with block: stopped by SIGINT
+    """
+
+    def __init__(self, build, work, tag, inputs, flags, lcores="0,1", eal=(),
+                 vdev_args=""):
+        self.fg = os.path.join(build, "dataplane", "flowgate")
+        self.fgctl_bin = os.path.join(build, "control", "fgctl")
+        self.inp = os.path.join(work, f"{tag}-in.pcap")
+        self.out = os.path.join(work, f"{tag}-out.pcap")
+        self.sock = os.path.join(work, f"{tag}.sock")
+        self.logf = os.path.join(work, f"{tag}.log")
+        self.log = ""
+        self.rc = None
+        pcap_write(self.inp, inputs)
+        self.cmd = [self.fg, "--no-pci", "--no-huge", "--no-shconf", "-m", "512",
+                    "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l" if "," in lcores
+                    or "-" in lcores else "--lcores", lcores] + list(eal) + [
+                    f"--vdev=net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}",
+                    "--", "-s", self.sock] + flags
+        self.p = None
+
+    def __enter__(self):
+        with open(self.logf, "w") as lf:
+            self.p = subprocess.Popen(self.cmd, stdout=lf, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.sock):
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"flowgate did not start:\n{self.log[-3000:]}")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def fgctl(self, *args, check=True, timeout=60):
+        r = subprocess.run([self.fgctl_bin, "-s", self.sock] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"fgctl {' '.join(args)}: rc {r.returncode}: {r.stderr}")
+        return r
+
+    def stats(self):
+        r = self.fgctl("--json", "stats", check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def wait_rx(self, n, timeout=30):
+        """Waits until the daemon received @n packets; returns the stats."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.stats()
+            if st and st["total"]["rx_packets"] >= n:
+                time.sleep(0.05)   # the last burst's counters
+                return self.stats()
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"flowgate did not receive {n} packets: {self.stats()}")
+
+    def stop(self):
+        if self.p is None or self.rc is not None:
+            return
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+        try:
+            self.rc = self.p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.rc = self.p.wait()
+        self.log = open(self.logf).read()
+        if self.rc != 0:
+            raise RuntimeError(f"flowgate exited {self.rc}:\n{self.log[-3000:]}")
+        if "final counters" not in self.log or "stopped cleanly" not in self.log:
+            raise RuntimeError("flowgate did not print final counters / stop "
+                               f"cleanly:\n{self.log[-3000:]}")
+
+    def output(self):
+        return pcap_read(self.out)
 
 
 def run_daemon(build, work, tag, inputs, flags, lcores="0,1"):
-    """Runs flowgate (one net_pcap port) over @inputs with daemon options
-    @flags; waits until every input is received, stops it with SIGINT.
+    """Runs flowgate over @inputs with daemon options @flags; waits until
+    every input is received, stops it with SIGINT.
     Returns (output frames, fgctl stats --json, log text)."""
-    fg = os.path.join(build, "dataplane", "flowgate")
-    fgctl = os.path.join(build, "control", "fgctl")
-    inp = os.path.join(work, f"{tag}-in.pcap")
-    out = os.path.join(work, f"{tag}-out.pcap")
-    sock = os.path.join(work, f"{tag}.sock")
-    log = os.path.join(work, f"{tag}.log")
-    pcap_write(inp, inputs)
-    cmd = [fg, "--no-pci", "--no-huge", "--no-shconf", "-m", "256",
-           "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l", lcores,
-           f"--vdev=net_pcap0,rx_pcap={inp},tx_pcap={out}", "--",
-           "-s", sock] + flags
-    with open(log, "w") as lf:
-        p = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT)
-    stats = None
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if p.poll() is not None:
-                break
-            if os.path.exists(sock):
-                stats = fgctl_stats(fgctl, sock)
-                if stats and stats["total"]["rx_packets"] >= len(inputs):
-                    # TX buffers flush every 100 us and on stop; counters
-                    # of the last burst are final once rx stops moving
-                    time.sleep(0.05)
-                    stats = fgctl_stats(fgctl, sock)
-                    break
-            time.sleep(0.05)
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-        rc = p.wait(timeout=20)
-    except Exception:
-        p.kill()
-        p.wait()
-        raise
-    text = open(log).read()
-    if rc != 0:
-        raise RuntimeError(f"flowgate exited {rc}:\n{text[-3000:]}")
-    if "final counters" not in text or "stopped cleanly" not in text:
-        raise RuntimeError(f"flowgate did not print final counters / stop cleanly:\n{text[-3000:]}")
-    if stats is None:
-        raise RuntimeError(f"no stats from fgctl:\n{text[-3000:]}")
-    return pcap_read(out), stats, text
-
-
+    d = Daemon(build, work, tag, inputs, flags, lcores)
+    with d:
+        stats = d.wait_rx(len(inputs))
+    return d.output(), stats, d.log
