@@ -488,15 +488,73 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 	return fg_jw_error(w);
 }
 
+/* ------------------------------------------------------------- watch */
+
+/* flows watch: workers post NEW (flow_new) and DESTROY (conntrack destroy
+ * hook) events to their SP/SC event ring while fg_worker::watch is set;
+ * the control thread drains them here.  A full ring drops events on the
+ * worker (counter watch_dropped), never blocks it. */
+static int op_watch_set(bool on, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+
+	for (unsigned int i = 0; i < dp->n_workers; i++) {
+		struct fg_worker *w = dp->workers[i];
+
+		__atomic_store_n(&w->watch, on, __ATOMIC_RELEASE);
+		if (!on) {
+			/* drop what is left: a later watcher starts fresh */
+			struct fg_flow_ev ev[64];
+
+			while (rte_ring_sc_dequeue_burst_elem(w->ev_ring, ev, sizeof(ev[0]),
+							      RTE_DIM(ev), NULL) > 0)
+				;
+		}
+	}
+	return 0;
+}
+
+static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	struct fg_flow_ev ev[64];
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	/* round robin over the workers, a bounded batch each */
+	for (unsigned int i = 0; i < dp->n_workers && n < max; i++) {
+		struct walk_ctx c = {.dp = dp, .lb = dp->lb, .core = i};
+		unsigned int k = rte_ring_sc_dequeue_burst_elem(dp->workers[i]->ev_ring,
+				ev, sizeof(ev[0]), RTE_MIN(max - n, RTE_DIM(ev)), NULL);
+
+		for (unsigned int j = 0; j < k; j++, n++) {
+			struct ct_flow cf;
+
+			memset(&cf, 0, sizeof(cf));
+			cf.family = ev[j].family;
+			if (cf.family == CT_V4)
+				cf.k4 = ev[j].key.k4;
+			else
+				cf.k6 = ev[j].key.k6;
+			cf.e = ev[j].e;
+			cf.has_reply = (ev[j].e.flags & CT_F_NAT) != 0;
+			flow_info_fill(&c, &cf, &out[n].flow);
+			snprintf(out[n].type, sizeof(out[n].type), "%s",
+				 ev[j].type == FG_EV_NEW ? "NEW" : "DESTROY");
+		}
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return (int)n;
+}
+
 static const struct fg_ctl_ops g_ops = {
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
 	.flows_walk = op_flows_walk,
 	.flows_count = op_flows_count,
 	.stats = op_stats,
-	/* conntrack has no event hook yet: flows.watch answers "not supported" */
-	.watch_set = NULL,
-	.watch_poll = NULL,
+	.watch_set = op_watch_set,
+	.watch_poll = op_watch_poll,
 };
 
 int fg_dp_config_load(const char *path, struct fg_config *out)

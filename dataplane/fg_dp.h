@@ -55,7 +55,8 @@ extern "C" {
 	X(arp_requests,      "ARP requests / neighbour solicitations sent for unknown next hops") \
 	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
-	X(tx_flushes,        "TX buffer flushes by the 100 us timer")
+	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
+	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)")
 
 enum fg_dp_counter {
 #define FG_X(n, d) FG_DC_##n,
@@ -220,6 +221,23 @@ struct fg_port {
 
 struct fg_dp;
 
+/** A `flows watch` event, posted by a worker to its event ring (SP/SC:
+ *  the worker produces, the control thread consumes). */
+enum fg_flow_ev_type { FG_EV_NEW = 0, FG_EV_DESTROY = 1 };
+#define FG_EV_RING_SIZE 8192
+
+struct fg_flow_ev {
+	uint8_t type;           /**< enum fg_flow_ev_type */
+	uint8_t family;         /**< enum ct_family */
+	uint8_t reason;         /**< DESTROY: enum ct_destroy_reason */
+	uint8_t pad[5];
+	union {
+		struct ct_key4 k4;
+		struct ct_key6 k6;
+	} key;                  /**< forward key (client -> VIP) */
+	struct ct_entry e;      /**< forward entry at the event */
+};
+
 struct fg_worker {
 	unsigned int idx;       /**< 0..n_workers-1 (= QSBR thread id, RETA value) */
 	unsigned int lcore;
@@ -246,6 +264,9 @@ struct fg_worker {
 		uint8_t addr[16];
 		struct rte_ether_addr mac;
 	} nh[256];
+	/* flows watch: events to the control thread while someone watches */
+	struct rte_ring *ev_ring;
+	volatile bool watch;
 	/* rate limit for ARP/NS we originate */
 	uint64_t solicit_tsc[64];
 	uint8_t solicit_addr[64][16];

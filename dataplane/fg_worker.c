@@ -660,6 +660,52 @@ static inline bool state_closed(uint8_t st)
 	return st == CT_ST_TIME_WAIT || st == CT_ST_CLOSE || st == CT_ST_NONE;
 }
 
+/* flows watch: posts an event for the control thread; never blocks (a full
+ * ring drops the event and counts it). */
+static void watch_post(struct fg_worker *w, uint8_t type, uint8_t fam,
+		       const void *key, const struct ct_entry *e, uint8_t reason)
+{
+	struct fg_flow_ev ev;
+
+	ev.type = type;
+	ev.family = fam;
+	ev.reason = reason;
+	memset(ev.pad, 0, sizeof(ev.pad));
+	memcpy(&ev.key, key, fam == CT_V4 ? sizeof(struct ct_key4) :
+					   sizeof(struct ct_key6));
+	ev.e = *e;
+	if (rte_ring_sp_enqueue_elem(w->ev_ring, &ev, sizeof(ev)) != 0)
+		w->dc[FG_DC_watch_dropped]++;
+}
+
+/* conntrack destroy hook (owner lcore, inside ct_expire / ct_lookup /
+ * ct_insert's early drop / mailbox deletes): a flow that leaves the table
+ * before it closed gives its least-connections slot back, and watchers
+ * get a DESTROY event. */
+static void on_flow_destroy(void *arg, enum ct_family fam, const void *key,
+			    const struct ct_entry *e, enum ct_destroy_reason why)
+{
+	struct fg_worker *w = arg;
+	const struct fg_lb_table *lb = __atomic_load_n(&w->dp->lb, __ATOMIC_ACQUIRE);
+
+	if (lb != NULL && !state_closed(e->state) &&
+	    lb->generation == w->lc_generation) {
+		uint16_t sid = lb->svc_by_id[e->service];
+		const struct fg_lb_service *s = sid ? &lb->services[sid - 1] : NULL;
+
+		if (s != NULL && s->sched == FG_SCHED_LC) {
+			const struct fg_lb_backend *b = fg_lb_backend_find(s, e->backend);
+
+			/* closed flows were already given back by flow_forward */
+			if (b != NULL && b->stat_idx < w->lc_size &&
+			    w->lc_active[b->stat_idx] > 0)
+				w->lc_active[b->stat_idx]--;
+		}
+	}
+	if (unlikely(w->watch))
+		watch_post(w, FG_EV_DESTROY, (uint8_t)fam, key, e, (uint8_t)why);
+}
+
 /* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
  * flow to its backend. */
 static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
@@ -819,8 +865,11 @@ static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 					    sizeof(rk.k4) : sizeof(rk.k6));
 		uint32_t rpos;
 		int err = 0;
+		/* assured: the reply entry is half of a flow just admitted (flood
+		 * mode must not refuse it, early drop must not evict its own
+		 * forward entry for it); ct_link_peer marks it assured anyway */
 		struct ct_entry *re = ct_insert(w->ct, p->family, &rk, rsig,
-						e->proto, e->state, false, now,
+						e->proto, e->state, true, now,
 						&rpos, &err);
 
 		if (re == NULL && err == -EEXIST)
@@ -977,6 +1026,8 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	be_count(w, lb, b, FG_BC_new_flows, 1);
 	if (s->sched == FG_SCHED_LC && b->stat_idx < w->lc_size)
 		w->lc_active[b->stat_idx]++;
+	if (unlikely(w->watch))
+		watch_post(w, FG_EV_NEW, p->family, key, e, 0);
 	RTE_SET_USED(saddr);
 	flow_forward(w, lb, nt, o, m, p, e, s, b, now);
 }
@@ -1242,6 +1293,17 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 	rc = ct_mbox_attach(w->ct);
 	if (rc < 0)
 		goto fail;
+	ct_set_destroy_cb(w->ct, on_flow_destroy, w);
+	char ev_name[RTE_RING_NAMESIZE];
+
+	snprintf(ev_name, sizeof(ev_name), "fgev%u", idx);
+	w->ev_ring = rte_ring_create_elem(ev_name, sizeof(struct fg_flow_ev),
+					  FG_EV_RING_SIZE, socket,
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (w->ev_ring == NULL) {
+		rc = -rte_errno;
+		goto fail;
+	}
 	rc = -ENOMEM;
 	w->lc_size = 65536;
 	w->lc_active = rte_zmalloc_socket("fg_lc", w->lc_size * sizeof(uint32_t),
@@ -1288,6 +1350,7 @@ void fg_worker_free(struct fg_worker *w)
 	if (w == NULL)
 		return;
 	ct_shard_free(w->ct);
+	rte_ring_free(w->ev_ring);
 	rte_free(w->lc_active);
 	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
 		rte_free(w->txb[p]);
