@@ -20,6 +20,9 @@
  * copied into GPU memory with cudaMemcpy before timing ("host-copy
  * producer").  Every JSON object says so.
  */
+/* Built only with the GPU path (fg_gpu_dep defines FG_HAVE_GPU); otherwise
+ * this file is empty and flowgate-bench reports 'gpu' as not built. */
+#ifdef FG_HAVE_GPU
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -465,3 +468,4 @@ int bench_gpu_main(int argc, char **argv)
 	free(tables);
 	return 0;
 }
+#endif /* FG_HAVE_GPU */

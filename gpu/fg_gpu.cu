@@ -292,6 +292,9 @@ static int persistent_stop(struct fg_gpu *g)
 	deadline = now_ns() + 2000000000ull +
 		   2000ull * (uint64_t)g->cfg.wait_timeout_us;
 	while ((e = cudaStreamQuery(g->stream)) == cudaErrorNotReady) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
 		if (now_ns() > deadline) {
 			fprintf(stderr, "fg_gpu: persistent kernel did not stop "
 					"in time\n");
@@ -737,7 +740,7 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res)
 	if (g->cfg.mode == FG_GPU_MODE_GRAPH) {
 		CK(cudaStreamSynchronize(g->stream));
 	} else {
-		uint64_t deadline = 0;
+		uint64_t t0 = 0, deadline = 0, next_query = 0;
 
 		for (uint32_t j = 0; j < g->in_items; j++) {
 			struct fg_gpu_item *it =
@@ -746,18 +749,29 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res)
 
 			while (__atomic_load_n(&it->status, __ATOMIC_ACQUIRE) !=
 			       FG_GPU_ITEM_DONE) {
-				if (++spins < 4096)
+				uint64_t t;
+
+				if (++spins < 256)
 					continue;
 				spins = 0;
-				if (deadline == 0)
-					deadline = now_ns() +
-						   (uint64_t)g->cfg.wait_timeout_us *
-							   1000u;
-				else if (now_ns() > deadline) {
+				t = now_ns();
+				if (t0 == 0) {
+					t0 = t;
+					deadline = t + (uint64_t)g->cfg.wait_timeout_us *
+							       1000u;
+					next_query = t + 10000000u;
+				}
+				if (t > deadline) {
 					fprintf(stderr, "fg_gpu: persistent "
 							"kernel timed out\n");
 					return -ETIMEDOUT;
 				}
+				/* a driver call is slow (and was the
+				 * latency floor when made every few us):
+				 * check that the kernel is alive every 10 ms */
+				if (t < next_query)
+					continue;
+				next_query = t + 10000000u;
 				if (cudaStreamQuery(g->stream) !=
 				    cudaErrorNotReady) {
 					/* the kernel died */

@@ -688,6 +688,28 @@ __device__ __forceinline__ uint32_t ld_poll(const uint32_t *a, uint32_t fl)
 	return *(const volatile uint32_t *)a;
 }
 
+__device__ __forceinline__ uint32_t ld_relaxed_sys(const uint32_t *a)
+{
+	uint32_t v;
+
+	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(a)
+		     : "memory");
+	return v;
+}
+
+__device__ __forceinline__ uint64_t ld_relaxed_sys64(const uint64_t *a)
+{
+	uint64_t v;
+
+	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
+		     : "=l"(v)
+		     : "l"(a)
+		     : "memory");
+	return v;
+}
+
 __device__ __forceinline__ void st_release_sys(uint32_t *a, uint32_t v)
 {
 	asm volatile("st.release.sys.global.u32 [%0], %1;"
@@ -749,21 +771,29 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 			struct fg_gpu_item *it = &p.items[slot];
 			uint32_t seen = ld_acquire_gpu(p.epoch);
 			int check = 1;
-			unsigned int ns = 16;
+			unsigned int ns = 16, idle = 0;
 
 			for (;;) {
+				/* slow path: re-read slot and stop every 64k
+				 * polls even without an epoch change, so a
+				 * missed wake-up costs time, never a hang */
+				if (++idle >= 65536) {
+					idle = 0;
+					check = 1;
+				}
 				if (check) {
 					if (ld_poll(&it->status, p.poll_flavor) ==
 					    FG_GPU_ITEM_READY) {
 						if (p.poll_flavor)
 							__threadfence_system();
 						go = 1;
-						n = *(volatile uint32_t *)&it->n;
-						frames = *(volatile uint64_t *)&it->frames;
-						res = *(volatile uint64_t *)&it->res;
+						/* ordered after the acquire above */
+						n = ld_relaxed_sys(&it->n);
+						frames = ld_relaxed_sys64(&it->frames);
+						res = ld_relaxed_sys64(&it->res);
 						break;
 					}
-					if (*(volatile uint32_t *)&p.ctrl->stop) {
+					if (ld_acquire_sys(&p.ctrl->stop)) {
 						go = 0;
 						break;
 					}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -37,8 +38,12 @@ static int fails;
 
 int main(int argc, char **argv)
 {
-	char *eal[] = { argv[0], "--no-huge", "--no-pci", "--in-memory",
-			"-m", "256", "--log-level", "lib.eal:error", NULL };
+	char prefix[64];
+	/* --no-huge implies legacy memory, which --in-memory refuses: use a
+	 * unique file prefix instead */
+	char *eal[] = { argv[0], "--no-huge", "--no-pci", "--file-prefix",
+			prefix, "-m", "256", "--log-level", "lib.eal:error",
+			NULL };
 	struct fg_gpu_mempool *gp = NULL;
 	struct rte_mbuf *m[N];
 	static uint8_t host[N][256];
@@ -50,12 +55,13 @@ int main(int argc, char **argv)
 	int rc;
 
 	(void)argc;
+	snprintf(prefix, sizeof(prefix), "fg_gpu_mbuf_%d", (int)getpid());
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (fg_gpu_probe(NULL, 0) < 0) {
 		printf("SKIP: no CUDA GPU or driver on this machine\n");
 		return 77;
 	}
-	if (rte_eal_init(8, eal) < 0) {
+	if (rte_eal_init(9, eal) < 0) {
 		fprintf(stderr, "rte_eal_init failed\n");
 		return 1;
 	}
