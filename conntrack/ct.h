@@ -365,6 +365,28 @@ enum ct_state ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 			uint8_t tcp_flags, uint32_t bytes, uint64_t now);
 
 /**
+ * ct_update with the common case inline: a packet of the forward direction
+ * that cannot change the state (TCP ESTABLISHED without SYN/FIN/RST, an
+ * assured UDP stream, other protocols) only refreshes last_seen and the
+ * counters.  Everything else goes to ct_update.  Owner only.
+ */
+static inline enum ct_state
+ct_touch(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t tcp_flags,
+	 uint32_t bytes, uint64_t now)
+{
+	if (__builtin_expect(!reply && !(e->flags & CT_F_REPLY) &&
+			     ((e->state == CT_ST_ESTABLISHED &&
+			       !(tcp_flags & (CT_TCP_SYN | CT_TCP_FIN | CT_TCP_RST))) ||
+			      e->state == CT_ST_UDP_STREAM || e->state == CT_ST_OTHER), 1)) {
+		e->packets++;
+		e->bytes += bytes;
+		e->last_seen = now;
+		return (enum ct_state)e->state;
+	}
+	return ct_update(s, e, reply, tcp_flags, bytes, now);
+}
+
+/**
  * The pure TCP transition function (no side effects), exposed for tests
  * and the GPU reference.  @p reply as above.
  */

@@ -307,7 +307,6 @@ struct fg_dp {
 /** Private area of every mbuf of flowgate's pools. */
 struct fg_mbuf_priv {
 	struct fg_pkt pkt;
-	uint32_t sig;
 	uint8_t parsed;
 };
 

@@ -220,7 +220,7 @@ static inline bool next_hop(struct fg_worker *w, const struct fg_neigh_table *nt
 	struct fg_nh_slot *c = &w->nh[(k ^ (k >> 8) ^ (k >> 16) ^ (k >> 24)) & 255];
 
 	if (likely(nt != NULL && c->gen == nt->gen && c->family == af &&
-		   memcmp(c->addr, addr, alen) == 0)) {
+		   (af == AF_INET ? !memcmp(c->addr, addr, 4) : !memcmp(c->addr, addr, 16)))) {
 		*port = c->port;
 		*mac = &c->mac;
 		return true;
@@ -739,7 +739,7 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 	svc_count(w, lb, s, FG_SC_bytes, p->l3_len);
 	if (e != NULL && p->kind == FG_PK_FLOW) {
 		uint8_t before = e->state;
-		uint8_t after = ct_update(w->ct, e, false, p->tcp_flags, p->l3_len, now);
+		uint8_t after = ct_touch(w->ct, e, false, p->tcp_flags, p->l3_len, now);
 
 		if (unlikely(s->sched == FG_SCHED_LC && !state_closed(before) &&
 			     state_closed(after) && b->stat_idx < w->lc_size &&
@@ -1044,9 +1044,6 @@ static inline struct fg_mbuf_priv *parse(struct fg_worker *w, struct rte_mbuf *m
 		w->cc[FG_CC_rx_bytes] += m->pkt_len;
 		fg_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
 			     &pr->pkt);
-		if (pr->pkt.kind == FG_PK_FLOW || pr->pkt.kind == FG_PK_ICMP_ERR ||
-		    pr->pkt.kind == FG_PK_FRAG_LATER)
-			pr->sig = fg_pkt_sig(&pr->pkt);
 		pr->parsed = 1;
 	}
 	return pr;
@@ -1128,9 +1125,14 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 		grp[f][ng[f]] = m;
 		keys[f][ng[f]] = &p->key;
-		sigs[f][ng[f]] = pr->sig;
 		ng[f]++;
 	}
+	/* Signatures in their own pass: the parser has just stored the key
+	 * in 2- and 4-byte pieces, and reading it back 8 bytes at a time
+	 * right away stalls on store forwarding; a burst later it is free. */
+	for (unsigned int f = 0; f < CT_FAMILIES; f++)
+		for (unsigned int j = 0; j < ng[f]; j++)
+			sigs[f][j] = fg_pkt_sig(&fg_mbuf_priv(grp[f][j])->pkt);
 	if (dispatch) {
 		for (unsigned int d = 0; d < w->dp->n_workers; d++) {
 			unsigned int k;

@@ -316,6 +316,30 @@ test_update_live_counts_and_assured(void **state)
 	ct_shard_free(s);
 }
 
+/* ct_touch: the inline fast path agrees with ct_update. */
+static void
+test_touch_fast_path(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_entry *e = ins4(s, 1, CT_ST_ESTABLISHED, true, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+
+	assert_int_equal(ct_touch(s, e, false, CT_TCP_ACK, 100, 5), CT_ST_ESTABLISHED);
+	assert_int_equal(e->packets, 1);
+	assert_int_equal(e->bytes, 100);
+	assert_int_equal(e->last_seen, 5);
+	/* a FIN leaves the fast path and changes state and counts */
+	assert_int_equal(ct_touch(s, e, false, CT_TCP_ACK | CT_TCP_FIN, 40, 6), CT_ST_FIN_WAIT);
+	assert_int_equal(st->live[CT_ST_ESTABLISHED], 0);
+	assert_int_equal(st->live[CT_ST_FIN_WAIT], 1);
+	assert_int_equal(e->packets, 2);
+	/* SYN_SENT never takes the fast path */
+	struct ct_entry *f = ins4(s, 2, CT_ST_SYN_SENT, false, 0, NULL);
+	assert_int_equal(ct_touch(s, f, false, CT_TCP_ACK, 40, 7), CT_ST_ESTABLISHED);
+	assert_true(f->flags & CT_F_ASSURED);
+	ct_shard_free(s);
+}
+
 static void
 test_initial_states(void **state)
 {
@@ -830,6 +854,7 @@ main(void)
 		n++;
 	}
 	ADD(test_update_live_counts_and_assured);
+	ADD(test_touch_fast_path);
 	ADD(test_initial_states);
 	ADD(test_udp_becomes_stream);
 	for (size_t i = 0; i < RTE_DIM(timeout_states); i++) {
