@@ -18,7 +18,7 @@ strip -o "$out/stage/flowgate-bench" "$B/bench/flowgate-bench"
 cp /usr/bin/dpdk-testpmd "$out/stage/"
 pmdir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
 for p in librte_bus_vdev.so.23 librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
-	cp -L "$pmdir/$p" "$out/pmds/"
+	cp -L "$pmdir/$p" "$out/pmds/${p%.23}"   # EAL -d DIR loads *.so only
 done
 ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/pmds/*.so.* |
 	awk '/=> \//{print $3}' | sort -u |
