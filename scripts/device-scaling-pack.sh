@@ -20,7 +20,7 @@ pmdir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
 for p in librte_bus_vdev.so.23 librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
 	cp -L "$pmdir/$p" "$out/pmds/${p%.23}"   # EAL -d DIR loads *.so only
 done
-ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/pmds/*.so.* |
+ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/pmds/*.so |
 	awk '/=> \//{print $3}' | sort -u |
 	grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
 	xargs -r -I{} cp -L {} "$out/lib/"
