@@ -83,7 +83,7 @@ void fg_gpu_crc_tables(uint32_t tab[4][256])
 }
 
 /* Toeplitz byte tables for the key 0x6d5a repeated (period 16 bits). */
-static void rss_tables(uint32_t tab[2][256])
+void fg_gpu_rss_tables(uint32_t tab[2][256])
 {
 	for (int par = 0; par < 2; par++)
 		for (uint32_t b = 0; b < 256; b++) {
@@ -316,7 +316,7 @@ static int upload_static_tables(struct fg_gpu *g)
 	uint16_t empty[FG_GPU_SVC_HASH_SIZE];
 
 	fg_gpu_crc_tables(crc);
-	rss_tables(rss);
+	fg_gpu_rss_tables(rss);
 	for (uint32_t i = 0; i < FG_GPU_SVC_HASH_SIZE; i++)
 		empty[i] = FG_GPU_SVC_EMPTY;
 	/* copies from pageable memory may return before the DMA is done:

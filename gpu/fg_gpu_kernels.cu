@@ -22,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include "fg_gpu_hash.h"
 #include "fg_gpu_private.h"
 
 #define ETH_HLEN 14u
@@ -486,38 +487,6 @@ __device__ int fg_gpu_parse(const fview<P> &f, uint32_t len,
 	return pdrop(out, FG_DROP_unknown_ethertype);
 }
 
-/* rte_hash_crc over 4-byte words (16 or 48 bytes), slice-by-4. */
-__device__ __forceinline__ uint32_t crc32c_words(const uint32_t *w,
-						 unsigned int nw,
-						 const struct fg_gpu_smem *s)
-{
-	uint32_t crc = FG_GPU_CRC_SEED;
-
-	for (unsigned int i = 0; i < nw; i++) {
-		crc ^= w[i];
-		crc = s->crc[3][crc & 0xFF] ^ s->crc[2][(crc >> 8) & 0xFF] ^
-		      s->crc[1][(crc >> 16) & 0xFF] ^ s->crc[0][crc >> 24];
-	}
-	return crc;
-}
-
-/* Toeplitz over the first nb bytes of the key words (12 or 36). */
-__device__ __forceinline__ uint32_t toeplitz_words(const uint32_t *w,
-						   unsigned int nw,
-						   const struct fg_gpu_smem *s)
-{
-	uint32_t h = 0;
-
-	for (unsigned int i = 0; i < nw; i++) {
-		uint32_t v = w[i];
-
-		/* bytes of v in memory order: positions 4i..4i+3 */
-		h ^= s->rss[0][v & 0xFF] ^ s->rss[1][(v >> 8) & 0xFF] ^
-		     s->rss[0][(v >> 16) & 0xFF] ^ s->rss[1][v >> 24];
-	}
-	return h;
-}
-
 __device__ __forceinline__ uint16_t svc_lookup(const struct fg_gpu_kparams &p,
 					       const struct fg_gpu_smem *s,
 					       uint8_t family, uint8_t proto,
@@ -591,8 +560,8 @@ __device__ __forceinline__ void fg_gpu_one(const struct fg_gpu_kparams &p,
 		unsigned int nw = r.pkt.family == CT_V6 ? 12 : 4;
 
 		memcpy(kw, &r.pkt.key, sizeof(kw));
-		r.sig = crc32c_words(kw, nw, s);
-		r.rss = toeplitz_words(kw, nw == 12 ? 9 : 3, s);
+		r.sig = fg_gpu_crc32c_words(kw, nw, s->crc);
+		r.rss = fg_gpu_toeplitz_words(kw, nw == 12 ? 9 : 3, s->rss);
 		r.worker = s->reta[r.rss & (FG_GPU_RETA_SIZE - 1)];
 		if (kind == FG_PK_FLOW || kind == FG_PK_ICMP_ERR) {
 			uint32_t vip[4] = { 0, 0, 0, 0 };

@@ -153,3 +153,32 @@ void fg_gpu_mempool_free(struct fg_gpu_mempool *p)
 	cudaFree(p->raw);
 	free(p);
 }
+
+int fg_gpu_mbuf_burst(struct fg_gpu *g, struct rte_mbuf *const *m,
+		      uint16_t n, enum fg_gpu_mem mem,
+		      struct fg_gpu_result *out)
+{
+	struct fg_gpu_frame f[256];
+	uint16_t done = 0;
+
+	if (g == NULL || (n && (m == NULL || out == NULL)))
+		return -EINVAL;
+	while (done < n) {
+		uint16_t k = n - done > 256 ? 256 : n - done;
+		int rc;
+
+		for (uint16_t i = 0; i < k; i++) {
+			const struct rte_mbuf *b = m[done + i];
+
+			f[i].addr = (uint64_t)(uintptr_t)rte_pktmbuf_mtod(b,
+									  const void *);
+			f[i].len = b->data_len;
+			f[i].rsvd = 0;
+		}
+		rc = fg_gpu_burst_process(g, f, k, mem, out + done);
+		if (rc < 0)
+			return rc;
+		done += k;
+	}
+	return n;
+}

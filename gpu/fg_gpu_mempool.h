@@ -57,6 +57,24 @@ int fg_gpu_mempool_owns(const struct fg_gpu_mempool *p, const void *addr);
 int fg_gpu_mempool_fill(struct rte_mbuf **m, const struct fg_gpu_frame *host,
 			unsigned int n);
 
+/**
+ * Dataplane entry point (`flowgate --gpu`): runs a burst of received mbufs
+ * through the GPU path and writes one result per mbuf (parse result, flow
+ * signature, dispatch hash, worker, service, Maglev backend), so the
+ * worker skips fg_pkt_parse, ct_*_hash, software RSS and the Maglev pick
+ * and goes straight to ct_lookup_bulk / dispatch / rewrite.  The frame of
+ * an mbuf is its first segment (rte_pktmbuf_mtod, data_len): headers are
+ * always there.  @p mem says where the data is: FG_GPU_MEM_DEVICE for
+ * mbufs of a fg_gpu_mempool (GPUDirect NIC), FG_GPU_MEM_HOST for ordinary
+ * host mbufs (copied to the GPU).  Results are bit-identical to the CPU
+ * path (tests/gpu).
+ * Thread safety: as fg_gpu_burst_process (one context per worker).
+ * @return n, or a negative errno of fg_gpu_burst_process.
+ */
+int fg_gpu_mbuf_burst(struct fg_gpu *g, struct rte_mbuf *const *m,
+		      uint16_t n, enum fg_gpu_mem mem,
+		      struct fg_gpu_result *out);
+
 /** Frees the pool (all mbufs must be back), unmaps, unregisters, frees
  *  the GPU memory.  NULL is a no-op.  No persistent-mode context may be
  *  running (cudaFree synchronizes the device). */

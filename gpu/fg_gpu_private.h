@@ -106,6 +106,8 @@ FG_HD uint32_t fg_gpu_svc_hash(uint8_t family, uint8_t proto, uint16_t port,
 
 /** Slice-by-4 CRC32C tables (reflected), 4 x 256 entries. */
 void fg_gpu_crc_tables(uint32_t tab[4][256]);
+/** Toeplitz byte tables of the symmetric key (what the kernel uses). */
+void fg_gpu_rss_tables(uint32_t tab[2][256]);
 
 /* Kernel launch helpers (fg_gpu_kernels.cu), C linkage. */
 /** Graph-mode kernel entry (for cudaGraphAddKernelNode). */

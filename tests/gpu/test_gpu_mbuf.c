@@ -113,8 +113,13 @@ int main(int argc, char **argv)
 		CHECK(rc == 0, "create %d", rc);
 		if (rc)
 			continue;
-		rc = fg_gpu_burst_process(g, df, N, FG_GPU_MEM_DEVICE, out);
-		CHECK(rc == (int)N, "process %d", rc);
+		/* the dataplane entry point, 32 mbufs at a time like an RX
+		 * burst */
+		rc = 0;
+		for (unsigned int i = 0; i < N && rc >= 0; i += 32)
+			rc = fg_gpu_mbuf_burst(g, m + i, 32, FG_GPU_MEM_DEVICE,
+					       out + i);
+		CHECK(rc == 32, "fg_gpu_mbuf_burst %d", rc);
 		for (unsigned int i = 0; i < N; i++)
 			mism += memcmp(&out[i], &ref[i], sizeof(out[i])) != 0;
 		CHECK(mism == 0, "%s: %lu mismatches", fg_gpu_mode_name(c.mode),
