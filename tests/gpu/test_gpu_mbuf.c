@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 	struct fg_gpu_mempool *gp = NULL;
 	struct rte_mbuf *m[N];
 	static uint8_t host[N][256];
-	static struct fg_gpu_frame hf[N], df[N];
+	static struct fg_gpu_frame hf[N];
 	static struct fg_gpu_result ref[N], out[N];
 	uint16_t reta[FG_GPU_RETA_SIZE];
 	uint64_t rng = 42;
@@ -92,9 +92,7 @@ int main(int argc, char **argv)
 
 		CHECK(fg_gpu_mempool_owns(gp, d), "mbuf %u data outside GPU area", i);
 		CHECK(RTE_MBUF_HAS_EXTBUF(m[i]), "mbuf %u not extbuf", i);
-		df[i].addr = (uint64_t)(uintptr_t)d;
-		df[i].len = m[i]->data_len;
-		df[i].rsvd = 0;
+		CHECK(m[i]->data_len == hf[i].len, "mbuf %u data_len", i);
 		if (fails > 3)
 			break;
 	}
