@@ -61,6 +61,7 @@ struct fg_gpu {
 	uint32_t *d_epoch;
 	uint32_t blocks, ring_items, head;
 	int running;
+	int broken; /* persistent kernel lost (timeout): every call -EIO */
 	/* in flight */
 	uint32_t in_n, in_first, in_items;
 	int in_flight;
@@ -298,6 +299,7 @@ static int persistent_stop(struct fg_gpu *g)
 		if (now_ns() > deadline) {
 			fprintf(stderr, "fg_gpu: persistent kernel did not stop "
 					"in time\n");
+			g->broken = 1;
 			return -ETIMEDOUT;
 		}
 	}
@@ -525,6 +527,8 @@ static int with_kernel_stopped(struct fg_gpu *g, int (*fn)(struct fg_gpu *,
 {
 	int rc, rc2 = 0;
 
+	if (g->broken)
+		return -EIO;
 	if (g->in_flight)
 		return -EBUSY;
 	if (g->cfg.mode == FG_GPU_MODE_PERSISTENT) {
@@ -674,6 +678,8 @@ int fg_gpu_burst_submit(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 	if (g == NULL || frames == NULL || n == 0 || n > g->cfg.max_batch ||
 	    (mem != FG_GPU_MEM_HOST && mem != FG_GPU_MEM_DEVICE))
 		return -EINVAL;
+	if (g->broken)
+		return -EIO;
 	if (g->in_flight)
 		return -EBUSY;
 	for (uint32_t i = 0; i < n; i++)
@@ -764,6 +770,8 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res)
 				if (t > deadline) {
 					fprintf(stderr, "fg_gpu: persistent "
 							"kernel timed out\n");
+					g->broken = 1;
+					g->in_flight = 0;
 					return -ETIMEDOUT;
 				}
 				/* a driver call is slow (and was the

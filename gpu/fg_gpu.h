@@ -190,7 +190,9 @@ int fg_gpu_reta_set(struct fg_gpu *g, const uint16_t reta[FG_GPU_RETA_SIZE]);
  * @return number of frames accepted (== n, or fewer when host frames do not
  *   fit into stage_bytes: the rest must be resubmitted), -EINVAL (n out of
  *   range, NULL frames, rsvd != 0), -EBUSY (a burst is already in flight),
- *   -EIO (CUDA error).
+ *   -E2BIG (the first host frame alone exceeds stage_bytes), -EIO (CUDA
+ *   error, or a persistent kernel that timed out earlier: destroy the
+ *   context and fall back to the CPU path).
  */
 int fg_gpu_burst_submit(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 			uint32_t n, enum fg_gpu_mem mem);
