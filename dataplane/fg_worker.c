@@ -192,7 +192,7 @@ static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
 
 		sum = fg_csum_partial(ph, 8, sum);
 		sum = fg_csum_partial(icmp, 32, sum);
-		uint16_t c = fg_csum_fold(sum);
+		uint16_t c = (uint16_t)~fg_csum_fold(sum);   /* fold does not invert */
 
 		memcpy(icmp + 2, &c, 2);
 	}

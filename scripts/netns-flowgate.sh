@@ -9,6 +9,10 @@
 #
 #   scripts/netns-flowgate.sh PREFIX BUILD_DIR RUN_DIR [extra flowgate options]
 #
+# FG_WORKERS=2 runs two workers on this 2-core machine (EAL --lcores maps
+# main lcore 0 to cpu 0 and workers 1, 2 to cpus 1 and 1), net_af_packet with
+# one queue pair per worker and software RSS dispatch between them.
+#
 # Writes RUN_DIR/flowgate.log, RUN_DIR/flowgate.pid, RUN_DIR/ctl.sock,
 # RUN_DIR/bN.log (connections each backend served).  Returns once flowgate
 # runs, or fails after 20 s.  EAL file prefix: PREFIX (telemetry:
@@ -20,11 +24,15 @@ FG="$BUILD/dataplane/flowgate"
 [ -x "$FG" ] || { echo "netns-flowgate: $FG not built" >&2; exit 1; }
 mkdir -p "$RUN"
 
-for i in 1 2 3; do
-	: > "$RUN/b$i.log"
-	ip netns exec "$P-b$i" python3 "$HERE/tests/e2e/http_stub.py" --name "gpu$i" \
-		--log "$RUN/b$i.log" > "$RUN/stub$i.out" 2>&1 &
-done
+# the stubs once per RUN_DIR: a second call (another flowgate) keeps them
+if [ ! -e "$RUN/stubs.started" ]; then
+	for i in 1 2 3; do
+		: > "$RUN/b$i.log"
+		ip netns exec "$P-b$i" python3 "$HERE/tests/e2e/http_stub.py" --name "gpu$i" \
+			--log "$RUN/b$i.log" > "$RUN/stub$i.out" 2>&1 &
+	done
+	touch "$RUN/stubs.started"
+fi
 
 args=(--ct-capacity 65536 -s "$RUN/ctl.sock" --local 10.99.0.1 --local fd99::1)
 for i in 1 2 3; do
@@ -43,8 +51,14 @@ svc '[fd99:100::1]:80' dsr-ipip dsr6 6
 svc '[fd99:100::2]:80' nat nat6 6
 
 # main lcore 0 (control), worker lcore 1; af_packet on the veth
-ip netns exec "$P-lb" "$FG" --no-pci --no-huge -m 512 --file-prefix "$P" -l 0,1 \
-	--vdev="net_af_packet0,iface=lb0,qpairs=1" -- "${args[@]}" "$@" \
+W=${FG_WORKERS:-1}
+case "$W" in
+1) lcores=(-l 0,1) ;;
+2) lcores=(--lcores=0@0,1@1,2@1) ;;
+*) echo "netns-flowgate: FG_WORKERS must be 1 or 2" >&2; exit 2 ;;
+esac
+ip netns exec "$P-lb" "$FG" --no-pci --no-huge -m 512 --file-prefix "$P" "${lcores[@]}" \
+	--vdev="net_af_packet0,iface=lb0,qpairs=$W" -- "${args[@]}" "$@" \
 	> "$RUN/flowgate.log" 2>&1 &
 echo $! > "$RUN/flowgate.pid"
 for _ in $(seq 200); do

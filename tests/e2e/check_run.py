@@ -30,13 +30,24 @@ def main():
         if abs(got - want) > a.tolerance * want:
             errs.append(f"{name}: {got} connections, weight says {want:.0f} (±{a.tolerance:.0%})")
     seen = {}
+    conns = {}
     lines = 0
     for i, path in enumerate(a.logs):
         for line in open(path):
-            addr, port = line.split()
+            f = line.split()
+            addr, port = f[0], f[1]
+            conn = f[2] if len(f) > 2 and f[2] != "-" else None
             lines += 1
             key = (addr, int(port))
-            if key in seen and seen[key] != i:
+            # behind full NAT the backends see the balancer's address and
+            # port, which flows to different backends may share: identify
+            # the connection by the client's X-Conn header there
+            if conn is not None:
+                if conn in conns and conns[conn] != i:
+                    errs.append(f"client connection :{conn} reached gpu{conns[conn] + 1} "
+                                f"and gpu{i + 1}")
+                conns[conn] = i
+            elif key in seen and seen[key] != i:
                 errs.append(f"connection {addr}:{port} reached gpu{seen[key] + 1} and gpu{i + 1}")
             seen[key] = i
     if lines != a.n:
@@ -46,6 +57,10 @@ def main():
             served = [k for k, v in seen.items() if k[1] == int(port)]
             if served and f"gpu{seen[served[0]] + 1}" != worker:
                 errs.append(f"client port {port}: answered by {worker}, logged by gpu{seen[served[0]] + 1}")
+    for port, worker in res["ports"].items():
+        if port in conns and f"gpu{conns[port] + 1}" != worker:
+            errs.append(f"client connection :{port}: answered by {worker}, "
+                        f"logged by gpu{conns[port] + 1}")
     print(json.dumps({"vip": res["vip"], "ok": res["ok"], "per_worker": res["per_worker"],
                       "seconds": res["seconds"], "problems": len(errs)}))
     for e in errs[:20]:

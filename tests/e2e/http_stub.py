@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """GPU-worker stand-in for the demo and e2e tests: a dual-stack HTTP server
 that answers POST /v1/infer (and GET /health) with JSON naming the worker,
-and appends "client_addr client_port" of every connection it served to a
+and appends "client_addr client_port x_conn" of every connection it served
+(x_conn: the client's X-Conn header, its own port; "-" if absent) to a
 log file, so tests can check that no connection reached two workers."""
 import argparse
 import http.server
@@ -32,7 +33,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if host.startswith("::ffff:"):
             host = host[7:]
         with self.server.log_lock:
-            self.server.log.write(f"{host} {port}\n")
+            conn = self.headers.get("X-Conn", "-").strip() or "-"
+            self.server.log.write(f"{host} {port} {conn}\n")
             self.server.log.flush()
         return host, port
 

@@ -14,12 +14,15 @@ import time
 async def one(vip, port, i, timeout, fam):
     body = json.dumps({"prompt": f"request {i} hello gpu"}).encode()
     host = f"[{vip}]" if fam == socket.AF_INET6 else vip
-    req = (f"POST /v1/infer HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n"
-           f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-           ).encode() + body
     r, w = await asyncio.wait_for(asyncio.open_connection(vip, port, family=fam),
                                   timeout)
     lport = w.get_extra_info("sockname")[1]
+    # X-Conn: the client's own port, so backends behind NAT (which see the
+    # balancer's address and port) can still log which connection they served
+    req = (f"POST /v1/infer HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n"
+           f"X-Conn: {lport}\r\n"
+           f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+           ).encode() + body
     try:
         w.write(req)
         await w.drain()
