@@ -167,6 +167,15 @@ ct_fam_learn_keystore(struct ct_shard *s, struct ct_fam *f)
 	f->key_stride = ((const uint8_t *)p2 - (const uint8_t *)p1) / (b - a);
 	f->key_base = (const uint8_t *)p1 - (size_t)a * f->key_stride;
 	ret = f->key_stride >= f->key_len ? 0 : -EIO;
+	/* The data word sits right before the key (struct rte_hash_key):
+	 * check it with a value stored through the public API. */
+	if (ret == 0 && rte_hash_add_key_with_hash_data(f->h, k1, ct_hash(s, k1, f->key_len),
+							 (void *)(uintptr_t)0x5eed1e55c0ffee11ull) == 0) {
+		uint64_t v;
+
+		memcpy(&v, (const uint8_t *)p1 - sizeof(v), sizeof(v));
+		f->pdata_ok = v == 0x5eed1e55c0ffee11ull;
+	}
 out:
 	rte_hash_del_key_with_hash(f->h, k1, ct_hash(s, k1, f->key_len));
 	rte_hash_del_key_with_hash(f->h, k2, ct_hash(s, k2, f->key_len));
@@ -240,6 +249,8 @@ ct_shard_create(const struct ct_config *cfg)
 	s->cfg.name = s->name;
 	if (s->cfg.expire_budget == 0)
 		s->cfg.expire_budget = 256;
+	while ((cfg->hz >> (s->tshift + 1)) >= 1000)
+		s->tshift++;
 	ct_set_timeouts(s, &cfg->timeouts);
 	ct_set_flood_rate(s, cfg->flood_rate);
 	/* One pass of the sweep per second: every entry is looked at within
@@ -284,6 +295,26 @@ static inline const void *
 ct_fam_key(const struct ct_fam *f, uint32_t pos)
 {
 	return f->key_base + (size_t)pos * f->key_stride;
+}
+
+static inline uint32_t
+ct_coarse(const struct ct_shard *s, uint64_t t)
+{
+	return (uint32_t)(t >> s->tshift);
+}
+
+/* (deadline, position) word of a slot: see ct_fam.pdata_ok. */
+static inline void
+ct_pdata_set(const struct ct_shard *s, struct ct_fam *f, uint32_t pos,
+	     const struct ct_entry *head)
+{
+	uint64_t v;
+
+	if (!f->pdata_ok)
+		return;
+	/* +1 coarse unit: the coarse clock truncates */
+	v = ((uint64_t)(ct_coarse(s, head->last_seen + s->to_ticks[head->state]) + 1) << 32) | pos;
+	memcpy((uint8_t *)(uintptr_t)ct_fam_key(f, pos) - sizeof(v), &v, sizeof(v));
 }
 
 const void *
@@ -449,10 +480,63 @@ ct_lookup_finish(struct ct_shard *s, struct ct_fam *f, const int32_t *pos,
 }
 
 /*
- * The entry is one more dependent cache miss after rte_hash's bucket and
- * key.  Hide it: look up the burst in two halves and prefetch the first
- * half's entries before looking up the second, so their loads fly while
- * rte_hash works; then the first half is in cache when we reach it.
+ * Lookup with the expiry deadline kept in rte_hash's data word: one
+ * rte_hash bulk call returns (deadline, position) for every hit from the
+ * key's own cache line, so a live flow is answered without touching its
+ * entry; the entry is only prefetched for the caller.  A flow past its
+ * coarse deadline gets the exact check against its entry (and a fresh
+ * deadline when it turns out alive: the deadline is refreshed at most once
+ * per timeout, never per packet).
+ */
+static uint64_t
+ct_lookup_bulk_pdata(struct ct_shard *s, struct ct_fam *f,
+		     const void *const *keys, const uint32_t *sigs, unsigned int n,
+		     uint64_t now, struct ct_entry **entries, uint32_t *positions)
+{
+	void *data[CT_BURST_MAX];
+	uint64_t found = 0, hits = 0;
+	uint32_t now_c = ct_coarse(s, now);
+
+	rte_hash_lookup_with_hash_bulk_data(f->h, (const void **)(uintptr_t)keys,
+					    (hash_sig_t *)(uintptr_t)sigs, n, &found,
+					    data);
+	for (unsigned int i = 0; i < n; i++) {
+		if (!(found & (1ull << i))) {
+			entries[i] = NULL;
+			positions[i] = CT_NONE;
+			continue;
+		}
+		uint64_t v = (uint64_t)(uintptr_t)data[i];
+		uint32_t p = (uint32_t)v;
+
+		rte_prefetch0(&f->e[p]);
+		entries[i] = &f->e[p];
+		positions[i] = p;
+		if (likely((int32_t)(now_c - (uint32_t)(v >> 32)) < 0)) {
+			hits |= 1ull << i;
+			continue;
+		}
+		struct ct_entry *h = ct_flow_head(f, &f->e[p]);
+
+		if (ct_expired(s, h, now)) {
+			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
+
+			s->st.expired[st]++;
+			s->st.expired_on_lookup++;
+			entries[i] = NULL;
+			positions[i] = CT_NONE;
+			continue;
+		}
+		ct_pdata_set(s, f, p, h);
+		hits |= 1ull << i;
+	}
+	return hits;
+}
+
+/*
+ * Without the data word: the entry is one more dependent cache miss after
+ * rte_hash's bucket and key.  Hide it: look up the burst in two halves and
+ * prefetch the first half's entries before looking up the second.
  */
 uint64_t
 ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
@@ -466,6 +550,10 @@ ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 
 	if (unlikely(n == 0 || n > CT_BURST_MAX))
 		return 0;
+	if (likely(f->pdata_ok)) {
+		hits = ct_lookup_bulk_pdata(s, f, keys, sigs, n, now, entries, positions);
+		goto count;
+	}
 	half = n >= 16 ? n / 2 : n;
 	rte_hash_lookup_with_hash_bulk(f->h, (const void **)(uintptr_t)keys,
 				       (hash_sig_t *)(uintptr_t)sigs, half, pos);
@@ -482,6 +570,7 @@ ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 				rte_prefetch0(&f->e[pos[i]]);
 	}
 	hits = ct_lookup_finish(s, f, pos, 0, n, now, entries, positions);
+count:
 	s->st.lookups += n;
 	s->st.hits += (uint64_t)__builtin_popcountll(hits);
 	s->st.misses += n - (uint64_t)__builtin_popcountll(hits);
@@ -590,6 +679,7 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
 	if (!(e->flags & CT_F_ASSURED))
 		ct_ed_push(f, (uint32_t)pos);
+	ct_pdata_set(s, f, (uint32_t)pos, e);
 	f->count++;
 	s->st.live[state]++;
 	s->st.inserts++;
@@ -628,6 +718,7 @@ ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 	re->nat_port = fe->nat_port;
 	re->nat_addr = fe->nat_addr;
 	re->state = fe->state;
+	ct_pdata_set(s, f, reply_pos, fe);
 }
 
 int
@@ -768,6 +859,10 @@ ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 		e->state = (uint8_t)st;
 	else if (h->peer != CT_NONE)
 		f->e[h->peer].state = (uint8_t)st;
+	/* a new state has a new timeout: the lookup deadlines follow */
+	ct_pdata_set(s, f, ct_pos_of(f, h), h);
+	if (h->peer != CT_NONE)
+		ct_pdata_set(s, f, h->peer, h);
 	if (!(h->flags & CT_F_ASSURED) && ct_state_assured(st)) {
 		h->flags |= CT_F_ASSURED;
 		ct_ed_unlink(f, ct_pos_of(f, h));

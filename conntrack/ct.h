@@ -21,9 +21,21 @@
  * separate entry allocator and no data pointer per key.
  *
  * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
- * key store 32 B (8 B pointer slot + 16 B key, 16-aligned) + bucket array
- * 8 B (64 B bucket / 8 slots) + extendable buckets 8 B + free-slot rings
- * ~8 B + struct ct_entry 48 B = ~104 B per slot at the configured capacity.
+ * key store 32 B (8 B data word + 16 B key, 16-aligned) + bucket array
+ * 8-16 B (64 B bucket / 8 slots, buckets rounded to a power of two) +
+ * extendable buckets 8-16 B + free-slot rings 4-8 B + struct ct_entry 48 B
+ * = 104-122 B per slot of capacity (measured: 106 B at 100K, 122 B at 1M,
+ * 114 B at 10M; bytes_per_flow in bench/RESULTS.md).
+ *
+ * ## Expiry on lookup without reading the entry
+ * rte_hash keeps an 8-byte data word in front of every key, in the cache
+ * line a lookup reads anyway.  The shard stores (coarse expiry deadline,
+ * position) there, so ct_lookup_bulk answers "present and alive" from that
+ * line and only prefetches the entry for the caller; the exact check runs
+ * when the coarse deadline has passed (at most once per timeout for an
+ * active flow: ct_touch does not refresh the deadline, ct_update does on a
+ * state change).  Timeouts lowered at run time (ct_set_timeouts) take
+ * effect for lookups as deadlines come due, and for the sweep at once.
  *
  * ## Threads
  * A shard is owned by one lcore: every function below that changes or

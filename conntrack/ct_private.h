@@ -19,6 +19,12 @@ struct ct_fam {
 	 * so ct_key_at is arithmetic rather than a second lookup. */
 	const uint8_t *key_base;
 	size_t key_stride;
+	/* rte_hash keeps an 8-byte data word in front of each key, in the
+	 * line a lookup already brings in.  We keep (expiry deadline, position)
+	 * there, so a lookup knows a flow is alive without reading its entry
+	 * (VPP's lb keeps timeouts in its buckets for the same reason).
+	 * pdata_ok: the layout was verified at creation. */
+	bool pdata_ok;
 	/* Early-drop list (unassured forward entries, oldest first). */
 	uint32_t ed_head, ed_tail;
 	uint32_t sweep_pos;     /* incremental expiry cursor */
@@ -27,6 +33,7 @@ struct ct_fam {
 struct ct_shard {
 	struct ct_fam fam[CT_FAMILIES];
 	uint64_t to_ticks[CT_ST_MAX];   /* timeouts in caller ticks */
+	unsigned int tshift;            /* coarse time = ticks >> tshift (~1 ms) */
 	struct ct_config cfg;
 	char name[32];
 

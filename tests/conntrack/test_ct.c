@@ -419,6 +419,32 @@ test_default_timeouts_documented(void **state)
 	assert_int_equal(c.timeouts.ms[CT_ST_UDP_STREAM], 120000);
 }
 
+/* The lookup keeps a coarse deadline next to the key: a state change with a
+ * shorter timeout must move it in, and an active flow must outlive it. */
+static void
+test_deadline_follows_state_and_activity(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_entry *e = ins4(s, 1, CT_ST_ESTABLISHED, true, 0, NULL);
+
+	/* established 900 s; FIN at t=10 s -> FIN_WAIT 30 s */
+	assert_non_null(get4(s, 1, 10 * HZ));
+	ct_update(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 40, 10 * HZ);
+	assert_non_null(get4(s, 1, 40 * HZ));
+	assert_null(get4(s, 1, 40 * HZ + 1));
+	assert_int_equal(ct_stats_get(s)->expired[CT_ST_FIN_WAIT], 1);
+
+	/* active for 10 timeouts (SYN_SENT 30 s, touched every 20 s): alive */
+	struct ct_entry *f = ins4(s, 2, CT_ST_UDP_STREAM, true, 0, NULL);
+	for (uint64_t t = 20; t <= 1200; t += 20) {
+		struct ct_entry *g = get4(s, 2, t * HZ);
+		assert_ptr_equal(g, f);
+		ct_touch(s, g, false, 0, 10, t * HZ);
+	}
+	assert_null(get4(s, 2, (1200 + 121) * HZ));
+	ct_shard_free(s);
+}
+
 /* ---- bounded expiry -------------------------------------------------- */
 
 static void
@@ -866,6 +892,7 @@ main(void)
 		n++;
 	}
 	ADD(test_default_timeouts_documented);
+	ADD(test_deadline_follows_state_and_activity);
 	ADD(test_expire_bounded_per_call);
 	for (size_t i = 0; i < RTE_DIM(full_cases); i++) {
 		snprintf(names[n], sizeof(names[n]), "full: %s", full_cases[i].name);
