@@ -725,7 +725,7 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		s = &lb->services[sid - 1];
 	}
 	if (b == NULL) {
-		b = fg_lb_backend_find(s, e->backend);
+		b = fg_lb_backend_get(s, e->backend);
 		if (unlikely(b == NULL || (b->gone && s->on_fail == FG_FAIL_RESET))) {
 			w->dc[FG_DC_backend_gone_drop]++;
 			drop(w, o, m, FG_DROP_no_backend);
