@@ -565,9 +565,16 @@ static int final_flows(const struct fg_json *data, void *arg)
 
 static int item_watch(const struct fg_proto_resp *resp, const char *line, size_t len, void *arg)
 {
+	struct flows_out *o = arg;
 	(void)line;
 	(void)len;
-	(void)arg;
+	if (!resp)
+		return report_error("malformed event from the daemon", NULL);
+	if (!g_json && !o->header) {
+		printf("%-10s", "");
+		print_flow_header();
+		o->header = true;
+	}
 	if (g_json) {
 		struct fg_json_writer w;
 		fg_jw_init(&w, 0);
@@ -958,12 +965,7 @@ static int cmd_flows(int argc, char **argv)
 		if (np || filters_given || o[5].val || o[6].val)
 			return usage_err("flows watch takes no arguments");
 		req_begin(&r, "flows.watch");
-		if (!g_json) {
-			printf("%-9s", "");
-			print_flow_header();
-			fflush(stdout);
-		}
-		return run(&r, item_watch, NULL, NULL, NULL);
+		return run(&r, item_watch, &fo, NULL, NULL);
 	}
 	return usage_err("flows: unknown subcommand '%s' (list, get, delete, count, watch)", sub);
 }
