@@ -150,15 +150,17 @@ static double cpu_pps(const uint8_t *frames, uint32_t n, int threads,
 
 struct lat {
 	double pps, p50_us, p99_us;
+	double span_p50_us, span_p99_us; /* persistent: GPU-side span */
 	int err;
 };
 
 static struct lat burst_lat(struct fg_gpu *g, struct fg_gpu_frame *const sets[SETS],
 			    uint32_t b, enum fg_gpu_mem mem, double seconds)
 {
-	struct lat L = { 0, 0, 0, 0 };
+	struct lat L = { 0, 0, 0, 0, 0, 0 };
 	uint32_t reps = 0, cap = 200000;
 	double *t = malloc(cap * sizeof(double));
+	double *sp = malloc(cap * sizeof(double));
 	double total = 0, t_end;
 	const struct fg_gpu_result *r;
 
@@ -168,6 +170,7 @@ static struct lat burst_lat(struct fg_gpu *g, struct fg_gpu_frame *const sets[SE
 		    fg_gpu_burst_wait(g, &r) != (int)b) {
 			L.err = -EIO;
 			free(t);
+			free(sp);
 			return L;
 		}
 	}
@@ -182,6 +185,7 @@ static struct lat burst_lat(struct fg_gpu *g, struct fg_gpu_frame *const sets[SE
 			L.err = a < 0 ? a : w < 0 ? w : -EIO;
 			break;
 		}
+		sp[reps] = (double)fg_gpu_last_gpu_span_ns(g) * 1e-9;
 		t[reps++] = dt;
 		total += dt;
 	}
@@ -190,8 +194,12 @@ static struct lat burst_lat(struct fg_gpu *g, struct fg_gpu_frame *const sets[SE
 		L.p50_us = t[reps / 2] * 1e6;
 		L.p99_us = t[(uint32_t)(reps * 0.99)] * 1e6;
 		L.pps = (double)b * reps / total;
+		qsort(sp, reps, sizeof(double), cmp_d);
+		L.span_p50_us = sp[reps / 2] * 1e6;
+		L.span_p99_us = sp[(uint32_t)(reps * 0.99)] * 1e6;
 	}
 	free(t);
+	free(sp);
 	return L;
 }
 
@@ -216,6 +224,7 @@ int bench_gpu_main(int argc, char **argv)
 	struct fg_gpu_frame *hsets[SETS], *dsets[SETS], *dsets_dev[SETS];
 	uint64_t rng = 0xbe11c4;
 	double cpu1, cpuN, max_kernel = 0, p99_1024 = -1;
+	const char *p99_1024_mode = "none";
 	uint32_t cross_gpu = 0, cross_host = 0, cross_kernel1 = 0, best_b = 0;
 	int rc;
 	FILE *o = stdout;
@@ -348,11 +357,12 @@ int bench_gpu_main(int argc, char **argv)
 	int first = 1;
 
 	/* variants: graph, graph with zero-copy descriptors/results,
-	 * persistent (one context at a time) */
-	static const char *const vname[4] = { "graph", "graph-zc", "persistent",
-					      "persistent-vol" };
+	 * persistent (acquire polls), persistent-vol (volatile polls),
+	 * persistent-f1 (one DONE fence per block); one context at a time */
+	static const char *const vname[5] = { "graph", "graph-zc", "persistent",
+					      "persistent-vol", "persistent-f1" };
 
-	for (int v = 0; v < 4; v++) {
+	for (int v = 0; v < 5; v++) {
 		struct fg_gpu_config c;
 		struct fg_gpu *g;
 		int m = v >= 2 ? FG_GPU_MODE_PERSISTENT : FG_GPU_MODE_GRAPH;
@@ -361,6 +371,7 @@ int bench_gpu_main(int argc, char **argv)
 		c.mode = (enum fg_gpu_mode)m;
 		c.graph_zero_copy = v == 1;
 		c.poll_flavor = v == 3;
+		c.done_fence = v == 4;
 		c.max_batch = SET_FRAMES;
 		memcpy(c.reta, reta, sizeof(reta));
 		rc = fg_gpu_create(&c, &g);
@@ -410,8 +421,10 @@ int bench_gpu_main(int argc, char **argv)
 				best_b = b;
 			}
 			if (m == FG_GPU_MODE_PERSISTENT && b == 1024 &&
-			    (p99_1024 < 0 || gl.p99_us < p99_1024))
+			    (p99_1024 < 0 || gl.p99_us < p99_1024)) {
 				p99_1024 = gl.p99_us;
+				p99_1024_mode = vname[v];
+			}
 			if (!cross_gpu && gl.pps > cpuN)
 				cross_gpu = b;
 			if (!cross_host && hl.pps > cpuN)
@@ -424,10 +437,13 @@ int bench_gpu_main(int argc, char **argv)
 					   "\"gpu_mem_pps\":%.0f,\"gpu_mem_p50_us\":%.2f,"
 					   "\"gpu_mem_p99_us\":%.2f,"
 					   "\"host_mem_pps\":%.0f,\"host_mem_p50_us\":%.2f,"
-					   "\"host_mem_p99_us\":%.2f}",
+					   "\"host_mem_p99_us\":%.2f,"
+					   "\"gpu_span_p50_us\":%.2f,"
+					   "\"gpu_span_p99_us\":%.2f}",
 					first ? "" : ",", vname[v], b,
 					kpps, gl.pps, gl.p50_us, gl.p99_us, hl.pps,
-					hl.p50_us, hl.p99_us);
+					hl.p50_us, hl.p99_us, gl.span_p50_us,
+					gl.span_p99_us);
 			else
 				fprintf(o, "%-10s %6u %10.1f %10.1f %8.1f %8.1f "
 					   "%10.1f %8.1f %8.1f\n",
@@ -445,10 +461,11 @@ int bench_gpu_main(int argc, char **argv)
 			   "\"crossover_batch_gpu_mem_vs_cpu_all\":%u,"
 			   "\"crossover_batch_host_mem_vs_cpu_all\":%u,"
 			   "\"crossover_batch_kernel_vs_cpu_1core\":%u,"
-			   "\"persistent_p99_us_batch_1024\":%.2f}\n",
+			   "\"persistent_p99_us_batch_1024\":%.2f,"
+			   "\"persistent_p99_batch_1024_mode\":\"%s\"}\n",
 			max_kernel, best_b,
 			max_kernel >= TARGET_PPS ? "true" : "false", cross_gpu,
-			cross_host, cross_kernel1, p99_1024);
+			cross_host, cross_kernel1, p99_1024, p99_1024_mode);
 	else
 		fprintf(o, "max kernel %.1f Mpps at batch %u (148.8 Mpps: %s); "
 			   "crossover vs CPU all cores: gpu-mem batch %u, "

@@ -62,6 +62,7 @@ struct fg_gpu {
 	uint32_t blocks, ring_items, head;
 	int running;
 	int broken; /* persistent kernel lost (timeout): every call -EIO */
+	uint64_t last_span_ns; /* GPU span of the last persistent burst */
 	/* in flight */
 	uint32_t in_n, in_first, in_items;
 	int in_flight;
@@ -167,6 +168,7 @@ static void kp_fill(struct fg_gpu *g)
 	g->kp.ctrl = g->d_ctrl;
 	g->kp.epoch = g->d_epoch;
 	g->kp.poll_flavor = g->cfg.poll_flavor;
+	g->kp.done_fence = g->cfg.done_fence;
 	g->kp.ring_items = g->ring_items;
 }
 
@@ -270,7 +272,7 @@ static int persistent_start(struct fg_gpu *g)
 	__atomic_store_n(&g->ctrl->doorbell, 0, __ATOMIC_RELEASE);
 	g->head = 0;
 	kp_fill(g);
-	CK(cudaMemsetAsync(g->d_epoch, 0, sizeof(uint32_t), g->stream));
+	CK(cudaMemsetAsync(g->d_epoch, 0, 2 * sizeof(uint32_t), g->stream));
 	CK(cudaLaunchKernel(fg_gpu_persistent_kernel_fn(), dim3(g->blocks),
 			    dim3(FG_GPU_THREADS), args, 0, g->stream));
 	CK(cudaGetLastError());
@@ -287,8 +289,9 @@ static int persistent_stop(struct fg_gpu *g)
 
 	if (!g->running)
 		return 0;
-	__atomic_store_n(&g->ctrl->stop, 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&g->ctrl->doorbell, 1, __ATOMIC_RELEASE);
+	/* block 0 polls stop next to the doorbell (the doorbell counts
+	 * published items: stop must not move it) */
+	__atomic_store_n(&g->ctrl->stop, 1, __ATOMIC_SEQ_CST);
 	/* at least 2 s; longer when the caller allows slow waits (tools) */
 	deadline = now_ns() + 2000000000ull +
 		   2000ull * (uint64_t)g->cfg.wait_timeout_us;
@@ -347,7 +350,8 @@ int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out)
 	    (cfg->mode != FG_GPU_MODE_GRAPH &&
 	     cfg->mode != FG_GPU_MODE_PERSISTENT) ||
 	    (cfg->mode == FG_GPU_MODE_PERSISTENT &&
-	     (cfg->item_pkts == 0 || cfg->item_pkts > FG_GPU_ITEM_MAX)))
+	     (cfg->item_pkts == 0 || cfg->item_pkts > FG_GPU_ITEM_MAX ||
+	      cfg->poll_flavor > 1 || cfg->done_fence > 1)))
 		return -EINVAL;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
 		cudaGetLastError();
@@ -454,7 +458,8 @@ int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out)
 		CK(cudaHostGetDevicePointer((void **)&g->d_res, g->h_res, 0));
 		CK(cudaHostGetDevicePointer((void **)&g->d_items, g->items, 0));
 		CK(cudaHostGetDevicePointer((void **)&g->d_ctrl, g->ctrl, 0));
-		CK(cudaMalloc((void **)&g->d_epoch, sizeof(uint32_t)));
+		/* [0] published items (doorbell copy), [1] stop */
+		CK(cudaMalloc((void **)&g->d_epoch, 2 * sizeof(uint32_t)));
 		rc = persistent_start(g);
 		if (rc)
 			goto fail;
@@ -722,8 +727,11 @@ int fg_gpu_burst_submit(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 			__atomic_store_n(&it->status, FG_GPU_ITEM_READY,
 					 __ATOMIC_RELEASE);
 		}
-		/* one doorbell per burst: block 0 forwards it to the GPU */
-		__atomic_add_fetch(&g->ctrl->doorbell, 1, __ATOMIC_RELEASE);
+		/* one doorbell per burst, the count of items published so
+		 * far (lock add: a full barrier, so the item stores above are
+		 * visible first and the doorbell leaves the store buffer at
+		 * once); block 0 forwards it to the GPU */
+		__atomic_add_fetch(&g->ctrl->doorbell, k, __ATOMIC_SEQ_CST);
 		g->in_first = g->head;
 		g->in_items = k;
 		g->head = (g->head + k) % g->ring_items;
@@ -747,6 +755,7 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res)
 		CK(cudaStreamSynchronize(g->stream));
 	} else {
 		uint64_t t0 = 0, deadline = 0, next_query = 0;
+		uint64_t wake = UINT64_MAX, done = 0;
 
 		for (uint32_t j = 0; j < g->in_items; j++) {
 			struct fg_gpu_item *it =
@@ -791,9 +800,15 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res)
 					return -EIO;
 				}
 			}
+			/* written before DONE (release), read after it */
+			if (it->t_wake < wake)
+				wake = it->t_wake;
+			if (it->t_done > done)
+				done = it->t_done;
 			__atomic_store_n(&it->status, FG_GPU_ITEM_FREE,
 					 __ATOMIC_RELAXED);
 		}
+		g->last_span_ns = done > wake ? done - wake : 0;
 	}
 	g->in_flight = 0;
 	*res = g->h_res;
@@ -801,6 +816,11 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res)
 fail:
 	g->in_flight = 0;
 	return rc;
+}
+
+uint64_t fg_gpu_last_gpu_span_ns(const struct fg_gpu *g)
+{
+	return g ? g->last_span_ns : 0;
 }
 
 int fg_gpu_burst_process(struct fg_gpu *g, const struct fg_gpu_frame *frames,

@@ -127,6 +127,13 @@ struct fg_gpu_config {
 	 *  their item status: 0 = ld.acquire.sys (default), 1 = volatile load
 	 *  + __threadfence_system() once the value changed. */
 	uint32_t poll_flavor;
+	/** persistent: how a block publishes its results before DONE:
+	 *  0 = every thread that wrote results runs a system-scope fence
+	 *  (fence.sc.sys) before the block barrier (default); 1 = the barrier,
+	 *  then one system-scope fence + release store by thread 0 (the PTX
+	 *  memory model makes the fence cumulative over the stores the barrier
+	 *  ordered before it, as cooperative groups' grid sync relies on). */
+	uint32_t done_fence;
 	uint16_t reta[FG_GPU_RETA_SIZE]; /**< worker per RSS bucket (default round-robin over 1) */
 };
 
@@ -259,6 +266,16 @@ int fg_gpu_kernel_replay(struct fg_gpu *g,
  */
 int fg_gpu_signal_rtt(uint32_t flavor, uint32_t iters, double *p50_us,
 		      double *p99_us);
+
+/**
+ * Measurement hook: GPU-side span of the last completed persistent-mode
+ * burst, from the first block that saw one of its items published to the
+ * last DONE (device %globaltimer), i.e. the burst latency minus the
+ * host -> GPU doorbell and GPU -> host DONE legs and the host's own work.
+ * @return span in nanoseconds, or 0 (graph mode, nothing completed yet).
+ * Thread safety: the context's owner.
+ */
+uint64_t fg_gpu_last_gpu_span_ns(const struct fg_gpu *g);
 
 /** cudaMalloc / cudaFree wrappers for C callers.  @return 0, -ENOMEM, -EIO. */
 int fg_gpu_dev_alloc(size_t bytes, void **dev);

@@ -708,87 +708,122 @@ __device__ __forceinline__ void st_release_gpu(uint32_t *a, uint32_t v)
 
 /*
  * Persistent kernel: block b owns ring slots b, b + gridDim.x, ... and
- * visits them in order.
+ * visits them in order.  Items are numbered in publication order (item N
+ * sits in slot N % ring_items; ring_items is a multiple of gridDim.x), so
+ * block b's k-th item is N = b + k * gridDim.x (mod 2^32).
  *
- * Polling: only thread 0 of block 0 reads the host doorbell (PCIe, system
- * scope acquire) and forwards every new value to `epoch` in device memory
- * (release, gpu scope); every block polls `epoch` (an L2 hit) and reads its
- * next slot's status from host memory only when the epoch moves, and once
- * right after finishing an item.  With every block polling host memory
- * instead, the PCIe reads of idle blocks slowed every burst to ~1 ms.
- * Ordering: host writes item -> release status READY -> release doorbell;
- * block 0 acquires doorbell, releases epoch; block b acquires epoch, then
- * acquires status (system scope) and reads the item: causality order is
- * transitive, so the item is visible.
+ * Wake-up: the host doorbell is the count of items published so far (the
+ * host adds k after writing k items).  Only thread 0 of block 0 reads host
+ * memory while idle: it polls the doorbell and the stop flag over PCIe and
+ * forwards them to device memory (epoch[0] = published count, epoch[1] =
+ * stop; release, gpu scope).  Every other block polls those two words (L2
+ * hits) and touches host memory only once its own next item is published
+ * (epoch - N > 0).  Idle blocks never read PCIe: with every idle block
+ * re-reading its slot status and the stop flag over PCIe on each doorbell
+ * (132 blocks: 264 reads per burst) the reads queued behind each other and
+ * set a flat ~150 us floor under every burst (device run 7).
+ * The count is a level, not an edge: a block that looks late still sees
+ * that its item was published, so no wake-up can be missed.
+ * Ordering: host writes item -> status READY -> doorbell (lock add, release)
+ * ; block 0 acquires doorbell (sys), releases epoch (gpu); block b acquires
+ * epoch (gpu) and then reads the item: causality order is transitive, so the
+ * item is visible.  The status word is still checked (READY) as a guard.
  *
- * Completion: every thread fences its result stores at system scope, the
- * block synchronises, thread 0 publishes DONE with a release store.
+ * Completion (done_fence 0): threads that wrote results fence them at
+ * system scope, the block synchronises, thread 0 publishes DONE with a
+ * release store.  done_fence 1: the block synchronises, thread 0 fences once
+ * at system scope (cumulative over the stores the barrier ordered before
+ * it) and publishes DONE.
  */
+__device__ __forceinline__ void forward_doorbell(const struct fg_gpu_kparams &p,
+						 uint32_t *last_db,
+						 uint32_t *stop_fwd)
+{
+	/* both loads in flight at once: one PCIe round trip per poll */
+	uint32_t st = *stop_fwd ? 1u : ld_relaxed_sys(&p.ctrl->stop);
+	uint32_t db = ld_poll(&p.ctrl->doorbell, p.poll_flavor);
+
+	if (db != *last_db) {
+		if (p.poll_flavor)
+			__threadfence_system();
+		*last_db = db;
+		st_release_gpu(&p.epoch[0], db);
+	}
+	if (st && !*stop_fwd) {
+		*stop_fwd = 1;
+		st_release_gpu(&p.epoch[1], 1);
+	}
+}
+
+__device__ __forceinline__ uint64_t globaltimer(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
 __global__ void __launch_bounds__(FG_GPU_THREADS)
 fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 {
 	__shared__ struct fg_gpu_smem s;
 	__shared__ uint32_t go, n;
 	__shared__ uint64_t frames, res;
+	uint64_t t_wake = 0; /* thread 0 */
 	uint32_t slot = blockIdx.x;
-	uint32_t last_db = 0; /* block 0, thread 0 */
+	uint32_t next = blockIdx.x;          /* number of my next item */
+	uint32_t last_db = 0, stop_fwd = 0;  /* block 0, thread 0 */
 
 	load_tables(p, &s);
 	__syncthreads();
 	for (;;) {
 		if (threadIdx.x == 0) {
 			struct fg_gpu_item *it = &p.items[slot];
-			uint32_t seen = ld_acquire_gpu(p.epoch);
-			int check = 1;
-			unsigned int ns = 16, idle = 0;
+			unsigned int ns = 32;
 
+			go = 0;
 			for (;;) {
-				/* slow path: re-read slot and stop every 64k
-				 * polls even without an epoch change, so a
-				 * missed wake-up costs time, never a hang */
-				if (++idle >= 65536) {
-					idle = 0;
-					check = 1;
-				}
-				if (check) {
+				if (blockIdx.x == 0)
+					forward_doorbell(p, &last_db, &stop_fwd);
+				uint32_t e = ld_acquire_gpu(&p.epoch[0]);
+
+				if ((int32_t)(e - next) > 0) {
+					t_wake = globaltimer();
+					/* published: one PCIe round trip for
+					 * all four words (ordered after the
+					 * epoch acquire) */
+					uint32_t stt = ld_relaxed_sys(&it->status);
+					uint32_t nn = ld_relaxed_sys(&it->n);
+					uint64_t fr = ld_relaxed_sys64(&it->frames);
+					uint64_t rs = ld_relaxed_sys64(&it->res);
+
+					if (stt == FG_GPU_ITEM_READY) {
+						n = nn;
+						frames = fr;
+						res = rs;
+						go = 1;
+						break;
+					}
+					/* never expected (the host sets READY
+					 * before ringing): re-read with acquire
+					 * until READY or stop */
 					if (ld_poll(&it->status, p.poll_flavor) ==
 					    FG_GPU_ITEM_READY) {
 						if (p.poll_flavor)
 							__threadfence_system();
-						go = 1;
-						/* ordered after the acquire above */
 						n = ld_relaxed_sys(&it->n);
 						frames = ld_relaxed_sys64(&it->frames);
 						res = ld_relaxed_sys64(&it->res);
+						go = 1;
 						break;
 					}
-					if (ld_acquire_sys(&p.ctrl->stop)) {
-						go = 0;
-						break;
-					}
-					check = 0;
 				}
-				if (blockIdx.x == 0) {
-					uint32_t db = ld_poll(&p.ctrl->doorbell,
-							      p.poll_flavor);
-
-					if (db != last_db) {
-						if (p.poll_flavor)
-							__threadfence_system();
-						last_db = db;
-						st_release_gpu(p.epoch, db);
-					}
-				} else {
+				if (ld_acquire_gpu(&p.epoch[1]))
+					break; /* stop */
+				if (blockIdx.x != 0) {
 					__nanosleep(ns);
-					if (ns < 128)
+					if (ns < 256)
 						ns *= 2;
-				}
-				uint32_t e = ld_acquire_gpu(p.epoch);
-
-				if (e != seen) {
-					seen = e;
-					check = 1;
-					ns = 16;
 				}
 			}
 		}
@@ -804,13 +839,22 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 
 			fg_gpu_one<true>(p, &s, addr, d.z, &rr[j]);
 		}
-		__threadfence_system();
+		if (!p.done_fence && threadIdx.x < n)
+			__threadfence_system(); /* my result stores */
 		__syncthreads();
-		if (threadIdx.x == 0)
-			st_release_sys(&p.items[slot].status, FG_GPU_ITEM_DONE);
+		if (threadIdx.x == 0) {
+			struct fg_gpu_item *it = &p.items[slot];
+
+			if (p.done_fence)
+				__threadfence_system(); /* the block's stores */
+			it->t_wake = t_wake;
+			it->t_done = globaltimer();
+			st_release_sys(&it->status, FG_GPU_ITEM_DONE);
+		}
 		slot += gridDim.x;
 		if (slot >= p.ring_items)
 			slot = blockIdx.x;
+		next += gridDim.x;
 	}
 }
 

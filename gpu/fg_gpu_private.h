@@ -46,9 +46,11 @@ enum fg_gpu_item_status {
 
 /**
  * One work item of the persistent ring, in mapped pinned host memory.
- * The host writes frames/res/n, then status = READY (release); the owning
- * block reads status (volatile) then fences before reading the rest, writes
- * results, fences at system scope, then status = DONE.
+ * The host writes frames/res/n, then status = READY, then adds the item
+ * count to ctrl->doorbell; the owning block learns from the device-memory
+ * copy of the doorbell that its item is published, reads the item (status
+ * READY as a guard), writes results, fences at system scope, then status =
+ * DONE (release).
  */
 struct fg_gpu_item {
 	uint32_t status;            /* enum fg_gpu_item_status (volatile) */
@@ -56,14 +58,16 @@ struct fg_gpu_item {
 	uint64_t frames;            /* device-visible address of n descriptors */
 	uint64_t res;               /* device-visible address of n results */
 	uint64_t seq;               /* burst sequence, for debugging */
-	uint8_t pad[32];
+	uint64_t t_wake;            /* GPU %globaltimer: block saw it published */
+	uint64_t t_done;            /* GPU %globaltimer: just before DONE */
+	uint8_t pad[16];
 } __attribute__((aligned(64)));
 
 /** Control block of the persistent kernel (mapped pinned host memory). */
 struct fg_gpu_ctrl {
-	uint32_t stop;              /* host sets 1 (then rings): blocks exit */
+	uint32_t stop;              /* host sets 1; block 0 forwards it */
 	uint32_t pad0[15];
-	uint32_t doorbell;          /* host increments after publishing items */
+	uint32_t doorbell;          /* items published so far (host adds k) */
 	uint32_t pad1[15];
 };
 
@@ -82,11 +86,11 @@ struct fg_gpu_kparams {
 	/* persistent mode */
 	struct fg_gpu_item *items;         /* ring (mapped host memory) */
 	struct fg_gpu_ctrl *ctrl;          /* mapped host memory */
-	uint32_t *epoch;                   /* device memory: doorbell copy */
+	uint32_t *epoch;                   /* device memory: [0] doorbell copy, [1] stop */
 	uint32_t ring_items;               /* multiple of gridDim.x */
 	uint32_t zc;                       /* graph: frames/res are mapped host memory */
 	uint32_t poll_flavor;              /* persistent: fg_gpu_config::poll_flavor */
-	uint32_t pad2;
+	uint32_t done_fence;               /* persistent: fg_gpu_config::done_fence */
 };
 
 /** Service-hash slot of (family, proto, port, vip); host and device. */

@@ -45,7 +45,7 @@ grep -E "^(fixtures|random) " "$W/test_gpu.log" | tee -a $summary
 step test_gpu_mbuf test.log 60 $W/test_gpu_mbuf
 grep -E "^(pool|graph|persistent)" "$W/test_gpu_mbuf.log" | tee -a $summary
 if [ -z "${FG_SKIP_SAN:-}" ] && [ -n "$SAN" ]; then
-	for m in graph graph-zc persistent; do
+	for m in graph graph-zc persistent persistent-f1; do
 		step san_memcheck_$m san.log 50 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
 			$W/test_gpu --mode $m --blocks 8 --random 20000 --timeout-us 30000000
 		step san_racecheck_$m san.log 40 "$SAN" --tool racecheck --error-exitcode 9 \
@@ -65,9 +65,9 @@ if [ -z "${FG_SKIP_BENCH:-}" ]; then
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
 print("cpu: 1 core %.1f Mpps, %d threads %.1f Mpps" % (d["cpu_pps_1core"]/1e6, d["cpu_threads"], d["cpu_pps_all_cores"]/1e6))
-print("%-14s %6s %9s %9s %8s %8s %9s %8s %8s" % ("mode","batch","kern_Mpps","gpu_Mpps","p50_us","p99_us","host_Mpps","p50_us","p99_us"))
+print("%-14s %6s %9s %9s %8s %8s %9s %8s %8s %8s %8s" % ("mode","batch","kern_Mpps","gpu_Mpps","p50_us","p99_us","host_Mpps","p50_us","p99_us","span50","span99"))
 for r in d["results"]:
-    print("%-14s %6d %9.1f %9.1f %8.1f %8.1f %9.1f %8.1f %8.1f" % (r["mode"], r["batch"], r["kernel_pps"]/1e6, r["gpu_mem_pps"]/1e6, r["gpu_mem_p50_us"], r["gpu_mem_p99_us"], r["host_mem_pps"]/1e6, r["host_mem_p50_us"], r["host_mem_p99_us"]))
+    print("%-14s %6d %9.1f %9.1f %8.1f %8.1f %9.1f %8.1f %8.1f %8.1f %8.1f" % (r["mode"], r["batch"], r["kernel_pps"]/1e6, r["gpu_mem_pps"]/1e6, r["gpu_mem_p50_us"], r["gpu_mem_p99_us"], r["host_mem_pps"]/1e6, r["host_mem_p50_us"], r["host_mem_p99_us"], r.get("gpu_span_p50_us", 0), r.get("gpu_span_p99_us", 0)))
 print({k: v for k, v in d.items() if k not in ("results",)})
 PY
 fi

@@ -329,10 +329,11 @@ done:
 }
 
 /* variants: 0 graph, 1 persistent, 2 graph with zero-copy descriptors and
- * results */
-#define NVAR 4
+ * results, 3 persistent with volatile polls, 4 persistent with one
+ * DONE fence per block (fg_gpu_config::done_fence) */
+#define NVAR 5
 static const char *const var_name[NVAR] = { "graph", "persistent", "graph-zc",
-					    "persistent-vol" };
+					    "persistent-vol", "persistent-f1" };
 static struct fg_gpu *ctx[NVAR];
 
 static int check_mode(int m, const char *what, const struct frameset *fs,
@@ -449,7 +450,7 @@ int main(int argc, char **argv)
 	const char *fixdir = NULL;
 	uint64_t seed = 0x5eed;
 	uint32_t timeout_us = 0; /* 0 = default; compute-sanitizer needs more */
-	int modes = 15;          /* bit per variant (var_name) */
+	int modes = 31;          /* bit per variant (var_name) */
 	uint32_t blocks = 0;     /* persistent blocks (0 = one per SM) */
 	char name[128];
 	struct fg_gpu_config c;
@@ -474,9 +475,10 @@ int main(int argc, char **argv)
 				!strcmp(argv[i], "persistent") ? 2 :
 				!strcmp(argv[i], "graph-zc") ? 4 :
 				!strcmp(argv[i], "persistent-vol") ? 8 :
-				!strcmp(argv[i], "all") ? 15 : 0;
+				!strcmp(argv[i], "persistent-f1") ? 16 :
+				!strcmp(argv[i], "all") ? 31 : 0;
 			if (!modes) {
-				fprintf(stderr, "--mode graph|persistent|graph-zc|persistent-vol|all\n");
+				fprintf(stderr, "--mode graph|persistent|graph-zc|persistent-vol|persistent-f1|all\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
@@ -485,7 +487,7 @@ int main(int argc, char **argv)
 			timeout_us = (uint32_t)strtoul(argv[++i], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--random N] [--fixtures DIR] "
-					"[--seed S] [--timeout-us T] [--mode graph|persistent|graph-zc|persistent-vol|all] [--blocks N]\n", argv[0]);
+					"[--seed S] [--timeout-us T] [--mode graph|persistent|graph-zc|persistent-vol|persistent-f1|all] [--blocks N]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -514,10 +516,11 @@ int main(int argc, char **argv)
 		if (!(modes & (1 << m)))
 			continue;
 		fg_gpu_config_defaults(&c);
-		c.mode = (m == 1 || m == 3) ? FG_GPU_MODE_PERSISTENT
-					    : FG_GPU_MODE_GRAPH;
+		c.mode = (m == 1 || m == 3 || m == 4) ? FG_GPU_MODE_PERSISTENT
+						      : FG_GPU_MODE_GRAPH;
 		c.graph_zero_copy = m == 2;
 		c.poll_flavor = m == 3;
+		c.done_fence = m == 4;
 		if (timeout_us)
 			c.wait_timeout_us = timeout_us;
 		c.persistent_blocks = blocks;
