@@ -66,6 +66,10 @@ struct fg_backend_cfg {
 	uint32_t id;         /**< stable id, assigned by the config layer */
 	struct fg_addr src;  /**< DSR: outer source address (0 = port's local) */
 	uint32_t src_line;   /**< config file line (0 = not from a file) */
+	/** Runtime state, never in the file: failed its health check
+	 *  (fg_health_mark).  Treat like drained (no new flows); the service's
+	 *  on_fail policy says what happens to its existing flows. */
+	bool health_down;
 };
 
 struct fg_service_cfg {

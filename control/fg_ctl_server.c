@@ -375,6 +375,9 @@ static int commit(struct req_ctx *x, struct fg_config *next, const struct fg_con
 	}
 	if (fg_config_assign_ids(next, prev))
 		return fail(x, NULL, "no free service id");
+	/* a backend that is down stays down across edits and file applies */
+	if (x->s->p.health)
+		fg_health_mark(x->s->p.health, next);
 	if (!have_op(x, (const void *)x->s->ops.config_apply))
 		return -1;
 	char aerr[512] = "";
@@ -417,6 +420,7 @@ static void json_backend(struct req_ctx *x, const struct fg_service_cfg *svc,
 	fg_jw_u64(w, "port", b->port ? b->port : svc->port);
 	fg_jw_u64(w, "weight", b->weight);
 	fg_jw_bool(w, "drained", b->drained);
+	fg_jw_bool(w, "health_down", b->health_down);
 	if (b->src.family)
 		fg_jw_str(w, "src", fg_addr_format(&b->src, a, sizeof(a)));
 	const char *h = "unchecked";

@@ -523,6 +523,24 @@ void fg_health_destroy(struct fg_health *h)
 	free(h);
 }
 
+void fg_health_mark(struct fg_health *h, struct fg_config *cfg)
+{
+	pthread_mutex_lock(&h->lock);
+	for (uint32_t i = 0; i < cfg->n_services; i++) {
+		struct fg_service_cfg *s = &cfg->services[i];
+		for (uint32_t b = 0; b < s->n_backends; b++) {
+			struct fg_backend_cfg *be = &s->backends[b];
+			be->health_down = false;
+			for (uint32_t k = 0; k < h->n; k++)
+				if (h->t[k].service_id == s->id && h->t[k].backend_id == be->id) {
+					be->health_down = !h->t[k].up;
+					break;
+				}
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
 void fg_health_to_json(struct fg_health *h, struct fg_json_writer *w)
 {
 	uint64_t now = wall_ms();

@@ -82,6 +82,17 @@ int fg_health_update(struct fg_health *h, const struct fg_config *cfg);
 int fg_health_is_up(struct fg_health *h, uint32_t service_id, uint32_t backend_id);
 
 /**
+ * Copies the checker's verdicts into a config: sets
+ * fg_backend_cfg::health_down on every backend that is currently down and
+ * clears it on all others (unchecked backends count as up).  The daemon's
+ * set_health callback does "copy the running config, fg_health_mark,
+ * apply"; the control server does the same before every config apply, so
+ * a down backend stays down across edits.
+ * Thread safety: any thread (takes the checker's mutex, never calls back).
+ */
+void fg_health_mark(struct fg_health *h, struct fg_config *cfg);
+
+/**
  * Writes the state of every checked backend as one JSON value (an object
  * with "backends": [...]; each: service, backend, id, check, state, since_s,
  * successes, failures, last_error, last_rtt_us, history[{t, up, reason}]).

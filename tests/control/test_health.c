@@ -279,6 +279,21 @@ static void test_update_keeps_state(void **state)
 	assert_int_equal(fg_health_update(h, &b), 0);
 	assert_int_equal(fg_health_is_up(h, sid, bid), 0); /* kept down */
 	assert_int_equal(fg_health_is_up(h, sid, b.services[0].backends[1].id), 1); /* new: up */
+	/* verdicts copied into a config for the daemon to apply */
+	b.services[0].backends[1].health_down = true; /* stale flag: cleared */
+	fg_health_mark(h, &b);
+	assert_true(b.services[0].backends[0].health_down);
+	assert_false(b.services[0].backends[1].health_down);
+	/* runtime state: not in the dump, not a config difference */
+	char *text = NULL;
+	assert_int_equal(fg_config_dump_str(&b, &text), 0);
+	assert_null(strstr(text, "down"));
+	free(text);
+	struct fg_config b2;
+	assert_int_equal(fg_config_copy(&b2, &b), 0);
+	b2.services[0].backends[0].health_down = false;
+	assert_true(fg_config_equal(&b, &b2));
+	fg_config_free(&b2);
 	/* health none: nothing checked any more */
 	struct fg_config c;
 	const char *t = "service 10.0.0.1:80/tcp {\n backend 127.0.0.1;\n}\n";
