@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flowgate-bench gpu [--json] [--min B] [--max B] [--seconds S] [--threads N]
+ *                    [--item-pkts P]
  *
  * For batch sizes 32 .. 65536 (powers of two) and both launch modes:
  *  - kernel_pps: the kernel alone, frames and descriptors already in GPU
@@ -207,16 +208,17 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: flowgate-bench gpu [--json] [--min B] [--max B] "
-		"[--seconds S] [--threads N]\n"
+		"[--seconds S] [--threads N] [--item-pkts P]\n"
 		"  batch sizes: powers of two from --min (32) to --max (65536)\n"
 		"  --seconds: time per measurement (0.2)\n"
-		"  --threads: CPU baseline threads (default: all online cores)\n");
+		"  --threads: CPU baseline threads (default: all online cores)\n"
+		"  --item-pkts: persistent mode packets per work item (default 256)\n");
 }
 
 int bench_gpu_main(int argc, char **argv)
 {
 	int json = 0, threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t bmin = 32, bmax = 65536;
+	uint32_t bmin = 32, bmax = 65536, item_pkts = 0; /* 0: default */
 	double secs = 0.2;
 	char name[128];
 	uint8_t *host;
@@ -240,13 +242,15 @@ int bench_gpu_main(int argc, char **argv)
 			secs = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			threads = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--item-pkts") && i + 1 < argc)
+			item_pkts = (uint32_t)atoi(argv[++i]);
 		else {
 			usage();
 			return !strcmp(argv[i], "--help") ? 0 : 2;
 		}
 	}
 	if (bmin < 1 || bmax > SET_FRAMES || bmin > bmax || threads < 1 ||
-	    secs <= 0) {
+	    secs <= 0 || item_pkts > FG_GPU_ITEM_MAX) {
 		usage();
 		return 2;
 	}
@@ -372,6 +376,8 @@ int bench_gpu_main(int argc, char **argv)
 		c.graph_zero_copy = v == 1;
 		c.poll_flavor = v == 3;
 		c.done_fence = v == 4;
+		if (item_pkts)
+			c.item_pkts = item_pkts;
 		c.max_batch = SET_FRAMES;
 		memcpy(c.reta, reta, sizeof(reta));
 		rc = fg_gpu_create(&c, &g);

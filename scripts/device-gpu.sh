@@ -7,7 +7,8 @@
 # most): summary.txt, test.log, san.log, bench_gpu.json.
 #   here:   scripts/device-gpu-pack.sh
 #   device: bash scripts/device-gpu.sh          (carry: [".carry/gpu"])
-# Env: FG_RANDOM (default 10000000), FG_SKIP_BENCH=1, FG_SKIP_SAN=1.
+# Env: FG_RANDOM (default 10000000), FG_SKIP_BENCH=1, FG_SKIP_SAN=1,
+# FG_BENCH_ARGS (extra flowgate-bench gpu options, e.g. "--item-pkts 64").
 set -uo pipefail
 OUT=${OUT:-/tmp/fg-out}
 mkdir -p "$OUT"
@@ -58,7 +59,7 @@ elif [ -z "$SAN" ]; then
 	echo "compute-sanitizer not found" | tee -a $summary
 fi
 if [ -z "${FG_SKIP_BENCH:-}" ]; then
-	step bench_gpu bench.log 120 $W/flowgate-bench gpu --json --seconds 0.15
+	step bench_gpu bench.log 120 $W/flowgate-bench gpu --json --seconds 0.15 ${FG_BENCH_ARGS:-}
 	tail -n1 "$W/bench_gpu.log" > "$OUT/bench_gpu.json"
 	rm -f "$OUT/bench.log"
 	python3 - "$OUT/bench_gpu.json" <<'PY' | tee -a $summary
