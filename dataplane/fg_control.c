@@ -16,11 +16,13 @@
 #include "fg_config_parse.h"
 #include "fg_ctl_server.h"
 #include "fg_dp.h"
+#include "fg_health.h"
 #include "fg_proto.h"
 
 #define MBOX_TIMEOUT_US (30ull * 1000 * 1000)
 
 static struct fg_ctl_server *g_srv;
+static struct fg_health *g_health;
 
 /* Posts @p req to worker @p i and waits.  mbox_lock serializes producers
  * (one control thread plus the telemetry thread). */
@@ -473,7 +475,8 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			fg_jw_str(w, "addr", fg_addr_format(&b->addr, buf, sizeof(buf)));
 			fg_jw_u64(w, "port", rte_be_to_cpu_16(b->port_be));
 			fg_jw_u64(w, "weight", b->weight);
-			fg_jw_str(w, "state", b->gone ? "gone" : b->usable ? "up" : "drained");
+			fg_jw_str(w, "state", b->gone ? "gone" : b->usable ? "up" :
+				  b->health_down ? "down" : "drained");
 			for (int c = 0; c < FG_BC_MAX; c++)
 				fg_jw_u64(w, fg_backend_counter_names[c],
 					  fg_lb_be_counter(lb, dp->n_workers, b, c));
@@ -597,33 +600,134 @@ int fg_dp_config_load(const char *path, struct fg_config *out)
 	return 0;
 }
 
+/* ------------------------------------------------------------ health */
+
+/* The checker's set_health callback (fg_health.h), on the checker thread.
+ * The verdict reaches the workers through the config: copy the running
+ * config, fg_health_mark() (every down backend gets health_down, so a
+ * verdict racing another transition or a config apply is never lost),
+ * apply it like any edit (all-or-nothing, RCU publish).  fg_lb.c builds a
+ * health_down backend like a drained one: no new flows.  Its existing
+ * flows follow the service's on_fail: keep (they stay until they end) or
+ * reset (deleted here, through the shards' mailboxes; their next packets
+ * are new flows on the remaining backends). */
+static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
+		      const char *reason, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	struct fg_flow_filter f;
+	struct fg_config next;
+	char err[256] = "", name[96] = "?", addr[64] = "?";
+	bool reset = false;
+	int rc;
+
+	memset(&next, 0, sizeof(next));
+	fg_flow_filter_init(&f);
+	pthread_mutex_lock(&dp->cfg_lock);
+	rc = fg_config_copy(&next, dp->cfg);
+	if (rc == 0) {
+		fg_health_mark(g_health, &next);
+		rc = fg_dp_apply_config(dp, &next, err, sizeof(err));
+	}
+	for (uint32_t i = 0; rc == 0 && i < dp->cfg->n_services; i++) {
+		const struct fg_service_cfg *sc = &dp->cfg->services[i];
+
+		if (sc->id != service_id)
+			continue;
+		for (uint32_t j = 0; j < sc->n_backends; j++) {
+			const struct fg_backend_cfg *bc = &sc->backends[j];
+
+			if (bc->id != backend_id)
+				continue;
+			fg_addr_format(&bc->addr, addr, sizeof(addr));
+			if (!up && sc->on_fail == FG_FAIL_RESET) {
+				reset = true;
+				f.service_id = service_id;
+				f.has_backend = true;
+				f.backend = bc->addr;
+				f.backend_port = bc->port ? bc->port : sc->port;
+			}
+		}
+		if (sc->name[0])
+			snprintf(name, sizeof(name), "%s", sc->name);
+		else
+			fg_service_spec_format(&sc->vip, sc->port, sc->proto, name,
+					       sizeof(name));
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	fg_config_free(&next);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: health: service %u backend %u %s: apply "
+			"failed: %s\n", service_id, backend_id, up ? "up" : "down",
+			err[0] ? err : strerror(-rc));
+		return rc;
+	}
+	printf("flowgate: health: %s backend %s (id %u) %s: %s\n", name, addr,
+	       backend_id, up ? "up" : "down", reason ? reason : "");
+	if (reset) {
+		int64_t n = op_flows_walk(&f, NULL, NULL, true, dp);
+
+		if (n < 0)
+			fprintf(stderr, "flowgate: health: on_fail reset of %s backend "
+				"%s: %s\n", name, addr, strerror((int)-n));
+		else
+			printf("flowgate: health: on_fail reset: %lld flows of %s "
+			       "backend %s deleted\n", (long long)n, name, addr);
+	}
+	fflush(stdout);
+	return 0;
+}
+
 int fg_control_start(struct fg_dp *dp, const char *socket_path)
 {
 	struct fg_ctl_server_params p;
 	int rc;
 
+	/* the checker first: the server answers "health" from it */
+	rc = fg_health_create(&(struct fg_health_params){
+				      .set_health = health_set, .ctx = dp },
+			      dp->cfg, &g_health);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: health checker: %s\n", strerror(-rc));
+		return rc;
+	}
 	memset(&p, 0, sizeof(p));
 	p.socket_path = socket_path;
 	p.ops = &g_ops;
 	p.ctx = dp;
+	p.health = g_health;
 	rc = fg_ctl_server_create(&p, &g_srv);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control socket %s: %s\n",
 			socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc));
-		return rc;
+		goto fail;
 	}
 	rc = fg_ctl_server_start(g_srv);
 	if (rc < 0) {
-		fg_ctl_server_destroy(g_srv);
-		g_srv = NULL;
 		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));
+		goto fail;
 	}
+	rc = fg_health_start(g_health);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: health thread: %s\n", strerror(-rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	fg_ctl_server_destroy(g_srv);
+	g_srv = NULL;
+	fg_health_destroy(g_health);
+	g_health = NULL;
 	return rc;
 }
 
 void fg_control_stop(struct fg_dp *dp)
 {
 	RTE_SET_USED(dp);
+	/* checker first: its callback applies configs and walks shards */
+	fg_health_stop(g_health);
 	fg_ctl_server_destroy(g_srv);
 	g_srv = NULL;
+	fg_health_destroy(g_health);
+	g_health = NULL;
 }

@@ -76,6 +76,7 @@ struct fg_lb_backend {
 	uint32_t weight;
 	bool usable;            /**< weight > 0, not drained, not down. */
 	bool gone;              /**< tombstone: removed from the config. */
+	bool health_down;       /**< health checker says down (not usable). */
 	uint64_t gone_tsc;      /**< when it was removed (tombstones). */
 	uint32_t stat_idx;      /**< row in the per-core backend counters. */
 };

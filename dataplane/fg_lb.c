@@ -276,7 +276,12 @@ static int build_service(struct fg_lb_service *s,
 		b->port_be = rte_cpu_to_be_16(bc->port ? bc->port : sc->port);
 		b->id = bc->id;
 		b->weight = bc->weight;
-		b->usable = bc->weight > 0 && !bc->drained;
+		/* a backend the health checker marked down is built like a
+		 * drained one: out of Maglev and lc, so no new flows; its
+		 * existing flows still find it (on_fail keep; reset deletes
+		 * them, fg_control.c) */
+		b->health_down = bc->health_down;
+		b->usable = bc->weight > 0 && !bc->drained && !bc->health_down;
 		b->src = bc->src;
 	}
 	if (old_s != NULL) {

@@ -20,6 +20,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
+#include "fg_config_parse.h"
 #include "fg_dp.h"
 #include "fg_proto.h"
 
@@ -461,6 +462,7 @@ int main(int argc, char **argv)
 	unsigned int want_workers = 0, n_mbufs = 65535;
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
+	uint32_t ct_capacity_opt = 0;   /* --ct-capacity: overrides the file */
 	char err[256];
 
 	rc = rte_eal_init(argc, argv);
@@ -471,9 +473,11 @@ int main(int argc, char **argv)
 	argc -= rc;
 	argv += rc;
 
+	/* options-built config: the same defaults as a file (control socket,
+	 * GUE port), so it validates like one */
 	memset(&oc, 0, sizeof(oc));
+	fg_config_init(&oc.cfg);
 	oc.cfg.ct_capacity = 1u << 20;
-	oc.cfg.gue_port = 6080;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "c:s:h", long_opts, NULL)) != -1) {
 		rc = 0;
@@ -488,7 +492,19 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "off")) sw_rss = 0;
 			else rc = -EINVAL;
 			break;
-		case OPT_CT_CAP: oc.cfg.ct_capacity = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case OPT_CT_CAP: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+
+			if (*optarg == '\0' || *end != '\0' || v == 0 || v > UINT32_MAX) {
+				fprintf(stderr, "flowgate: bad --ct-capacity '%s' (expected "
+					"entries per worker, 1..%u)\n", optarg, UINT32_MAX);
+				rc = -EINVAL;
+			} else {
+				ct_capacity_opt = (uint32_t)v;
+			}
+			break;
+		}
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case OPT_GPU:
 			fprintf(stderr, "flowgate: --gpu: the GPU batch path is not "
@@ -524,14 +540,53 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (socket_path == NULL && oc.cfg.control_socket[0])
-		socket_path = oc.cfg.control_socket;
-	if (socket_path == NULL) {
-		socket_path = getenv(FG_CTL_SOCKET_ENV) ? getenv(FG_CTL_SOCKET_ENV) :
-			      FG_CTL_DEFAULT_SOCKET;
-		if (!strcmp(socket_path, FG_CTL_DEFAULT_SOCKET))
-			mkdir("/run/flowgate", 0755);
+	if (config_file == NULL) {
+		/* the options-built config gets the file's semantic checks, so
+		 * a later fgctl edit (which validates) does not fail on it */
+		struct fg_cfg_err ev[16];
+		struct fg_cfg_errs errs = {ev, RTE_DIM(ev), 0};
+
+		if (fg_config_validate(&oc.cfg, "command line", &errs) < 0) {
+			for (unsigned int i = 0; i < errs.n && i < errs.max; i++)
+				fprintf(stderr, "flowgate: options: %s\n", ev[i].msg);
+			rte_eal_cleanup();
+			return 2;
+		}
 	}
+	/* the command line wins over the file; the running config then says
+	 * what is actually in effect (fgctl config show) */
+	if (ct_capacity_opt)
+		oc.cfg.ct_capacity = ct_capacity_opt;
+	if (oc.cfg.ct_capacity == 0)
+		oc.cfg.ct_capacity = 1u << 20;
+	/* socket: -s, then $FLOWGATE_SOCKET, then the file's control_socket
+	 * (default FG_CTL_DEFAULT_SOCKET) */
+	if (socket_path == NULL && getenv(FG_CTL_SOCKET_ENV) && *getenv(FG_CTL_SOCKET_ENV))
+		socket_path = getenv(FG_CTL_SOCKET_ENV);
+	if (socket_path == NULL)
+		socket_path = oc.cfg.control_socket[0] ? oc.cfg.control_socket :
+			      FG_CTL_DEFAULT_SOCKET;
+	if (socket_path != oc.cfg.control_socket) {
+		char cwd[FG_PATH_MAX] = "";
+		char abs_path[2 * FG_PATH_MAX];
+
+		/* the config keeps absolute paths (fg_config_validate) */
+		if (socket_path[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL) {
+			snprintf(abs_path, sizeof(abs_path), "%s/%s", cwd, socket_path);
+			socket_path = abs_path;
+		}
+		if (strlen(socket_path) >= sizeof(oc.cfg.control_socket)) {
+			fprintf(stderr, "flowgate: control socket path too long: %s\n",
+				socket_path);
+			rte_eal_cleanup();
+			return 2;
+		}
+		snprintf(oc.cfg.control_socket, sizeof(oc.cfg.control_socket), "%s",
+			 socket_path);
+		socket_path = oc.cfg.control_socket;
+	}
+	if (!strcmp(socket_path, FG_CTL_DEFAULT_SOCKET))
+		mkdir("/run/flowgate", 0755);
 
 	dp = rte_zmalloc("fg_dp", sizeof(*dp), RTE_CACHE_LINE_SIZE);
 	if (dp == NULL) {
@@ -666,11 +721,15 @@ int main(int argc, char **argv)
 		fg_dp_neigh_poll(dp);
 		usleep(1000);
 	}
-	printf("flowgate: signal %d, stopping workers\n", (int)g_stop);
+	printf("flowgate: signal %d, stopping health checks, control, workers\n",
+	       (int)g_stop);
+	/* control side first, while the workers still answer their mailboxes:
+	 * the health checker applies configs and may walk shards (on_fail
+	 * reset), the control thread may be in a flows walk */
+	fg_control_stop(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		__atomic_store_n(&dp->workers[i]->stop, true, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
-	fg_control_stop(dp);
 	fg_stats_print(dp, stdout);
 	fflush(stdout);
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
