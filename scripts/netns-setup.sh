@@ -8,7 +8,9 @@
 #
 #   PREFIX-c   client     eth0 10.99.0.2/24 fd99::2/64 (MTU 1400), VIPs on-link
 #   PREFIX-lb  balancer   lb0: no addresses, IPv6 off: only flowgate answers
-#                         (flowgate's addresses: 10.99.0.1, fd99::1)
+#                         (flowgate's addresses: 10.99.0.1, fd99::1);
+#                         hc0 10.99.0.254/24 fd99::254/64: the host's kernel
+#                         side, source of the health checks
 #   PREFIX-bN  backends   eth0 10.99.0.1N/24 fd99::1N/64, DSR VIPs on lo,
 #                         arp_ignore=1/arp_announce=2, rp_filter off,
 #                         DSR decapsulation (kernel ipip/ip6tnl/fou when the
@@ -45,7 +47,19 @@ attach() { # ns ifname mac swport
 # balancer: flowgate owns lb0 through net_af_packet
 attach "$P-lb" lb0 02:00:00:99:00:01 sw-lb
 nse "$P-lb" sysctl -qw net.ipv6.conf.lb0.disable_ipv6=1
-nse "$P-lb" sysctl -qw net.ipv4.conf.all.arp_ignore=8
+nse "$P-lb" sysctl -qw net.ipv4.conf.lb0.arp_ignore=8
+# the balancer host's own kernel side: hc0 10.99.0.254 fd99::254, from
+# which the daemon's health checker (kernel TCP, in this namespace) probes
+# the backends' own addresses; lb0 stays flowgate's alone
+ip link add sw-hc netns "$P-sw" type veth peer name hc0 netns "$P-lb"
+nse "$P-lb" ip link set hc0 address 02:00:00:99:00:fe
+nse "$P-lb" sysctl -qw net.ipv6.conf.hc0.accept_dad=0
+nse "$P-lb" ip link set hc0 up
+nse "$P-sw" ip link set sw-hc master br0 up
+nooffload "$P-lb" hc0
+nooffload "$P-sw" sw-hc
+nse "$P-lb" ip addr add 10.99.0.254/24 dev hc0
+nse "$P-lb" ip addr add fd99::254/64 dev hc0 nodad
 
 # client
 attach "$P-c" eth0 02:00:00:99:00:02 sw-c
