@@ -114,29 +114,11 @@ static int cmp_backend_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-const struct fg_lb_backend *fg_lb_backend_find(const struct fg_lb_service *s,
-					       uint32_t id)
+/* Binary search of backends[lo, hi), sorted by id. */
+static const struct fg_lb_backend *backend_search(const struct fg_lb_service *s,
+						  uint32_t lo, uint32_t hi,
+						  uint32_t id)
 {
-	if (likely(s->by_id != NULL)) {
-		uint16_t i = id <= s->max_id ? s->by_id[id] : 0;
-
-		return i ? &s->backends[i - 1] : NULL;
-	}
-	/* live backends, then tombstones: two sorted runs */
-	uint32_t lo = 0, hi = s->n_live;
-
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (s->backends[mid].id == id)
-			return &s->backends[mid];
-		if (s->backends[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	lo = s->n_live;
-	hi = s->n_backends;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
 
@@ -148,6 +130,19 @@ const struct fg_lb_backend *fg_lb_backend_find(const struct fg_lb_service *s,
 			hi = mid;
 	}
 	return NULL;
+}
+
+/* The slow path of fg_lb_backend_get (ids >= 65536): live backends, then
+ * tombstones, two sorted runs. */
+const struct fg_lb_backend *fg_lb_backend_find(const struct fg_lb_service *s,
+					       uint32_t id)
+{
+	const struct fg_lb_backend *b;
+
+	if (s->by_id != NULL)
+		return fg_lb_backend_get(s, id);
+	b = backend_search(s, 0, s->n_live, id);
+	return b ? b : backend_search(s, s->n_live, s->n_backends, id);
 }
 
 const struct fg_lb_service *fg_lb_service_find(const struct fg_lb_table *t,
