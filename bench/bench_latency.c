@@ -581,6 +581,9 @@ int bench_latency_main(int argc, char **argv)
 	for (char *save = NULL, *tok = strtok_r(ealbuf, " ", &save); tok && eargc < 60;
 	     tok = strtok_r(NULL, " ", &save))
 		eargv[eargc++] = tok;
+	/* the bench drives virtual devices only: never probe a PCI NIC */
+	if (strstr(eal, "--no-pci") == NULL && eargc < 60)
+		eargv[eargc++] = (char *)"--no-pci";
 	eargv[eargc] = NULL;
 	rc = rte_eal_init(eargc, eargv);
 	if (rc < 0) {
