@@ -455,11 +455,14 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return true;
 }
 
-/* NAT: rewrite to @p to, fix L2, send towards @p dst. */
+/* NAT: rewrite the packet's tuple to @p to, fix L2, send towards @p dst.
+ * With @p inner, the packet is an ICMP error about a NAT flow (path-MTU
+ * discovery through the balancer): @p to gives the outer addresses and
+ * @p inner the quoted packet's tuple, in its own direction. */
 static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 		     struct burst_out *o, struct rte_mbuf *m,
-		     const struct fg_pkt *p, const void *to, uint8_t af,
-		     const uint8_t *dst, uint64_t now)
+		     const struct fg_pkt *p, const void *to, const void *inner,
+		     uint8_t af, const uint8_t *dst, uint64_t now)
 {
 	const struct rte_ether_addr *mac;
 	uint16_t port;
@@ -478,45 +481,12 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
 			     rte_pktmbuf_tailroom(m)};
 
-	rc = fg_xlate_nat(&f, p, to);
+	if (inner == NULL)
+		rc = fg_xlate_nat(&f, p, to);
+	else
+		rc = fg_xlate_nat_icmp_err(&f, p, to, inner);
 	if (unlikely(rc < 0)) {
-		drop(w, o, m, xlate_err(rc));
-		return false;
-	}
-	fg_xlate_eth(d, w->dp->ports[port].mac.addr_bytes, mac->addr_bytes);
-	tx(w, port, m);
-	return true;
-}
-
-/* NAT of an ICMP error about a NAT flow (path-MTU discovery through the
- * balancer): outer addresses from @p outer, the quoted packet's tuple to
- * @p inner (in the quoted packet's own direction), send towards @p dst. */
-static bool send_nat_icmp_err(struct fg_worker *w, const struct fg_neigh_table *nt,
-			      struct burst_out *o, struct rte_mbuf *m,
-			      const struct fg_pkt *p, const void *outer,
-			      const void *inner, uint8_t af, const uint8_t *dst,
-			      uint64_t now)
-{
-	const struct rte_ether_addr *mac;
-	uint16_t port;
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
-	int rc;
-
-	if (unlikely(!next_hop(w, nt, af, dst, &port, &mac, now))) {
-		drop(w, o, m, FG_DROP_no_neighbor);
-		return false;
-	}
-	rc = fg_xlate_ttl_dec(d, p);
-	if (unlikely(rc < 0)) {
-		drop(w, o, m, xlate_err(rc));
-		return false;
-	}
-	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
-			     rte_pktmbuf_tailroom(m)};
-
-	rc = fg_xlate_nat_icmp_err(&f, p, outer, inner);
-	if (unlikely(rc < 0)) {
-		drop(w, o, m, FG_DROP_icmp_unrelated);
+		drop(w, o, m, inner ? FG_DROP_icmp_unrelated : xlate_err(rc));
 		return false;
 	}
 	fg_xlate_eth(d, w->dp->ports[port].mac.addr_bytes, mac->addr_bytes);
@@ -591,7 +561,7 @@ static void flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 			client = k->saddr;
 		}
 		w->cc[FG_CC_icmp_err_fwd]++;
-		send_nat_icmp_err(w, nt, o, m, p, &outer, fk, af_of(p->family),
+		send_nat(w, nt, o, m, p, &outer, fk, af_of(p->family),
 				  client, now);
 		return;
 	}
@@ -628,7 +598,7 @@ static void flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 			be_count(w, lb, b, FG_BC_reply_bytes, p->l3_len);
 		}
 	}
-	send_nat(w, nt, o, m, p, &to, af_of(p->family), client, now);
+	send_nat(w, nt, o, m, p, &to, NULL, af_of(p->family), client, now);
 }
 
 /* Least-connections on this core: fewest (opened - closed) / weight. */
@@ -787,11 +757,11 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 			inner.k6.dport = to.k6.sport;
 			inner.k6.proto = to.k6.proto;
 		}
-		send_nat_icmp_err(w, nt, o, m, p, &to, &inner, b->addr.family,
+		send_nat(w, nt, o, m, p, &to, &inner, b->addr.family,
 				  b->addr.bytes, now);
 		return;
 	}
-	send_nat(w, nt, o, m, p, &to, b->addr.family, b->addr.bytes, now);
+	send_nat(w, nt, o, m, p, &to, NULL, b->addr.family, b->addr.bytes, now);
 }
 
 /* NAT: the k-th local address of @p af (k taken modulo their number), so
