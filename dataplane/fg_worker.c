@@ -879,6 +879,31 @@ static bool late_hit(struct fg_worker *w, const struct fg_lb_table *lb,
 	return true;
 }
 
+/*
+ * A client SYN that hits a tracked entry whose backend may take no new
+ * flows (health down, drained, weight 0, removed) opens a new connection
+ * on a reused tuple, or retries one that the dead backend never answered:
+ * schedule it afresh instead of following the old flow.  Everything else
+ * keeps its backend (a SYN on a TIME_WAIT tuple reopens the flow on the
+ * same backend, and NAT keeps the same local port the backend may still
+ * hold in TIME_WAIT).  SYNs are rare: the check costs nothing on the data
+ * path.
+ */
+static inline bool syn_reopens(const struct fg_lb_table *lb,
+			       const struct fg_pkt *p, const struct ct_entry *e)
+{
+	if (likely((p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK)) != CT_TCP_SYN) ||
+	    p->kind != FG_PK_FLOW)
+		return false;
+	uint16_t sid = lb->svc_by_id[e->service];
+	const struct fg_lb_backend *b;
+
+	if (sid == 0)
+		return false; /* service gone: flow_forward counts and drops */
+	b = fg_lb_backend_get(&lb->services[sid - 1], e->backend);
+	return b != NULL && !b->usable;
+}
+
 /* A packet with no tracked entry. */
 static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		     const struct fg_neigh_table *nt, struct burst_out *o,
@@ -1134,7 +1159,14 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			if (hits & (1ULL << j)) {
 				if (unlikely(ents[j]->flags & CT_F_REPLY))
 					flow_reply(w, lb, nt, &o, m, p, ents[j], now);
-				else
+				else if (unlikely(syn_reopens(lb, p, ents[j]))) {
+					/* a new connection on the tuple of an
+					 * old one: schedule it afresh */
+					ct_delete_pos(w->ct, f, pos[j]);
+					w->cc[FG_CC_ct_reopened]++;
+					flow_new(w, lb, nt, &o, m, p, sigs[f][j],
+						 keys[f][j], now);
+				} else
 					flow_forward(w, lb, nt, &o, m, p, ents[j],
 						     NULL, NULL, now);
 			} else {

@@ -92,6 +92,7 @@ enum fg_drop {
 	X(new_flows,    "flows inserted into this core's conntrack shard") \
 	X(ct_hits,      "packets that found their flow") \
 	X(ct_untracked, "packets forwarded by Maglev alone (flood mode / table full)") \
+	X(ct_reopened,  "client SYNs on a tracked tuple whose backend takes no new flows, scheduled afresh") \
 	X(frag_later,   "non-first fragments forwarded along a tracked flow") \
 	X(icmp_err_fwd, "ICMP errors forwarded to the flow's backend") \
 	X(arp_replies,  "ARP replies sent") \
