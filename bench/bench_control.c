@@ -346,8 +346,9 @@ int bench_control_main(int argc, char **argv)
 	snprintf(vdev_rx, sizeof(vdev_rx), "net_pcap0,rx_pcap=%s,infinite_rx=1", b.pcap);
 	snprintf(capstr, sizeof(capstr), "%" PRIu64, cap);
 	snprintf(mbufs, sizeof(mbufs), "%" PRIu64, npk + 65536);
-	char *dargs[] = { b.daemon, "-l", (char *)b.lcores, "--no-pci", "--file-prefix", prefix,
-			  "--log-level=*:warning", "--vdev", vdev_rx, "--vdev", "net_null0,no-rx=1",
+	char *dargs[] = { b.daemon, "-l", (char *)b.lcores, "--file-prefix", prefix,
+			  "--log-level=*:warning",
+			  "--no-pci", "--vdev", vdev_rx, "--vdev", "net_null0,no-rx=1",
 			  "--", "--workers", "1", "--socket", b.sock, "--ct-capacity", capstr,
 			  "--mbufs", mbufs,
 			  "--service", "10.100.0.1:80/tcp,mode=dsr-ipip,name=bench",

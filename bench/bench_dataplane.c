@@ -153,7 +153,7 @@ static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
 	const char *extra = getenv("FG_TESTPMD_EAL") ? getenv("FG_TESTPMD_EAL") : "";
 
 	snprintf(cmd, sizeof(cmd),
-		 "timeout -s INT %.0f %s -l 0,1 --no-pci %s %s --file-prefix "
+		 "timeout -s INT %.0f %s -l 0,1 %s %s --file-prefix "
 		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
 		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
 		 "--total-num-mbufs=%u %s </dev/null 2>&1",
@@ -391,8 +391,8 @@ int bench_dataplane_main(int argc, char **argv)
 	char tp_vdevs[256];
 
 	snprintf(tp_vdevs, sizeof(tp_vdevs),
-		 new_flows ? "--vdev net_null0 --vdev net_null1"
-			   : "--vdev net_pcap0,rx_pcap=%s,infinite_rx=1 --vdev net_null0,no-rx=1",
+		 new_flows ? "--no-pci --vdev net_null0 --vdev net_null1"
+			   : "--no-pci --vdev net_pcap0,rx_pcap=%s,infinite_rx=1 --vdev net_null0,no-rx=1",
 		 pcaps[0]);
 	const char *tp_mem = huge ? "--in-memory" : "--no-huge -m 4096";
 	unsigned int tp_mbufs = new_flows ? 65536 : (unsigned int)(per_worker + 65536);
@@ -421,14 +421,19 @@ int bench_dataplane_main(int argc, char **argv)
 			 ncpu_eal - 1);
 	}
 	eal[ea++] = lcores;
-	eal[ea++] = "--no-pci";
+	/* virtual devices only: "--no-pci" precedes every "--vdev" below */
+	char *no_pci = "--no-pci", *vdev_opt = "--vdev"; /* never probe a PCI NIC */
+
+	eal[ea++] = no_pci;
 	if (!new_flows)
 		for (unsigned int w = 0; w < n_workers; w++) {
 			snprintf(vdev[w], sizeof(vdev[w]),
-				 "--vdev=net_pcap%u,rx_pcap=%s,infinite_rx=1", w, pcaps[w]);
+				 "net_pcap%u,rx_pcap=%s,infinite_rx=1", w, pcaps[w]);
+			eal[ea++] = vdev_opt;
 			eal[ea++] = vdev[w];
 		}
-	eal[ea++] = new_flows ? "--vdev=net_null0" : "--vdev=net_null0,no-rx=1";
+	eal[ea++] = vdev_opt;
+	eal[ea++] = new_flows ? "net_null0" : "net_null0,no-rx=1";
 	eal[ea++] = "--log-level=lib.eal:warning";
 	eal[ea++] = "--log-level=pmd.net.pcap:warning";
 	for (tok = strtok_r(memdup, " ", &save); tok && ea < 44;

@@ -18,7 +18,7 @@
  *          forwarding, no processing) -> rte_ring port -> sink.  The
  *          framework-only path: the baseline every DUT figure is read
  *          against (what the rig itself adds).
- *   vdev   out of process: TX on the first --vdev, RX on all of them, e.g.
+ *   vdev   out of process (EAL always gets --no-pci): TX on the first --vdev, RX on all, e.g.
  *          net_memif server ports that a flowgate (or dpdk-testpmd) process
  *          attaches to as memif clients.  Both processes share the host's
  *          invariant TSC.  The ring baseline is measured in the same run.
@@ -409,8 +409,8 @@ static void usage(FILE *o)
 		"  --loads LIST          offered loads in %% of the measured max (default 10,50,80,95)\n"
 		"  --seconds S           measured seconds per load (default 2; +0.5 s warm-up)\n"
 		"  --dut ring|vdev       ring: in-process io forwarder (framework baseline);\n"
-		"                        vdev: TX on the first --vdev, RX on all (default ring)\n"
-		"  --vdev SPEC           DUT port, e.g. net_memif0,role=server,socket=/tmp/fg.sock\n"
+		"                        vdev: TX on the first --vdev (with --no-pci), RX on all (default ring)\n"
+		"  --vdev SPEC           DUT port (EAL gets --no-pci), e.g. net_memif0,role=server,socket=/tmp/fg.sock\n"
 		"  --wait-link S         vdev: wait up to S s for the links to come up (default 30)\n"
 		"  --templates N         distinct frames to cycle (default: the scenario's pcap size,\n"
 		"                        capped at 64 MiB of frames)\n"
@@ -538,7 +538,7 @@ int bench_latency_main(int argc, char **argv)
 		case 'u': dut = optarg; break;
 		case 'v':
 			if (n_vdevs == LAT_MAX_PORTS) {
-				fprintf(stderr, "latency: at most %d --vdev\n", LAT_MAX_PORTS);
+				fprintf(stderr, "latency: at most %d --vdev (virtual devices only, --no-pci)\n", LAT_MAX_PORTS);
 				return 2;
 			}
 			vdevs[n_vdevs++] = optarg;
@@ -561,7 +561,7 @@ int bench_latency_main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(dut, "vdev") && n_vdevs == 0) {
-		fprintf(stderr, "latency: --dut vdev needs at least one --vdev\n");
+		fprintf(stderr, "latency: --dut vdev needs at least one --vdev (run with --no-pci)\n");
 		return 2;
 	}
 
