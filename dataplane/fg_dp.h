@@ -56,7 +56,12 @@ extern "C" {
 	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
 	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
-	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)")
+	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
+	X(gpu_packets,       "--gpu: packets parsed and hashed by the GPU batch path") \
+	X(gpu_fallback,      "--gpu: packets the CPU parsed instead (multi-segment, GPU error or GPU path stopped)") \
+	X(gpu_stale,         "--gpu: new flows whose GPU Maglev answer predates the service table (recomputed on the CPU)") \
+	X(gpu_table_uploads, "--gpu: service / Maglev tables uploaded to the GPU after a config change") \
+	X(gpu_errors,        "--gpu: GPU bursts that failed (the burst ran on the CPU)")
 
 enum fg_dp_counter {
 #define FG_X(n, d) FG_DC_##n,
@@ -284,6 +289,8 @@ struct fg_worker {
 	/* rate limit for ARP/NS we originate */
 	uint64_t solicit_tsc[64];
 	uint8_t solicit_addr[64][16];
+	/** --gpu: this worker's GPU context (fg_gpupath.c), else NULL */
+	struct fg_gpupath *gpu;
 	volatile bool stop;
 } __rte_cache_aligned;
 
@@ -318,10 +325,27 @@ struct fg_dp {
 	bool rx_port_per_worker;
 };
 
+/** fg_mbuf_priv::parsed */
+enum {
+	FG_PARSED_NO = 0,  /**< fresh from RX */
+	FG_PARSED_CPU = 1, /**< pkt filled by fg_pkt_parse() */
+	FG_PARSED_GPU = 2, /**< pkt and the gpu_* fields filled by the GPU path */
+};
+/** fg_mbuf_priv::gpu_service of a packet that matches no service. */
+#define FG_GPUPATH_NO_SERVICE 0xFFFFu
+
 /** Private area of every mbuf of flowgate's pools. */
 struct fg_mbuf_priv {
 	struct fg_pkt pkt;
-	uint8_t parsed;
+	uint8_t parsed;         /**< FG_PARSED_* */
+	/* FG_PARSED_GPU only: what fg_gpupath_classify() read back, exactly
+	 * the CPU path's values (gpu/fg_gpu.h, tests/gpu) */
+	uint16_t gpu_owner;     /**< reta[rss % 128]: the owning worker */
+	uint16_t gpu_service;   /**< index in lb->services or FG_GPUPATH_NO_SERVICE */
+	uint32_t gpu_sig;       /**< fg_pkt_sig() */
+	uint32_t gpu_rss;       /**< fg_rss_hash() */
+	uint32_t gpu_backend;   /**< service's maglev[sig % size] or UINT32_MAX */
+	uint64_t gpu_gen;       /**< fg_lb_table::generation those tables had */
 };
 
 static inline struct fg_mbuf_priv *fg_mbuf_priv(struct rte_mbuf *m)
@@ -352,6 +376,24 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 int fg_worker_rings_create(struct fg_dp *dp);
 /** Drains dispatch rings, expires, polls the mailbox, flushes TX. */
 void fg_worker_housekeeping(struct fg_worker *w, uint64_t now);
+
+/* fg_gpupath.c: the optional GPU batch path (`flowgate --gpu`) */
+/** Creates one GPU context per worker in launch mode @p mode ("graph" or
+ *  "persistent") and gives it the dispatch RETA.  Main lcore, after the
+ *  workers exist and before they run.  @return 0, -ENOTSUP (built without
+ *  CUDA), -ENODEV (no CUDA device), -EINVAL (bad mode), or the -errno of
+ *  fg_gpu_create (a message is printed in every case). */
+int fg_gpupath_create(struct fg_dp *dp, const char *mode);
+/** Destroys the workers' GPU contexts.  Main lcore, workers stopped. */
+void fg_gpupath_free(struct fg_dp *dp);
+/** Runs a received burst through the GPU: parse, flow signature, dispatch
+ *  hash and Maglev answer land in each mbuf's private area
+ *  (FG_PARSED_GPU), so fg_worker_burst() skips that work.  Uploads the
+ *  service tables first when their generation changed.  Packets the GPU
+ *  path cannot take stay FG_PARSED_NO and the CPU parses them (counted as
+ *  gpu_fallback).  Owner lcore only; w->gpu must be set. */
+void fg_gpupath_classify(struct fg_worker *w, struct rte_mbuf **pkts,
+			 uint16_t n);
 
 /* fg_lb_publish (fg_lb.c): swap + grace period + free, cfg_lock held. */
 int fg_dp_apply_config(struct fg_dp *dp, const struct fg_config *cfg,

@@ -41,7 +41,8 @@ static void usage(const char *prog)
 		"      --sw-rss auto|on|off software RSS dispatch between workers (default auto)\n"
 		"      --ct-capacity N      conntrack entries per worker (default 1048576)\n"
 		"      --mbufs N            mbufs per socket (default 65535)\n"
-		"      --gpu                GPU batch path (not built into this binary)\n"
+		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
+		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"  config built from options (when no -c is given):\n"
 		"      --service VIP:PORT[/tcp|udp][,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N][,gue-port=P][,on-fail=keep|reset]\n"
 		"      --backend ADDR[:PORT][,weight=W][,drained][,id=N]   (adds to the last --service)\n"
@@ -442,7 +443,7 @@ static const struct option long_opts[] = {
 	{"sw-rss", required_argument, NULL, OPT_SW_RSS},
 	{"ct-capacity", required_argument, NULL, OPT_CT_CAP},
 	{"mbufs", required_argument, NULL, OPT_MBUFS},
-	{"gpu", no_argument, NULL, OPT_GPU},
+	{"gpu", optional_argument, NULL, OPT_GPU},
 	{"service", required_argument, NULL, OPT_SERVICE},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"local", required_argument, NULL, OPT_LOCAL},
@@ -458,7 +459,7 @@ int main(int argc, char **argv)
 {
 	struct fg_dp *dp;
 	struct opt_cfg oc;
-	const char *config_file = NULL, *socket_path = NULL;
+	const char *config_file = NULL, *socket_path = NULL, *gpu_mode = NULL;
 	unsigned int want_workers = 0, n_mbufs = 65535;
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
@@ -507,9 +508,12 @@ int main(int argc, char **argv)
 		}
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case OPT_GPU:
-			fprintf(stderr, "flowgate: --gpu: the GPU batch path is not "
-				"built into this binary\n");
-			rc = -ENOTSUP;
+			gpu_mode = optarg ? optarg : "graph";
+			if (strcmp(gpu_mode, "graph") && strcmp(gpu_mode, "persistent")) {
+				fprintf(stderr, "flowgate: --gpu=%s: the launch mode is "
+					"graph or persistent\n", gpu_mode);
+				rc = -EINVAL;
+			}
 			break;
 		case OPT_SERVICE: rc = opt_service(&oc, optarg); break;
 		case OPT_BACKEND: rc = opt_backend(&oc, optarg); break;
@@ -692,6 +696,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flowgate: config rejected: %s\n", err);
 		return 1;
 	}
+	if (gpu_mode != NULL && fg_gpupath_create(dp, gpu_mode) < 0)
+		return 1;
 	fg_stats_telemetry_register(dp);
 	rc = fg_control_start(dp, socket_path);
 	if (rc < 0)
@@ -736,6 +742,7 @@ int main(int argc, char **argv)
 		rte_eth_dev_stop(dp->ports[p].port_id);
 		rte_eth_dev_close(dp->ports[p].port_id);
 	}
+	fg_gpupath_free(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		fg_worker_free(dp->workers[i]);
 	fg_lb_table_free(dp->lb);

@@ -4,6 +4,10 @@
  *
  *   fg_worker_main()            poll loop of one worker lcore
  *     rte_eth_rx_burst()        one RX queue per port owned by this worker
+ *     [fg_gpupath_classify()]   --gpu only: the GPU does step 1's parse,
+ *                               signature and RSS plus the service and
+ *                               Maglev answers (fg_gpupath.c); the steps
+ *                               below use its results
  *     fg_worker_burst()
  *       1. prefetch + fg_pkt_parse()  -> struct fg_pkt in the mbuf's private area
  *          fg_pkt_sig()               -> CRC32C flow signature (rte_hash sig + Maglev slot)
@@ -442,9 +446,12 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
 	uint32_t hr = f.headroom;
 
-	if (s->mode == FG_MODE_DSR_GUE)
-		len = fg_xlate_gue(&f, p, &e, fg_rss_hash(p));
-	else
+	if (s->mode == FG_MODE_DSR_GUE) {
+		const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
+
+		len = fg_xlate_gue(&f, p, &e, pr->parsed == FG_PARSED_GPU ?
+				   pr->gpu_rss : fg_rss_hash(p));
+	} else
 		len = fg_xlate_ipip(&f, p, &e);
 	if (unlikely(len < 0)) {
 		drop(w, o, m, xlate_err(len));
@@ -904,6 +911,14 @@ static inline bool syn_reopens(const struct fg_lb_table *lb,
 	return b != NULL && !b->usable;
 }
 
+/* The service the GPU matched (its index is the table's, same generation). */
+static inline const struct fg_lb_service *svc_of_gpu(const struct fg_lb_table *lb,
+						     const struct fg_mbuf_priv *pr)
+{
+	return pr->gpu_service < lb->n_services ? &lb->services[pr->gpu_service] :
+						  NULL;
+}
+
 /* A packet with no tracked entry. */
 static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		     const struct fg_neigh_table *nt, struct burst_out *o,
@@ -919,6 +934,15 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	uint8_t af = af_of(p->family);
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
+	/* --gpu: the service and the Maglev slot were computed on the GPU,
+	 * valid when it held the tables of this very generation */
+	const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
+	bool gpu = pr->parsed == FG_PARSED_GPU;
+
+	if (unlikely(gpu && pr->gpu_gen != lb->generation)) {
+		w->dc[FG_DC_gpu_stale]++;
+		gpu = false;
+	}
 
 	if (p->kind == FG_PK_FRAG_LATER) {
 		drop(w, o, m, FG_DROP_frag_later_untracked);
@@ -927,7 +951,8 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (p->kind == FG_PK_ICMP_ERR) {
 		/* the key is the embedded flow reversed: client -> VIP.  An
 		 * untracked flow of a DSR service still has a Maglev answer. */
-		s = fg_lb_service_find(lb, af, daddr, dport, proto);
+		s = gpu ? svc_of_gpu(lb, pr) :
+			  fg_lb_service_find(lb, af, daddr, dport, proto);
 		if (s == NULL || s->mode == FG_MODE_NAT || s->n_usable == 0) {
 			/* NAT flows are only known by their entries, which
 			 * an earlier packet of this burst may have created */
@@ -937,11 +962,13 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 			drop(w, o, m, FG_DROP_icmp_unrelated);
 			return;
 		}
-		b = &s->backends[s->maglev[sig % s->maglev_size]];
+		b = &s->backends[gpu ? pr->gpu_backend :
+				       s->maglev[sig % s->maglev_size]];
 		flow_forward(w, lb, nt, o, m, p, NULL, s, b, now);
 		return;
 	}
-	s = fg_lb_service_find(lb, af, daddr, dport, proto);
+	s = gpu ? svc_of_gpu(lb, pr) :
+		  fg_lb_service_find(lb, af, daddr, dport, proto);
 	if (unlikely(s == NULL)) {
 		if (fg_lb_addr_kind(lb, af, daddr) == 2) {
 			/* to a local address: a NAT reply whose entry an
@@ -961,7 +988,9 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		}
 		b = pick_lc(w, s);
 	} else {
-		uint32_t bi = s->n_usable ? s->maglev[sig % s->maglev_size] : UINT32_MAX;
+		uint32_t bi = gpu ? pr->gpu_backend :
+			      s->n_usable ? s->maglev[sig % s->maglev_size] :
+			      UINT32_MAX;
 
 		b = bi == UINT32_MAX ? NULL : &s->backends[bi];
 	}
@@ -1034,12 +1063,12 @@ static inline struct fg_mbuf_priv *parse(struct fg_worker *w, struct rte_mbuf *m
 {
 	struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
 
-	if (!pr->parsed) {
+	if (pr->parsed == FG_PARSED_NO) {
 		w->cc[FG_CC_rx_packets]++;
 		w->cc[FG_CC_rx_bytes] += m->pkt_len;
 		fg_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
 			     &pr->pkt);
-		pr->parsed = 1;
+		pr->parsed = FG_PARSED_CPU;
 	}
 	return pr;
 }
@@ -1109,7 +1138,8 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			continue;
 		}
 		if (dispatch) {
-			uint16_t owner = fg_rss_queue(fg_rss_hash(p), w->dp->reta);
+			uint16_t owner = pr->parsed == FG_PARSED_GPU ? pr->gpu_owner :
+					 fg_rss_queue(fg_rss_hash(p), w->dp->reta);
 
 			if (owner != w->idx) {
 				disp[owner][nd[owner]++] = m;
@@ -1126,8 +1156,12 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	 * in 2- and 4-byte pieces, and reading it back 8 bytes at a time
 	 * right away stalls on store forwarding; a burst later it is free. */
 	for (unsigned int f = 0; f < CT_FAMILIES; f++)
-		for (unsigned int j = 0; j < ng[f]; j++)
-			sigs[f][j] = fg_pkt_sig(&fg_mbuf_priv(grp[f][j])->pkt);
+		for (unsigned int j = 0; j < ng[f]; j++) {
+			const struct fg_mbuf_priv *pr = fg_mbuf_priv(grp[f][j]);
+
+			sigs[f][j] = pr->parsed == FG_PARSED_GPU ? pr->gpu_sig :
+				     fg_pkt_sig(&pr->pkt);
+		}
 	if (dispatch) {
 		for (unsigned int d = 0; d < w->dp->n_workers; d++) {
 			unsigned int k;
@@ -1241,8 +1275,11 @@ int fg_worker_main(void *arg)
 					 * pipeline wants our port index */
 					for (uint16_t i = 0; i < n; i++) {
 						pkts[i]->port = (uint16_t)p;
-						fg_mbuf_priv(pkts[i])->parsed = 0;
+						fg_mbuf_priv(pkts[i])->parsed = FG_PARSED_NO;
 					}
+					/* --gpu: parse + hashes on the GPU */
+					if (w->gpu)
+						fg_gpupath_classify(w, pkts, n);
 					fg_worker_burst(w, pkts, n, now);
 				}
 			}

@@ -158,6 +158,9 @@ def main():
     ap.add_argument("--each", action="store_true", help="one daemon per fixture")
     ap.add_argument("--only", help="comma-separated fixture names")
     ap.add_argument("--keep", help="keep pcaps and logs in this directory")
+    ap.add_argument("--gpu", choices=["graph", "persistent"],
+                    help="run the daemon with --gpu=MODE (CUDA build and a GPU); "
+                    "every packet must then go through the GPU path")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     work = a.keep or tempfile.mkdtemp(prefix="flowgate-fx.")
@@ -182,9 +185,15 @@ def main():
         t0 = time.monotonic()
         for gi, group in enumerate(groups):
             inputs = [fr for fx in group for fr in fx["input"]]
+            gpu = [f"--gpu={a.gpu}"] if a.gpu else []
             got, stats, _ = run_daemon(build, work, f"g{gi}", inputs,
-                                       FG_FLAGS + service_flags())
+                                       FG_FLAGS + service_flags() + gpu)
             errs = check(group, got, stats)
+            if a.gpu:
+                t = stats["total"]
+                if t["gpu_packets"] != len(inputs) or t["gpu_fallback"] or t["gpu_errors"]:
+                    errs.append(f"--gpu: gpu_packets {t['gpu_packets']} of {len(inputs)}, "
+                                f"gpu_fallback {t['gpu_fallback']}, gpu_errors {t['gpu_errors']}")
             label = group[0]["name"] if len(group) == 1 else f"{len(group)} fixtures"
             print(f"{'FAIL' if errs else 'ok  '} {label}: {len(inputs)} in, "
                   f"{len(got)} out")
