@@ -58,6 +58,10 @@ struct fg_gpu {
 	struct fg_gpu_ctrl *ctrl;      /* mapped */
 	struct fg_gpu_item *d_items;
 	struct fg_gpu_ctrl *d_ctrl;
+	/* descriptors of ring slot s at slot_desc + s * item_pkts (mapped):
+	 * at a fixed address, a block reads them in the same PCIe round trip
+	 * as the item words */
+	struct fg_gpu_frame *slot_desc, *d_slot_desc;
 	uint32_t *d_epoch;
 	uint32_t blocks, ring_items, head;
 	int running;
@@ -170,6 +174,8 @@ static void kp_fill(struct fg_gpu *g)
 	g->kp.poll_flavor = g->cfg.poll_flavor;
 	g->kp.done_fence = g->cfg.done_fence;
 	g->kp.ring_items = g->ring_items;
+	g->kp.slot_desc = g->d_slot_desc;
+	g->kp.item_pkts = g->cfg.item_pkts;
 }
 
 /* ---- graph mode ------------------------------------------------------ */
@@ -453,6 +459,12 @@ int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out)
 				 cudaHostAllocMapped));
 		CK(cudaHostAlloc((void **)&g->ctrl, sizeof(*g->ctrl),
 				 cudaHostAllocMapped));
+		CK(cudaHostAlloc((void **)&g->slot_desc,
+				 (size_t)g->ring_items * g->cfg.item_pkts *
+					 sizeof(*g->slot_desc),
+				 cudaHostAllocMapped));
+		CK(cudaHostGetDevicePointer((void **)&g->d_slot_desc,
+					    g->slot_desc, 0));
 		memset(g->ctrl, 0, sizeof(*g->ctrl));
 		CK(cudaHostGetDevicePointer((void **)&g->d_desc, g->h_desc, 0));
 		CK(cudaHostGetDevicePointer((void **)&g->d_res, g->h_res, 0));
@@ -502,6 +514,7 @@ void fg_gpu_destroy(struct fg_gpu *g)
 	cudaFreeHost(g->h_res);
 	cudaFreeHost(g->items);
 	cudaFreeHost(g->ctrl);
+	cudaFreeHost(g->slot_desc);
 	cudaFree(g->d_epoch);
 	cudaFreeHost(g->h_stage);
 	cudaFree(g->d_stage);
@@ -695,7 +708,9 @@ int fg_gpu_burst_submit(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 		if (acc == 0)
 			return -E2BIG; /* one frame larger than stage_bytes */
 	} else {
-		memcpy(g->h_desc, frames, (size_t)n * sizeof(*frames));
+		/* persistent mode copies them straight into the slots below */
+		if (g->cfg.mode == FG_GPU_MODE_GRAPH)
+			memcpy(g->h_desc, frames, (size_t)n * sizeof(*frames));
 		acc = n;
 	}
 	g->seq++;
@@ -714,13 +729,19 @@ int fg_gpu_burst_submit(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 					   cudaMemcpyHostToDevice, g->copy));
 			CK(cudaStreamSynchronize(g->copy));
 		}
+		const struct fg_gpu_frame *src =
+			mem == FG_GPU_MEM_HOST ? g->h_desc : frames;
+
 		for (uint32_t j = 0; j < k; j++) {
-			struct fg_gpu_item *it =
-				&g->items[(g->head + j) % g->ring_items];
+			uint32_t sl = (g->head + j) % g->ring_items;
+			struct fg_gpu_item *it = &g->items[sl];
 			uint32_t first = j * ip;
 
 			it->n = acc - first < ip ? acc - first : ip;
-			it->frames = (uint64_t)(uintptr_t)(g->d_desc + first);
+			memcpy(g->slot_desc + (size_t)sl * ip, src + first,
+			       (size_t)it->n * sizeof(*src));
+			it->frames = (uint64_t)(uintptr_t)(g->d_slot_desc +
+							   (size_t)sl * ip);
 			it->res = (uint64_t)(uintptr_t)(g->d_res + first);
 			it->seq = g->seq;
 			/* release: descriptors and item fields before status */

@@ -45,8 +45,14 @@ struct fg_gpu_smem {
 	uint32_t rss[2][256];
 	uint16_t reta[FG_GPU_RETA_SIZE];
 	uint16_t svc_hash[FG_GPU_SVC_HASH_SIZE];
-	uint32_t win[FG_GPU_THREADS * (FG_GPU_WIN_STRIDE / 4)];
+	/* frame windows while parsing; the persistent kernel then stages the
+	 * block's results here to write them to host memory coalesced */
+	uint32_t win[FG_GPU_THREADS * (FG_GPU_WIN_STRIDE / 4)] __attribute__((aligned(16)));
 };
+static_assert(FG_GPU_THREADS * sizeof(struct fg_gpu_result) <=
+		      FG_GPU_THREADS * FG_GPU_WIN_STRIDE,
+	      "result staging must fit in the windows");
+static_assert(sizeof(struct fg_gpu_result) == 80, "five 16-byte stores");
 
 /* A frame as the parser sees it: window in shared memory, rest global. */
 template <bool PERSIST> struct fview {
@@ -516,17 +522,17 @@ __device__ __forceinline__ uint16_t svc_lookup(const struct fg_gpu_kparams &p,
 	return FG_GPU_NO_SERVICE;
 }
 
-/* One packet: window fill, parse, hashes, dispatch, service, Maglev. */
+/* One packet: window fill, parse, hashes, dispatch, service, Maglev.
+ * The result is left in @p r (registers); the caller stores it. */
 template <bool P>
 __device__ __forceinline__ void fg_gpu_one(const struct fg_gpu_kparams &p,
 					   struct fg_gpu_smem *s,
 					   uint64_t addr, uint32_t len,
-					   struct fg_gpu_result *res)
+					   struct fg_gpu_result &r)
 {
 	uint32_t *win = &s->win[threadIdx.x * (FG_GPU_WIN_STRIDE / 4)];
 	uint32_t wlen = len < FG_GPU_WIN ? len : FG_GPU_WIN;
 	const uint8_t *g = (const uint8_t *)addr;
-	struct fg_gpu_result r;
 
 	if ((addr & 3) == 0) {
 		const uint32_t *gw = (const uint32_t *)g;
@@ -594,12 +600,17 @@ __device__ __forceinline__ void fg_gpu_one(const struct fg_gpu_kparams &p,
 		}
 	}
 
-	/* 80 bytes as five 16-byte stores */
-	const uint4 *src = (const uint4 *)&r;
-	uint4 *dst = (uint4 *)res;
+}
+
+/* 80 bytes as five 16-byte stores */
+__device__ __forceinline__ void result_store(struct fg_gpu_result *dst,
+					     const struct fg_gpu_result &r)
+{
+	const uint4 *s4 = (const uint4 *)&r;
+	uint4 *d4 = (uint4 *)dst;
 #pragma unroll
 	for (int i = 0; i < 5; i++)
-		dst[i] = src[i];
+		d4[i] = s4[i];
 }
 
 __device__ __forceinline__ void load_tables(const struct fg_gpu_kparams &p,
@@ -632,7 +643,10 @@ fg_gpu_batch_kernel(struct fg_gpu_kparams p)
 			       : *((const uint4 *)p.frames + i);
 		uint64_t addr = (uint64_t)d.x | (uint64_t)d.y << 32;
 
-		fg_gpu_one<false>(p, &s, addr, d.z, &p.res[i]);
+		struct fg_gpu_result r;
+
+		fg_gpu_one<false>(p, &s, addr, d.z, r);
+		result_store(&p.res[i], r);
 	}
 }
 
@@ -763,12 +777,15 @@ __device__ __forceinline__ uint64_t globaltimer(void)
 	return t;
 }
 
+/* Most descriptors one thread holds: FG_GPU_ITEM_MAX / FG_GPU_THREADS. */
+#define FG_GPU_DESC_PER_THREAD ((FG_GPU_ITEM_MAX + FG_GPU_THREADS - 1) / FG_GPU_THREADS)
+
 __global__ void __launch_bounds__(FG_GPU_THREADS)
 fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 {
 	__shared__ struct fg_gpu_smem s;
-	__shared__ uint32_t go, n;
-	__shared__ uint64_t frames, res;
+	__shared__ uint32_t go, n, ready;
+	__shared__ uint64_t res;
 	uint64_t t_wake = 0; /* thread 0 */
 	uint32_t slot = blockIdx.x;
 	uint32_t next = blockIdx.x;          /* number of my next item */
@@ -778,7 +795,6 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 	__syncthreads();
 	for (;;) {
 		if (threadIdx.x == 0) {
-			struct fg_gpu_item *it = &p.items[slot];
 			unsigned int ns = 32;
 
 			go = 0;
@@ -789,34 +805,8 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 
 				if ((int32_t)(e - next) > 0) {
 					t_wake = globaltimer();
-					/* published: one PCIe round trip for
-					 * all four words (ordered after the
-					 * epoch acquire) */
-					uint32_t stt = ld_relaxed_sys(&it->status);
-					uint32_t nn = ld_relaxed_sys(&it->n);
-					uint64_t fr = ld_relaxed_sys64(&it->frames);
-					uint64_t rs = ld_relaxed_sys64(&it->res);
-
-					if (stt == FG_GPU_ITEM_READY) {
-						n = nn;
-						frames = fr;
-						res = rs;
-						go = 1;
-						break;
-					}
-					/* never expected (the host sets READY
-					 * before ringing): re-read with acquire
-					 * until READY or stop */
-					if (ld_poll(&it->status, p.poll_flavor) ==
-					    FG_GPU_ITEM_READY) {
-						if (p.poll_flavor)
-							__threadfence_system();
-						n = ld_relaxed_sys(&it->n);
-						frames = ld_relaxed_sys64(&it->frames);
-						res = ld_relaxed_sys64(&it->res);
-						go = 1;
-						break;
-					}
+					go = 1;
+					break;
 				}
 				if (ld_acquire_gpu(&p.epoch[1]))
 					break; /* stop */
@@ -827,19 +817,92 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 				}
 			}
 		}
+		/* the barrier orders every thread's reads below after thread
+		 * 0's acquire of the epoch (causality is transitive) */
 		__syncthreads();
 		if (!go)
 			break;
-		const uint4 *fd = (const uint4 *)frames;
-		struct fg_gpu_result *rr = (struct fg_gpu_result *)res;
+		/* one PCIe round trip for the item words (thread 0) and the
+		 * slot's descriptors (every thread, fixed address) */
+		const uint4 *sd = (const uint4 *)p.slot_desc +
+				  (size_t)slot * p.item_pkts;
+		uint4 d[FG_GPU_DESC_PER_THREAD];
 
-		for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
-			uint4 d = __ldcv(fd + j);
-			uint64_t addr = (uint64_t)d.x | (uint64_t)d.y << 32;
+#pragma unroll
+		for (uint32_t k = 0; k < FG_GPU_DESC_PER_THREAD; k++) {
+			uint32_t j = threadIdx.x + k * FG_GPU_THREADS;
 
-			fg_gpu_one<true>(p, &s, addr, d.z, &rr[j]);
+			if (j < p.item_pkts)
+				d[k] = __ldcv(sd + j);
 		}
-		if (!p.done_fence && threadIdx.x < n)
+		if (threadIdx.x == 0) {
+			struct fg_gpu_item *it = &p.items[slot];
+			uint32_t stt = ld_relaxed_sys(&it->status);
+			uint32_t nn = ld_relaxed_sys(&it->n);
+			uint64_t rs = ld_relaxed_sys64(&it->res);
+
+			ready = stt == FG_GPU_ITEM_READY;
+			if (!ready) {
+				/* never expected (the host sets READY before
+				 * ringing): wait for READY, then everyone
+				 * re-reads the descriptors */
+				while (ld_poll(&it->status, p.poll_flavor) !=
+				       FG_GPU_ITEM_READY)
+					;
+				if (p.poll_flavor)
+					__threadfence_system();
+				nn = ld_relaxed_sys(&it->n);
+				rs = ld_relaxed_sys64(&it->res);
+			}
+			n = nn;
+			res = rs;
+		}
+		__syncthreads();
+		if (!ready) {
+#pragma unroll
+			for (uint32_t k = 0; k < FG_GPU_DESC_PER_THREAD; k++) {
+				uint32_t j = threadIdx.x + k * FG_GPU_THREADS;
+
+				if (j < n)
+					d[k] = __ldcv(sd + j);
+			}
+		}
+		struct fg_gpu_result *rr = (struct fg_gpu_result *)res;
+		uint4 *stage = (uint4 *)s.win;
+		bool wrote = false;
+
+		/* rounds of FG_GPU_THREADS packets: parse into registers,
+		 * stage in shared memory, then write the round's results to
+		 * host memory with consecutive 16-byte stores (whole PCIe
+		 * lines instead of five scattered pieces per thread) */
+#pragma unroll
+		for (uint32_t k = 0; k < FG_GPU_DESC_PER_THREAD; k++) {
+			uint32_t base = k * FG_GPU_THREADS;
+			uint32_t j = base + threadIdx.x;
+			struct fg_gpu_result r;
+
+			if (base >= n)
+				break;
+			if (j < n)
+				fg_gpu_one<true>(p, &s,
+						 (uint64_t)d[k].x | (uint64_t)d[k].y << 32,
+						 d[k].z, r);
+			__syncthreads(); /* windows free */
+			if (j < n)
+				result_store((struct fg_gpu_result *)stage +
+						     threadIdx.x, r);
+			__syncthreads();
+			uint32_t cnt = n - base < FG_GPU_THREADS ? n - base
+								 : FG_GPU_THREADS;
+			uint4 *dst = (uint4 *)(rr + base);
+
+			for (uint32_t i = threadIdx.x; i < cnt * 5; i += FG_GPU_THREADS) {
+				dst[i] = stage[i];
+				wrote = true;
+			}
+			__syncthreads(); /* stage free for the next round */
+		}
+		if (!p.done_fence && wrote)
 			__threadfence_system(); /* my result stores */
 		__syncthreads();
 		if (threadIdx.x == 0) {

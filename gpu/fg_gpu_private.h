@@ -55,7 +55,7 @@ enum fg_gpu_item_status {
 struct fg_gpu_item {
 	uint32_t status;            /* enum fg_gpu_item_status (volatile) */
 	uint32_t n;                 /* packets, 1..item_pkts */
-	uint64_t frames;            /* device-visible address of n descriptors */
+	uint64_t frames;            /* = slot_desc + slot * item_pkts (informative) */
 	uint64_t res;               /* device-visible address of n results */
 	uint64_t seq;               /* burst sequence, for debugging */
 	uint64_t t_wake;            /* GPU %globaltimer: block saw it published */
@@ -91,6 +91,9 @@ struct fg_gpu_kparams {
 	uint32_t zc;                       /* graph: frames/res are mapped host memory */
 	uint32_t poll_flavor;              /* persistent: fg_gpu_config::poll_flavor */
 	uint32_t done_fence;               /* persistent: fg_gpu_config::done_fence */
+	/* persistent: slot s's descriptors at slot_desc + s * item_pkts */
+	const struct fg_gpu_frame *slot_desc;
+	uint32_t item_pkts;
 };
 
 /** Service-hash slot of (family, proto, port, vip); host and device. */

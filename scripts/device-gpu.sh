@@ -1,13 +1,14 @@
 #!/bin/bash
 # Runs on the device machine (one call of the `run` tool, carry .carry/gpu):
 # correctness (>= 10M random frames + fixtures, every launch variant,
+# flowgate --gpu through the fixtures and against the CPU path (tests/daemon),
 # frames in host and GPU memory), the GPU-memory mbuf pool test,
 # compute-sanitizer memcheck + racecheck + synccheck, and
 # flowgate-bench gpu --json.  Writes 4 files to $OUT (the tool returns 8 at
 # most): summary.txt, test.log, san.log, bench_gpu.json.
 #   here:   scripts/device-gpu-pack.sh
 #   device: bash scripts/device-gpu.sh          (carry: [".carry/gpu"])
-# Env: FG_RANDOM (default 10000000), FG_SKIP_BENCH=1, FG_SKIP_SAN=1,
+# Env: FG_RANDOM (default 10000000), FG_SKIP_BENCH=1, FG_SKIP_SAN=1, FG_SKIP_DAEMON=1,
 # FG_BENCH_ARGS (extra flowgate-bench gpu options, e.g. "--item-pkts 64").
 set -uo pipefail
 OUT=${OUT:-/tmp/fg-out}
@@ -45,6 +46,16 @@ step test_gpu test.log 240 $W/test_gpu --random "${FG_RANDOM:-10000000}" --fixtu
 grep -E "^(fixtures|random) " "$W/test_gpu.log" | tee -a $summary
 step test_gpu_mbuf test.log 60 $W/test_gpu_mbuf
 grep -E "^(pool|graph|persistent)" "$W/test_gpu_mbuf.log" | tee -a $summary
+# the daemon: flowgate --gpu through every packet fixture (expected bytes),
+# then its output against the CPU path's on fixtures + scenario traffic
+# (1 and 2 workers); hugepages are not needed (--no-huge)
+if [ -z "${FG_SKIP_DAEMON:-}" ]; then
+	for m in graph persistent; do
+		step fixtures_daemon_$m test.log 120 python3 tests/daemon/run_fixtures.py $W/build --gpu $m
+	done
+	step gpu_daemon test.log 300 python3 tests/daemon/test_gpu_daemon.py $W/build
+	grep -E "^(ok|FAIL|input)" "$W/gpu_daemon.log" | tee -a $summary
+fi
 if [ -z "${FG_SKIP_SAN:-}" ] && [ -n "$SAN" ]; then
 	for m in graph graph-zc persistent persistent-f1; do
 		step san_memcheck_$m san.log 50 "$SAN" --tool memcheck --leak-check full --error-exitcode 9 \
