@@ -24,6 +24,7 @@
 /* Built only with the GPU path (fg_gpu_dep defines FG_HAVE_GPU); otherwise
  * this file is empty and flowgate-bench reports 'gpu' as not built. */
 #ifdef FG_HAVE_GPU
+#include <sched.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -335,6 +336,18 @@ int bench_gpu_main(int argc, char **argv)
 			rtt50[0], rtt99[0], rtt50[1], rtt99[1]);
 	cpu1 = cpu_pps(host, SETS * SET_FRAMES, 1, secs * 2);
 	cpuN = cpu_pps(host, SETS * SET_FRAMES, threads, secs * 2);
+	/* the latency loops run on one pinned core (the last): no migration
+	 * between submit and wait; the CPU threads above ran unpinned */
+	{
+		cpu_set_t cs;
+		long last = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+
+		CPU_ZERO(&cs);
+		CPU_SET(last > 0 ? (int)last : 0, &cs);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(cs), &cs) != 0)
+			fprintf(stderr, "flowgate-bench gpu: cannot pin to cpu %ld; "
+					"latency loops unpinned\n", last);
+	}
 
 	if (json)
 		fprintf(o, "{\"bench\":\"gpu\",\"device\":\"%s\","

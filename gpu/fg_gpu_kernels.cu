@@ -795,7 +795,7 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 	__syncthreads();
 	for (;;) {
 		if (threadIdx.x == 0) {
-			unsigned int ns = 32;
+			unsigned int ns = 16;
 
 			go = 0;
 			for (;;) {
@@ -812,7 +812,7 @@ fg_gpu_persistent_kernel(struct fg_gpu_kparams p)
 					break; /* stop */
 				if (blockIdx.x != 0) {
 					__nanosleep(ns);
-					if (ns < 256)
+					if (ns < 64)
 						ns *= 2;
 				}
 			}

@@ -57,9 +57,13 @@ def build_inputs(build, src, work):
     return frames, n_fx
 
 
-def run(build, work, tag, frames, extra, lcores):
+def run(build, work, tag, frames, extra, lcores, workers=1):
+    # one TX queue (= one tx_pcap) per worker: net_pcap makes as many
+    # queues as it is given files
+    more = [os.path.join(work, f"{tag}-out{i}.pcap") for i in range(1, workers)]
     d = Daemon(build, work, tag, frames, FG_FLAGS + ["--ct-capacity", "65536"] +
-               service_flags() + extra, lcores)
+               service_flags() + extra, lcores,
+               vdev_args="".join(f",tx_pcap={m}" for m in more))
     try:
         with d:
             st = d.wait_rx(len(frames), timeout=120)
@@ -68,7 +72,7 @@ def run(build, work, tag, frames, extra, lcores):
         if "built without CUDA" in log or "no usable CUDA device" in log:
             return None
         raise
-    return d.output(), st["total"]
+    return d.output() + [fr for m in more for fr in pcap_read(m)], st["total"]
 
 
 def main():
@@ -83,27 +87,27 @@ def main():
     try:
         frames, n_fx = build_inputs(build, src, work)
         print(f"input: {len(frames)} frames ({n_fx} from the fixtures)")
-        layouts = [("1 worker", "0,1")]
+        layouts = [("1 worker", "0,1", 1)]
         if (os.cpu_count() or 1) >= 3:
-            layouts.append(("2 workers, software RSS", "0-2"))
+            layouts.append(("2 workers, software RSS", "0-2", 2))
         fails = 0
-        for label, lcores in layouts:
+        for label, lcores, nw in layouts:
             extra = ["--sw-rss", "on"] if lcores != "0,1" else []
-            cpu = run(build, work, f"cpu{len(lcores)}", frames, extra, lcores)
+            cpu = run(build, work, f"cpu{nw}", frames, extra, lcores, nw)
             ref_out, ref = cpu
             print(f"{label}, CPU: {ref['tx_packets']} out, {ref['drops']} drops, "
                   f"{ref['new_flows']} new flows")
             for mode in ("graph", "persistent"):
-                r = run(build, work, f"{mode}{len(lcores)}", frames,
-                        extra + [f"--gpu={mode}"], lcores)
+                r = run(build, work, f"{mode}{nw}", frames,
+                        extra + [f"--gpu={mode}"], lcores, nw)
                 if r is None:
                     print("SKIP: this flowgate has no GPU path or the machine "
                           "no CUDA device")
                     return 77
                 out, t = r
                 errs = []
-                if (out if lcores == "0,1" else sorted(out)) != \
-                        (ref_out if lcores == "0,1" else sorted(ref_out)):
+                if (out if nw == 1 else sorted(out)) != \
+                        (ref_out if nw == 1 else sorted(ref_out)):
                     n_diff = sum(1 for x, y in zip(out, ref_out) if x != y)
                     errs.append(f"output differs: {len(out)} vs {len(ref_out)} frames, "
                                 f"{n_diff} differ in place")
