@@ -167,21 +167,19 @@ void fg_gpupath_classify(struct fg_worker *w, struct rte_mbuf **pkts,
 
 void fg_gpupath_free(struct fg_dp *dp)
 {
-	/* persistent contexts first: a graph context's cudaFree would wait
-	 * for their resident kernels (gpu/fg_gpu.h) */
-	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned int i = 0; i < dp->n_workers; i++) {
-			struct fg_worker *w = dp->workers[i];
-			struct fg_gpupath *gp = w ? w->gpu : NULL;
+	/* every resident kernel stops before any context frees memory: a
+	 * cudaFree waits for all kernels on the device (gpu/fg_gpu.h) */
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		if (dp->workers[i] && dp->workers[i]->gpu)
+			fg_gpu_stop(dp->workers[i]->gpu->ctx);
+	for (unsigned int i = 0; i < dp->n_workers; i++) {
+		struct fg_worker *w = dp->workers[i];
 
-			if (gp == NULL ||
-			    (fg_gpu_mode_get(gp->ctx) == FG_GPU_MODE_PERSISTENT) !=
-				    (pass == 0))
-				continue;
-			fg_gpu_destroy(gp->ctx);
-			free(gp);
-			w->gpu = NULL;
-		}
+		if (w == NULL || w->gpu == NULL)
+			continue;
+		fg_gpu_destroy(w->gpu->ctx);
+		free(w->gpu);
+		w->gpu = NULL;
 	}
 }
 

@@ -483,6 +483,15 @@ fail:
 	return rc ? rc : -EIO;
 }
 
+int fg_gpu_stop(struct fg_gpu *g)
+{
+	if (g == NULL)
+		return -EINVAL;
+	if (g->in_flight)
+		return -EBUSY;
+	return g->cfg.mode == FG_GPU_MODE_PERSISTENT ? persistent_stop(g) : 0;
+}
+
 void fg_gpu_destroy(struct fg_gpu *g)
 {
 	if (g == NULL)

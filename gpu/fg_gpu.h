@@ -166,6 +166,16 @@ int fg_gpu_probe(char *name, size_t name_len);
 int fg_gpu_create(const struct fg_gpu_config *cfg, struct fg_gpu **out);
 
 /**
+ * Stops the resident kernel of a persistent-mode context and waits for it
+ * to end (graph mode: nothing to do); later bursts return -EIO.  With
+ * several persistent contexts in a process, stop them all before
+ * destroying any: destroy frees memory, which waits for every kernel on
+ * the device.  @return 0, -EINVAL, -EBUSY (a burst in flight), -ETIMEDOUT.
+ * Thread safety: the context's owner.
+ */
+int fg_gpu_stop(struct fg_gpu *g);
+
+/**
  * Stops the resident kernel (persistent mode: sets the stop flag and waits
  * for it), frees everything.  NULL is a no-op.  No burst may be in flight.
  */
