@@ -19,6 +19,8 @@
  *   delete_mpps          ct_delete of every flow
  *   expire_ns_per_entry  ct_expire reclaiming a table of expired flows,
  *                        per entry reclaimed
+ *   walk_ns_per_flow     ct_walk in 4096-slot chunks copying every flow to a
+ *                        buffer (what `fgctl flows list` costs the worker)
  *   bytes_per_flow       heap bytes of the shard / capacity (IPv4)
  *   *_ratio              median over repetitions of the paired ratio
  *                        (baseline cycles / shard cycles on the same keys)
@@ -124,6 +126,19 @@ ctb_shuffle(uint64_t n)
 }
 
 int bench_conntrack_main(int argc, char **argv);
+
+struct walk_sink {
+	struct ct_flow *buf;
+	size_t n;
+};
+
+static int walk_copy(const struct ct_flow *f, void *arg)
+{
+	struct walk_sink *ws = arg;
+
+	ws->buf[ws->n++] = *f;
+	return 0;
+}
 
 int
 bench_conntrack_main(int argc, char **argv)
@@ -349,6 +364,37 @@ bench_conntrack_main(int argc, char **argv)
 	uint64_t ct_miss = rte_rdtsc_precise() - t0;
 	uint64_t ct_missed = looked;
 
+	/* walk: what a flow listing costs the owning worker, chunks of 4096
+	 * slots copied into a buffer as fgctl flows list does (best of 3) */
+	double walk_ms = 0;
+	{
+		struct ct_flow *wbuf = malloc(4096 * sizeof(*wbuf));
+
+		if (wbuf == NULL) {
+			fprintf(stderr, "conntrack: out of memory\n");
+			return 1;
+		}
+		for (int r = 0; r < 3; r++) {
+			uint64_t cur = 0, seen = 0, tw = rte_rdtsc_precise();
+			struct walk_sink ws = { wbuf, 0 };
+
+			while (cur != CT_WALK_DONE) {
+				ws.n = 0;
+				seen += ct_walk(s, &cur, 4096, now, walk_copy, &ws);
+			}
+			double ms = (double)(rte_rdtsc_precise() - tw) * 1e3 /
+				    (double)rte_get_tsc_hz();
+			if (seen != n) {
+				fprintf(stderr, "conntrack: walk saw %" PRIu64 " of %" PRIu64
+					" flows\n", seen, n);
+				return 1;
+			}
+			if (r == 0 || ms < walk_ms)
+				walk_ms = ms;
+		}
+		free(wbuf);
+	}
+
 	t0 = rte_rdtsc_precise();
 	for (uint64_t i = 0; i < n; i++)
 		if (ct_delete(s, CT_V4, &keys[order[i]], sigs[order[i]]) != 0) {
@@ -390,7 +436,7 @@ bench_conntrack_main(int argc, char **argv)
 		       "\"miss_mpps\":%.3f,\"insert_mpps\":%.3f,"
 		       "\"insert_tail_mpps\":%.3f,\"delete_mpps\":%.3f,"
 		       "\"expire_ns_per_entry\":%.2f,\"bytes_per_flow\":%.1f,"
-		       "\"bytes_per_live_flow\":%.1f,"
+		       "\"bytes_per_live_flow\":%.1f,\"walk_ns_per_flow\":%.2f,"
 		       "\"rte_hash_lookup_mpps\":%.3f,\"rte_hash_insert_mpps\":%.3f,"
 		       "\"lookup_ratio\":%.3f,\"insert_ratio\":%.3f,"
 		       "\"tsc_hz\":%" PRIu64 ",\"sink\":%" PRIu64 "}\n",
@@ -399,7 +445,7 @@ bench_conntrack_main(int argc, char **argv)
 		       lookup, ctb_median(r_touch, o.reps), ctb_mpps(ct_missed, ct_miss), ins,
 		       tail, ctb_mpps(n, ct_del),
 		       expired ? (double)ct_exp * 1e9 / (double)rte_get_tsc_hz() / (double)expired : 0,
-		       bytes_per_flow, bytes_per_live, rlookup, rins,
+		       bytes_per_flow, bytes_per_live, walk_ms * 1e6 / (double)n, rlookup, rins,
 		       ctb_median(q_look, o.reps), ctb_median(q_ins, o.reps),
 		       rte_get_tsc_hz(), sink & 1);
 	} else {
@@ -414,6 +460,8 @@ bench_conntrack_main(int argc, char **argv)
 		printf("  delete  %8.2f Mpps\n", ctb_mpps(n, ct_del));
 		printf("  expire  %8.2f ns/entry\n",
 		       expired ? (double)ct_exp * 1e9 / (double)rte_get_tsc_hz() / (double)expired : 0);
+		printf("  walk    %8.2f ns/flow (flow listing on the owner)\n",
+		       walk_ms * 1e6 / (double)n);
 		printf("  memory  %8.1f B/flow of capacity, %.1f B/live flow\n",
 		       bytes_per_flow, bytes_per_live);
 	}

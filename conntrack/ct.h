@@ -454,7 +454,10 @@ void ct_set_destroy_cb(struct ct_shard *s, ct_destroy_fn fn, void *arg);
 void ct_set_timeouts(struct ct_shard *s, const struct ct_timeouts *t);
 void ct_set_flood_rate(struct ct_shard *s, uint32_t per_sec);
 
-/** A flow as the control plane sees it (copied out by the owner). */
+/** A flow as the control plane sees it (copied out by the owner).  Only
+ *  the bytes that describe the flow are written: the key union for
+ *  @c family's key length, @c reply only when @c has_reply (ct_walk does
+ *  not clear the rest: listings copy millions of these on the worker). */
 struct ct_flow {
 	union {
 		struct ct_key4 k4;
