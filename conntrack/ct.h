@@ -120,6 +120,10 @@ enum ct_state {
 #define CT_F_SEEN_REPLY 0x08 /**< a packet of the reply direction was seen */
 #define CT_F_V6       0x10 /**< entry lives in the IPv6 table */
 #define CT_F_MIDSTREAM 0x20 /**< picked up without a SYN (after flood/restart) */
+/** fragment-follow entry: the flow's 3-tuple with ports 0 (the key every
+ *  non-first fragment has), created by a first fragment, so later
+ *  fragments reach the same backend; state OTHER, not assured */
+#define CT_F_FRAG     0x40
 
 /**
  * One tracked direction of a flow: 48 bytes.  Written by the owning lcore

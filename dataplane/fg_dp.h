@@ -57,6 +57,8 @@ extern "C" {
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
 	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
 	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
+	X(frag_follow,       "first fragments that (re)armed a fragment-follow entry for their flow's later fragments") \
+	X(frag_follow_fail,  "first fragments whose fragment-follow entry could not be inserted (table full / flood)") \
 	X(gpu_packets,       "--gpu: packets parsed and hashed by the GPU batch path") \
 	X(gpu_fallback,      "--gpu: packets the CPU parsed instead (multi-segment, GPU error or GPU path stopped)") \
 	X(gpu_stale,         "--gpu: new flows whose GPU Maglev answer predates the service table (recomputed on the CPU)") \

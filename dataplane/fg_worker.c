@@ -683,6 +683,46 @@ static void on_flow_destroy(void *arg, enum ct_family fam, const void *key,
 		watch_post(w, FG_EV_DESTROY, (uint8_t)fam, key, e, (uint8_t)why);
 }
 
+/* A first fragment of a DSR flow: later fragments carry no ports, so they
+ * look up the flow's 3-tuple with ports 0 (their parsed key).  Insert or
+ * refresh that entry with the flow's service and backend (state OTHER:
+ * 30 s by default, as Linux's ipfrag_time).  Two flows of one 3-tuple
+ * fragmenting at the same time share it: the last first fragment wins, as
+ * with Maglev's 3-tuple rule for fragments. */
+static void frag_follow(struct fg_worker *w, const struct fg_pkt *p,
+			const struct fg_lb_service *s,
+			const struct fg_lb_backend *b, uint64_t now)
+{
+	struct fg_pkt f = *p;
+	struct ct_entry *e;
+	uint32_t pos, sig;
+	int err = 0;
+
+	if (f.family == CT_V4)
+		f.key.k4.sport = f.key.k4.dport = 0;
+	else
+		f.key.k6.sport = f.key.k6.dport = 0;
+	sig = fg_pkt_sig(&f);
+	e = ct_lookup(w->ct, f.family, &f.key, sig, now, &pos);
+	if (e == NULL) {
+		uint8_t proto = f.family == CT_V4 ? f.key.k4.proto : f.key.k6.proto;
+
+		e = ct_insert(w->ct, f.family, &f.key, sig, proto, CT_ST_OTHER,
+			      false, now, &pos, &err);
+		if (e == NULL) {
+			w->dc[FG_DC_frag_follow_fail]++;
+			return;
+		}
+	} else if (!(e->flags & CT_F_FRAG)) {
+		return; /* a real flow with ports 0 (e.g. protocol without ports) */
+	}
+	e->flags |= CT_F_FRAG;
+	e->service = (uint16_t)s->id;
+	e->backend = b->id;
+	e->last_seen = now;
+	w->dc[FG_DC_frag_follow]++;
+}
+
 /* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
  * flow to its backend. */
 static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
@@ -731,6 +771,8 @@ static void flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		w->cc[FG_CC_frag_later]++;
 
 	if (s->mode != FG_MODE_NAT) {
+		if (unlikely(p->flags & FG_PF_FRAG) && p->kind == FG_PK_FLOW)
+			frag_follow(w, p, s, b, now);
 		send_dsr(w, nt, o, m, p, s, b, now);
 		return;
 	}
@@ -945,7 +987,10 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	}
 
 	if (p->kind == FG_PK_FRAG_LATER) {
-		drop(w, o, m, FG_DROP_frag_later_untracked);
+		/* its first fragment may have armed the fragment-follow
+		 * entry earlier in this very burst */
+		if (!late_hit(w, lb, nt, o, m, p, key, sig, now))
+			drop(w, o, m, FG_DROP_frag_later_untracked);
 		return;
 	}
 	if (p->kind == FG_PK_ICMP_ERR) {
@@ -1058,6 +1103,18 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 
 /* ------------------------------------------------------------ the burst */
 
+/* Software RSS owner of a first fragment: the hash of its addresses alone,
+ * as its later fragments (ports 0) hash and as NICs hash IP fragments, so
+ * the worker that holds the fragment-follow entry sees them all. */
+static inline uint16_t frag_owner(const struct fg_pkt *p, const uint16_t *reta)
+{
+	uint32_t h = p->family == CT_V4 ?
+		fg_rss_hash_v4(p->key.k4.saddr, p->key.k4.daddr, 0, 0) :
+		fg_rss_hash_v6(p->key.k6.saddr, p->key.k6.daddr, 0, 0);
+
+	return fg_rss_queue(h, reta);
+}
+
 /* Parses a packet into its mbuf's private area (once per packet). */
 static inline struct fg_mbuf_priv *parse(struct fg_worker *w, struct rte_mbuf *m)
 {
@@ -1138,7 +1195,9 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			continue;
 		}
 		if (dispatch) {
-			uint16_t owner = pr->parsed == FG_PARSED_GPU ? pr->gpu_owner :
+			uint16_t owner = unlikely(p->flags & FG_PF_FRAG) ?
+					 frag_owner(p, w->dp->reta) :
+					 pr->parsed == FG_PARSED_GPU ? pr->gpu_owner :
 					 fg_rss_queue(fg_rss_hash(p), w->dp->reta);
 
 			if (owner != w->idx) {

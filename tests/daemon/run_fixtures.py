@@ -17,9 +17,9 @@ start-up is ~1 s; one daemon per fixture would take ~30 s).  Then:
   * SIGINT: the daemon prints its final counters and exits 0.
 
 --each runs one fresh daemon per fixture instead (slower, isolates state).
-Fixtures flagged follow_frag are skipped (and listed): the daemon counts
-and drops every non-first fragment (frag_later_untracked), as
-tests/fixtures/README.md allows; it does not reassemble or follow them.
+Fixtures flagged follow_frag run too: a first fragment arms a
+fragment-follow entry (the flow's 3-tuple, ports 0) and the later fragments
+reach the same backend.
 
 The daemon gets the fixtures' assumed config (tests/fixtures/README.md)
 through its command-line flags: backend ids 0..2 (the Maglev key includes
@@ -175,11 +175,6 @@ def main():
             if len(fixtures) != len(names):
                 print(f"unknown fixture in {a.only}", file=sys.stderr)
                 return 2
-        skipped = [f["name"] for f in fixtures if "follow_frag" in f["flags"]]
-        fixtures = [f for f in fixtures if "follow_frag" not in f["flags"]]
-        if skipped:
-            print(f"skip {','.join(skipped)}: later fragments are dropped "
-                  "(frag_later_untracked), not followed")
         groups = [[f] for f in fixtures] if a.each else [fixtures]
         failed = []
         t0 = time.monotonic()
