@@ -57,6 +57,8 @@ extern "C" {
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
 	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
 	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
+	X(host_to_wire,      "--host-tap: packets from the host kernel's TAP sent out of their port") \
+	X(host_ring_full,    "--host-tap: packets for the host dropped, ring to the main lcore full") \
 	X(frag_follow,       "first fragments that (re)armed a fragment-follow entry for their flow's later fragments") \
 	X(frag_follow_fail,  "first fragments whose fragment-follow entry could not be inserted (table full / flood)") \
 	X(gpu_packets,       "--gpu: packets parsed and hashed by the GPU batch path") \
@@ -240,6 +242,21 @@ struct fg_port {
 };
 
 
+/** --host-tap: the host exception path of one port.  Packets for the host
+ *  (to a local address and not a tracked flow, ICMP the balancer does not
+ *  handle, ARP/ND replies) go from any worker over @c to_host (MP/SC) to
+ *  the main lcore, which writes them to the kernel's TAP; what the kernel
+ *  sends comes back over @c to_wire (SP/SC) to worker 0, which transmits
+ *  it on its own queue of the port. */
+struct fg_host_port {
+	uint16_t tap;           /**< ethdev id of the net_tap */
+	struct rte_ring *to_host;
+	struct rte_ring *to_wire;
+	uint64_t to_kernel;     /**< main lcore: packets written to the TAP */
+	uint64_t tap_full;      /**< main lcore: TAP TX refused, freed */
+	uint64_t wire_full;     /**< main lcore: to_wire ring full, freed */
+};
+
 struct fg_dp;
 
 /** A `flows watch` event, posted by a worker to its event ring (SP/SC:
@@ -320,6 +337,8 @@ struct fg_dp {
 	/** mbuf data room (0 = RTE_MBUF_DEFAULT_BUF_SIZE); the bench uses
 	 *  small buffers to replay 10M-packet pcaps from memory. */
 	uint16_t mbuf_data_room;
+	bool host_tap;                  /**< --host-tap: host[] is set up */
+	struct fg_host_port host[FG_MAX_PORTS];
 	volatile bool stop;
 	bool no_tx;                     /**< bench: free instead of TX */
 	/** Worker i polls queue 0 of port i only (one RX port per worker,
@@ -378,6 +397,16 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 int fg_worker_rings_create(struct fg_dp *dp);
 /** Drains dispatch rings, expires, polls the mailbox, flushes TX. */
 void fg_worker_housekeeping(struct fg_worker *w, uint64_t now);
+
+/* fg_host.c: the host exception path (`flowgate --host-tap[=PREFIX]`) */
+/** Creates a net_tap per port (kernel interface PREFIX<port index>, the
+ *  port's MAC) and its two rings.  Main lcore, after fg_port_setup().
+ *  @return 0 or -errno (message printed). */
+int fg_host_setup(struct fg_dp *dp, const char *prefix);
+/** Main lcore: moves packets worker -> TAP and TAP -> ring of worker 0. */
+void fg_host_poll(struct fg_dp *dp);
+/** Main lcore, workers stopped: stops the TAPs, frees rings and mbufs. */
+void fg_host_free(struct fg_dp *dp);
 
 /* fg_gpupath.c: the optional GPU batch path (`flowgate --gpu`) */
 /** Creates one GPU context per worker in launch mode @p mode ("graph" or

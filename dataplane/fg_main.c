@@ -41,6 +41,9 @@ static void usage(const char *prog)
 		"      --sw-rss auto|on|off software RSS dispatch between workers (default auto)\n"
 		"      --ct-capacity N      conntrack entries per worker (default 1048576)\n"
 		"      --mbufs N            mbufs per socket (default 65535)\n"
+		"      --host-tap[=PREFIX]  host exception path: a kernel TAP per port (PREFIXn,\n"
+		"                           default fg0, fg1...) gets the packets for the host\n"
+		"                           itself (SSH, BGP, ping to a local address)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"  config built from options (when no -c is given):\n"
@@ -432,7 +435,7 @@ static void port_mtus_apply(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS])
 enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
-	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU,
+	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP,
 };
 
 static const struct option long_opts[] = {
@@ -444,6 +447,7 @@ static const struct option long_opts[] = {
 	{"ct-capacity", required_argument, NULL, OPT_CT_CAP},
 	{"mbufs", required_argument, NULL, OPT_MBUFS},
 	{"gpu", optional_argument, NULL, OPT_GPU},
+	{"host-tap", optional_argument, NULL, OPT_HOST_TAP},
 	{"service", required_argument, NULL, OPT_SERVICE},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"local", required_argument, NULL, OPT_LOCAL},
@@ -460,6 +464,7 @@ int main(int argc, char **argv)
 	struct fg_dp *dp;
 	struct opt_cfg oc;
 	const char *config_file = NULL, *socket_path = NULL, *gpu_mode = NULL;
+	const char *host_tap = NULL;
 	unsigned int want_workers = 0, n_mbufs = 65535;
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
@@ -507,6 +512,14 @@ int main(int argc, char **argv)
 			break;
 		}
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case OPT_HOST_TAP:
+			host_tap = optarg ? optarg : "fg";
+			if (strlen(host_tap) == 0 || strlen(host_tap) > 10) {
+				fprintf(stderr, "flowgate: --host-tap=%s: the interface prefix "
+					"takes 1 to 10 characters\n", host_tap);
+				rc = -EINVAL;
+			}
+			break;
 		case OPT_GPU:
 			gpu_mode = optarg ? optarg : "graph";
 			if (strcmp(gpu_mode, "graph") && strcmp(gpu_mode, "persistent")) {
@@ -698,6 +711,8 @@ int main(int argc, char **argv)
 	}
 	if (gpu_mode != NULL && fg_gpupath_create(dp, gpu_mode) < 0)
 		return 1;
+	if (host_tap != NULL && fg_host_setup(dp, host_tap) < 0)
+		return 1;
 	fg_stats_telemetry_register(dp);
 	rc = fg_control_start(dp, socket_path);
 	if (rc < 0)
@@ -725,7 +740,11 @@ int main(int argc, char **argv)
 
 	while (!g_stop) {
 		fg_dp_neigh_poll(dp);
-		usleep(1000);
+		if (dp->host_tap)
+			fg_host_poll(dp);
+		/* the host path is polled every ~20 us: interactive latency
+		 * for SSH / BGP, a few % of the main lcore's CPU */
+		usleep(dp->host_tap ? 20 : 1000);
 	}
 	printf("flowgate: signal %d, stopping health checks, control, workers\n",
 	       (int)g_stop);
@@ -743,6 +762,7 @@ int main(int argc, char **argv)
 		rte_eth_dev_close(dp->ports[p].port_id);
 	}
 	fg_gpupath_free(dp);
+	fg_host_free(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		fg_worker_free(dp->workers[i]);
 	fg_lb_table_free(dp->lb);

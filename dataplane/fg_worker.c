@@ -104,6 +104,35 @@ static inline void tx(struct fg_worker *w, uint16_t port, struct rte_mbuf *m)
 	rte_eth_tx_buffer(w->dp->ports[port].port_id, w->idx, w->txb[port], m);
 }
 
+/* A packet for the balancer host itself: to the kernel's TAP through the
+ * main lcore (--host-tap), else dropped as @p why. */
+static void to_host(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m,
+		    enum fg_drop why)
+{
+	if (!w->dp->host_tap) {
+		drop(w, o, m, why);
+		return;
+	}
+	if (unlikely(rte_ring_mp_enqueue(w->dp->host[m->port].to_host, m) != 0)) {
+		w->dc[FG_DC_host_ring_full]++;
+		drop(w, o, m, why);
+		return;
+	}
+	w->cc[FG_CC_host_packets]++;
+}
+
+/* ARP / ND replies: learned; the host's kernel may be waiting for them. */
+static inline void consumed_reply(struct fg_worker *w, struct burst_out *o,
+				  struct rte_mbuf *m)
+{
+	if (w->dp->host_tap &&
+	    rte_ring_mp_enqueue(w->dp->host[m->port].to_host, m) == 0) {
+		w->cc[FG_CC_host_packets]++;
+		return;
+	}
+	o->free[o->n_free++] = m;
+}
+
 static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
 {
 	struct fg_worker *w = userdata;
@@ -306,7 +335,7 @@ static void handle_arp(struct fg_worker *w, const struct fg_lb_table *lb,
 		learn(w, nt, AF_INET, (const uint8_t *)&p->key.k4.saddr,
 		      d + p->l3_off + 8, port);
 	if (p->flags & FG_PF_ARP_REPLY) {
-		o->free[o->n_free++] = m;   /* consumed: learned above */
+		consumed_reply(w, o, m);   /* learned above */
 		return;
 	}
 	if (fg_lb_addr_kind(lb, AF_INET, &p->key.k4.daddr) == 0) {
@@ -357,7 +386,7 @@ static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 
 		if (ll)
 			learn(w, nt, AF_INET6, p->key.k6.daddr, ll, port);
-		o->free[o->n_free++] = m;
+		consumed_reply(w, o, m);
 		return;
 	}
 	if (memcmp(p->key.k6.saddr, zero, 16) != 0) {
@@ -1001,10 +1030,15 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		if (s == NULL || s->mode == FG_MODE_NAT || s->n_usable == 0) {
 			/* NAT flows are only known by their entries, which
 			 * an earlier packet of this burst may have created */
-			if ((s != NULL || fg_lb_addr_kind(lb, af, daddr) == 2) &&
+			bool local = fg_lb_addr_kind(lb, af, daddr) == 2;
+
+			if ((s != NULL || local) &&
 			    late_hit(w, lb, nt, o, m, p, key, sig, now))
 				return;
-			drop(w, o, m, FG_DROP_icmp_unrelated);
+			if (local && s == NULL)   /* about the host's own traffic */
+				to_host(w, o, m, FG_DROP_icmp_unrelated);
+			else
+				drop(w, o, m, FG_DROP_icmp_unrelated);
 			return;
 		}
 		b = &s->backends[gpu ? pr->gpu_backend :
@@ -1017,9 +1051,10 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (unlikely(s == NULL)) {
 		if (fg_lb_addr_kind(lb, af, daddr) == 2) {
 			/* to a local address: a NAT reply whose entry an
-			 * earlier packet of this burst created */
+			 * earlier packet of this burst created, else the
+			 * host's own traffic (SSH, BGP, ping, its replies) */
 			if (!late_hit(w, lb, nt, o, m, p, key, sig, now))
-				drop(w, o, m, FG_DROP_reply_untracked);
+				to_host(w, o, m, FG_DROP_reply_untracked);
 			return;
 		}
 		drop(w, o, m, FG_DROP_unknown_vip);
@@ -1188,7 +1223,7 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			handle_nd(w, lb, nt, &o, m, p);
 			continue;
 		case FG_PK_HOST:
-			drop(w, &o, m, FG_DROP_host_unhandled);
+			to_host(w, &o, m, FG_DROP_host_unhandled);
 			continue;
 		default:
 			drop(w, &o, m, p->drop ? p->drop : FG_DROP_l4_unsupported_proto);
@@ -1289,6 +1324,20 @@ void fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 						      FG_BURST, NULL);
 			if (k)
 				fg_worker_burst(w, pkts, (uint16_t)k, now);
+		}
+	}
+	/* --host-tap: worker 0 sends what the kernel wrote to the TAPs */
+	if (dp->host_tap && w->idx == 0) {
+		struct rte_mbuf *hm[FG_BURST];
+
+		for (unsigned int p = 0; p < dp->n_ports; p++) {
+			unsigned int k = rte_ring_sc_dequeue_burst(dp->host[p].to_wire,
+								   (void **)hm, FG_BURST,
+								   NULL);
+
+			for (unsigned int i = 0; i < k; i++)
+				tx(w, (uint16_t)p, hm[i]);
+			w->dc[FG_DC_host_to_wire] += k;
 		}
 	}
 	/* expiry and the mailbox every ~10 us, not every loop: both are
