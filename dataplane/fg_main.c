@@ -628,8 +628,8 @@ int main(int argc, char **argv)
 		dp->n_ports++;
 	}
 	if (dp->n_ports == 0) {
-		fprintf(stderr, "flowgate: no ports (give e.g. --vdev=net_af_packet0,"
-			"iface=veth0 --no-pci)\n");
+		fprintf(stderr, "flowgate: no ports (give e.g. --no-pci --vdev=net_af_packet0,"
+			"iface=veth0)\n");
 		return 1;
 	}
 	for (uint32_t i = 0; i < oc.cfg.n_ports && i < FG_MAX_PORTS; i++) {

@@ -60,20 +60,20 @@ run_one() { # scenario dut -> prints Pktgen's FG_RESULT json (+ DUT stats) on st
   rm -f "$sock"
   case "$dut" in
     testpmd)
-      dpdk-testpmd -l 0-1 --main-lcore 1 --no-pci --file-prefix "fg-pg-dut-$$" --log-level='*:warning' \
-        --vdev "net_memif0,role=server,socket=$sock" -- --forward-mode=io --port-topology=loop \
+      dpdk-testpmd -l 0-1 --main-lcore 1 --file-prefix "fg-pg-dut-$$" --log-level='*:warning' \
+        --no-pci --vdev "net_memif0,role=server,socket=$sock" -- --forward-mode=io --port-topology=loop \
         --nb-cores=1 --stats-period 1 </dev/null >"$dut_log" 2>&1 &
       dpid=$! ;;
     flowgate)
       [[ -x "$BUILD/dataplane/flowgate" ]] || { echo '{"status":"not available","reason":"flowgate daemon not built"}'; return; }
-      "$BUILD/dataplane/flowgate" -l 0-1 --main-lcore 1 --no-pci --file-prefix "fg-pg-dut-$$" --log-level='*:warning' \
-        --vdev "net_memif0,role=server,socket=$sock" -- --workers 1 --socket "$ctl_sock" \
+      "$BUILD/dataplane/flowgate" -l 0-1 --main-lcore 1 --file-prefix "fg-pg-dut-$$" --log-level='*:warning' \
+        --no-pci --vdev "net_memif0,role=server,socket=$sock" -- --workers 1 --socket "$ctl_sock" \
         --ct-capacity 2097152 "${FG_SVC[@]}" </dev/null >"$dut_log" 2>&1 &
       dpid=$! ;;
   esac
   for _ in $(seq 1 100); do [[ -S "$sock" ]] && break; sleep 0.1; done
-  local pgargs=(-l 0-1 -n 1 --no-pci --file-prefix "fg-pg-gen-$$" --single-file-segments --log-level='*:warning'
-                --vdev "net_memif0,role=client,socket=$sock$zc" -- -P -m 1.0)
+  local pgargs=(-l 0-1 -n 1 --file-prefix "fg-pg-gen-$$" --single-file-segments --log-level='*:warning'
+                --no-pci --vdev "net_memif0,role=client,socket=$sock$zc" -- -P -m 1.0)
   [[ "$MODE" == pcap ]] && pgargs+=(-s "0:$TMP/$s.pcap")
   FG_SCENARIO="$ROOT/bench/scenarios/$s.scn" FG_MODE=$MODE FG_DURATION=$SECS \
     timeout $((SECS + 90)) "$PKTGEN" "${pgargs[@]}" -f "$ROOT/pktgen-scripts/run_scenario.lua" </dev/null >"$pg_log" 2>&1

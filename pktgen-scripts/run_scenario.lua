@@ -3,8 +3,8 @@
 -- Pktgen-DPDK (23.03): configure, start, wait, stop, print totals, quit.
 --
 --   FG_SCENARIO=bench/scenarios/steady-1m.scn FG_MODE=pcap \
---   pktgen -l 0-1 --no-pci --file-prefix pg --single-file-segments \
---     --vdev net_memif0,role=client,socket=/tmp/fg-memif.sock -- \
+--   pktgen -l 0-1 --file-prefix pg --single-file-segments \
+--     --no-pci --vdev net_memif0,role=client,socket=/tmp/fg-memif.sock -- \
 --     -P -m 1.0 -s 0:/tmp/flowgate-bench/steady-1m.pcap \
 --     -f pktgen-scripts/run_scenario.lua
 --

@@ -57,8 +57,8 @@ case "$W" in
 2) lcores=(--lcores=0@0,1@1,2@1) ;;
 *) echo "netns-flowgate: FG_WORKERS must be 1 or 2" >&2; exit 2 ;;
 esac
-ip netns exec "$P-lb" "$FG" --no-pci --no-huge -m 512 --file-prefix "$P" "${lcores[@]}" \
-	--vdev="net_af_packet0,iface=lb0,qpairs=$W" -- "${args[@]}" "$@" \
+ip netns exec "$P-lb" "$FG" --no-huge -m 512 --file-prefix "$P" "${lcores[@]}" \
+	--no-pci --vdev="net_af_packet0,iface=lb0,qpairs=$W" -- "${args[@]}" "$@" \
 	> "$RUN/flowgate.log" 2>&1 &
 echo $! > "$RUN/flowgate.pid"
 for _ in $(seq 200); do

@@ -26,8 +26,8 @@ rm -f "$sock"
 # latency: main lcore 1 = generator + sink, lcore 0 = ring forwarder (idle
 # during the DUT sweep); flowgate: worker on lcore 0, main on lcore 1.
 "$fgb" latency --scenario "$scn" --scenario-dir "$ROOT/bench/scenarios" --seconds "$secs" --json \
-  --dut vdev --vdev "net_memif0,role=server,socket=$sock" --wait-link 20 \
-  --eal "-l 0-1 --main-lcore 1 --no-pci --file-prefix fg-lat-gen-$$ --log-level=*:warning" >"$out" 2>"$log" &
+  --dut vdev --wait-link 20 --eal "-l 0-1 --main-lcore 1 --file-prefix fg-lat-gen-$$ --log-level=*:warning --no-pci" \
+  --vdev "net_memif0,role=server,socket=$sock" >"$out" 2>"$log" &  # EAL: --no-pci (in --eal)
 bpid=$!
 # net_memif uses an abstract socket by default (no file): wait for the
 # bench to say it has opened the port instead.
@@ -40,8 +40,8 @@ done
 if ((!up)); then
   wait "$bpid"; cat "$out"; tail -3 "$log" >&2; rm -f "$out" "$log"; exit 1
 fi
-"$fg" -l 0-1 --main-lcore 1 --no-pci --file-prefix "fg-lat-dut-$$" --log-level='*:warning' \
-  --vdev "net_memif0,role=client,socket=$sock" -- --workers 1 --socket "/tmp/fg-lat-ctl-$$.sock" \
+"$fg" -l 0-1 --main-lcore 1 --file-prefix "fg-lat-dut-$$" --log-level='*:warning' \
+  --no-pci --vdev "net_memif0,role=client,socket=$sock" -- --workers 1 --socket "/tmp/fg-lat-ctl-$$.sock" \
   --ct-capacity 2097152 \
   --service 10.100.0.1:80/tcp,mode=dsr-ipip --backend 10.200.0.11 --backend 10.200.0.12 --backend 10.200.0.13 \
   --service 10.100.0.2:80/tcp,mode=dsr-gue --backend 10.200.0.11 --backend 10.200.0.12 --backend 10.200.0.13 \

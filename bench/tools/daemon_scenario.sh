@@ -66,8 +66,8 @@ svc=(--service 10.100.0.1:80/tcp,mode=dsr-ipip --backend 10.200.0.11 --backend 1
      --gateway 10.200.0.1,port=1 --gateway fd00:200::1,port=1
      --neigh 10.200.0.1,02:00:00:00:00:01,port=1 --neigh fd00:200::1,02:00:00:00:00:01,port=1
      --port-mac 0,02:00:00:00:00:02)
-cmd=("$fg" -l "$lcores" --no-pci --file-prefix "$prefix" --log-level='*:warning'
-     --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" --
+cmd=("$fg" -l "$lcores" --file-prefix "$prefix" --log-level='*:warning'
+     --no-pci --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1" --
      --workers 1 --socket "$sock" --ct-capacity "$cap" --mbufs "$mbufs" "${svc[@]}")
 "${cmd[@]}" </dev/null >"$log" 2>&1 &
 pid=$!

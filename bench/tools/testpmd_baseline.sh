@@ -26,7 +26,7 @@ done
 command -v dpdk-testpmd >/dev/null || { echo '{"status":"not available","reason":"dpdk-testpmd not installed"}'; exit 3; }
 [[ "$secs" =~ ^[0-9]+$ ]] && ((secs >= 2)) || { echo "testpmd_baseline: --seconds must be an integer >= 2" >&2; exit 2; }
 
-eal=(-l "$lcores" --no-pci --file-prefix "$prefix" --log-level='*:warning')
+eal=(-l "$lcores" --file-prefix "$prefix" --log-level='*:warning')
 app=(--forward-mode=io --nb-cores=1 --stats-period 1)
 if [[ -n "$pcap" ]]; then
   [[ -r "$pcap" ]] || { echo "testpmd_baseline: cannot read $pcap" >&2; exit 2; }
@@ -44,11 +44,11 @@ PY
 )
   room=$(( maxlen > 1900 ? maxlen + 128 : 2176 ))
   (( maxlen <= 128 )) && room=256
-  eal+=(--vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1")
+  eal+=(--no-pci --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" --vdev "net_null0,no-rx=1")
   app+=(--total-num-mbufs="${mbufs:-$(( n + 32768 ))}" --mbuf-size="$room")
   src="net_pcap infinite_rx ($(basename "$pcap")) -> net_null"
 else
-  eal+=(--vdev net_null0 --vdev net_null1)
+  eal+=(--no-pci --vdev net_null0 --vdev net_null1)
   src="net_null <-> net_null"
 fi
 log=$(mktemp /tmp/fg-testpmd.XXXXXX)

@@ -60,8 +60,8 @@ service [fd00:100::1]:80/tcp {
 }
 CONF
 
-"$FG" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix "$PFX" --log-level='*:warning' \
-    --vdev "net_pcap0,rx_pcap=$WORK/t.pcap,infinite_rx=1" --vdev net_null0,no-rx=1 -- \
+"$FG" -l 0-1 --no-huge -m 1024 --file-prefix "$PFX" --log-level='*:warning' \
+    --no-pci --vdev "net_pcap0,rx_pcap=$WORK/t.pcap,infinite_rx=1" --vdev net_null0,no-rx=1 -- \
     -c "$WORK/fg.conf" --workers 1 --ct-capacity 65536 --mbufs 32768 </dev/null >"$LOG" 2>&1 &
 DPID=$!
 cleanup() { kill -INT "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; }

@@ -62,10 +62,10 @@ class Daemon:
         self.log = ""
         self.rc = None
         pcap_write(self.inp, inputs)
-        self.cmd = [self.fg, "--no-pci", "--no-huge", "--no-shconf", "-m", "512",
+        self.cmd = [self.fg, "--no-huge", "--no-shconf", "-m", "512",
                     "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l" if "," in lcores
                     or "-" in lcores else "--lcores", lcores] + list(eal) + [
-                    f"--vdev=net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}",
+                    "--no-pci", f"--vdev=net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}",
                     "--", "-s", self.sock] + flags
         self.p = None
 

@@ -153,9 +153,9 @@ def main():
         with Netns(ns_name) as ns:
             log = open(os.path.join(work, "flowgate.log"), "w")
             fgp = subprocess.Popen(ns.cmd(
-                fg, "--no-pci", "--no-huge", "--no-shconf", "-m", "256",
+                fg, "--no-huge", "--no-shconf", "-m", "256",
                 "--file-prefix", ns_name, "-l", "0,1",
-                f"--vdev=net_pcap0,rx_iface_in=fgw0,tx_pcap={work}/out.pcap",
+                "--no-pci", f"--vdev=net_pcap0,rx_iface_in=fgw0,tx_pcap={work}/out.pcap",
                 "--", "-c", conf, "--mbufs", "4095"), stdout=log, stderr=subprocess.STDOUT)
             for _ in range(300):
                 if os.path.exists(sock) or fgp.poll() is not None:

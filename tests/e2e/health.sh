@@ -82,8 +82,8 @@ service nat4 10.99.100.2:80/tcp {
     backend 10.99.0.11; backend 10.99.0.12; backend 10.99.0.13;
 }
 EOF
-ip netns exec "$P-lb" "$BUILD/dataplane/flowgate" --no-pci --no-huge -m 512 \
-	--file-prefix "$P" -l 0,1 --vdev=net_af_packet0,iface=lb0 -- \
+ip netns exec "$P-lb" "$BUILD/dataplane/flowgate" --no-huge -m 512 \
+	--file-prefix "$P" -l 0,1 --no-pci --vdev=net_af_packet0,iface=lb0 -- \
 	-c "$RUN/flowgate.conf" > "$RUN/flowgate.log" 2>&1 &
 FG_PID=$!
 for _ in $(seq 200); do
