@@ -104,33 +104,35 @@ static inline void tx(struct fg_worker *w, uint16_t port, struct rte_mbuf *m)
 	rte_eth_tx_buffer(w->dp->ports[port].port_id, w->idx, w->txb[port], m);
 }
 
-/* A packet for the balancer host itself: to the kernel's TAP through the
- * main lcore (--host-tap), else dropped as @p why. */
+/* --host-tap: hands @p m to the main lcore for the kernel's TAP.  False
+ * when there is no host path or its ring is full (the caller keeps m). */
+static inline bool host_enqueue(struct fg_worker *w, struct rte_mbuf *m)
+{
+	if (!w->dp->host_tap)
+		return false;
+	if (unlikely(rte_ring_mp_enqueue(w->dp->host[m->port].to_host, m) != 0)) {
+		w->dc[FG_DC_host_ring_full]++;
+		return false;
+	}
+	w->cc[FG_CC_host_packets]++;
+	return true;
+}
+
+/* A packet for the balancer host itself: to the kernel, else dropped as
+ * @p why. */
 static void to_host(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m,
 		    enum fg_drop why)
 {
-	if (!w->dp->host_tap) {
+	if (!host_enqueue(w, m))
 		drop(w, o, m, why);
-		return;
-	}
-	if (unlikely(rte_ring_mp_enqueue(w->dp->host[m->port].to_host, m) != 0)) {
-		w->dc[FG_DC_host_ring_full]++;
-		drop(w, o, m, why);
-		return;
-	}
-	w->cc[FG_CC_host_packets]++;
 }
 
 /* ARP / ND replies: learned; the host's kernel may be waiting for them. */
 static inline void consumed_reply(struct fg_worker *w, struct burst_out *o,
 				  struct rte_mbuf *m)
 {
-	if (w->dp->host_tap &&
-	    rte_ring_mp_enqueue(w->dp->host[m->port].to_host, m) == 0) {
-		w->cc[FG_CC_host_packets]++;
-		return;
-	}
-	o->free[o->n_free++] = m;
+	if (!host_enqueue(w, m))
+		o->free[o->n_free++] = m;
 }
 
 static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
