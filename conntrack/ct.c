@@ -640,6 +640,13 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 		ret = -EINVAL;
 		goto fail_nocount;
 	}
+	if (unlikely(s->flood_win_limit != 0 || f->count >= f->slots)) {
+		/* refusing or evicting for a key that is already here would
+		 * punish a live flow: look first (rare path only) */
+		pos = rte_hash_lookup_with_hash(f->h, key, sig);
+		if (pos >= 0)
+			goto exists;
+	}
 	if (ct_flood_refuse(s, assured, now)) {
 		s->st.insert_fail_by[CT_INSFAIL_FLOOD]++;
 		ret = -EBUSY;
@@ -665,9 +672,11 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	}
 	e = &f->e[pos];
 	if (unlikely(e->state != CT_ST_NONE)) {
-		s->st.insert_fail_by[CT_INSFAIL_EXISTS]++;
-		ret = -EEXIST;
-		goto fail;
+		/* rte_hash_add_key on a present key returns its position but
+		 * overwrites its data word (our deadline + position) with 0:
+		 * put the live flow's word back before anyone looks it up */
+		ct_pdata_set(s, f, (uint32_t)pos, ct_flow_head(f, e));
+		goto exists;
 	}
 	memset(e, 0, sizeof(*e));
 	e->state = (uint8_t)state;
@@ -686,6 +695,14 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	if (pos_out)
 		*pos_out = (uint32_t)pos;
 	return e;
+exists:
+	s->st.insert_fail_by[CT_INSFAIL_EXISTS]++;
+	s->st.insert_fail++;
+	if (err)
+		*err = -EEXIST;
+	if (pos_out)
+		*pos_out = (uint32_t)pos;   /* the live entry's position */
+	return NULL;
 fail:
 	s->st.insert_fail++;
 fail_nocount:

@@ -331,7 +331,12 @@ struct ct_entry *ct_lookup(struct ct_shard *s, enum ct_family fam,
  * The new entry is zeroed except state, proto, flags (CT_F_V6 set from fam,
  * CT_F_ASSURED from @p assured), last_seen = now, peer = CT_NONE.
  * Owner lcore only.
- * @param pos_out  receives the position (may be NULL).
+ * A key already present is never touched (its entry, data word and
+ * position stay as they are): the call fails with -EEXIST and @p pos_out
+ * receives the live entry's position, so a caller that raced itself (two
+ * packets of a new flow in one burst) continues with that entry.
+ * @param pos_out  receives the position (may be NULL); CT_NONE on failure
+ *   other than -EEXIST.
  * @return the new entry, or NULL with *err set: -ENOSPC (full), -EBUSY
  *   (flood), -EEXIST (present), -EINVAL.
  */

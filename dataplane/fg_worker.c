@@ -1089,18 +1089,23 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 				       ct_state_initial(proto, p->tcp_flags),
 				       false, now, &pos, &err);
 
-	if (unlikely(e == NULL)) {
-		if (err == -EEXIST) {
-			/* an earlier packet of this burst created it */
-			e = ct_lookup(w->ct, p->family, key, sig, now, &pos);
-			if (e != NULL) {
-				if (e->flags & CT_F_REPLY)
-					flow_reply(w, lb, nt, o, m, p, e, now);
-				else
-					flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
-				return;
-			}
+	if (unlikely(e == NULL && err == -EEXIST)) {
+		/* an earlier packet of this burst created it: follow that
+		 * flow.  Its lookup also settles a due expiry, after which the
+		 * tuple is free for this packet. */
+		e = ct_lookup(w->ct, p->family, key, sig, now, &pos);
+		if (e != NULL) {
+			if (e->flags & CT_F_REPLY)
+				flow_reply(w, lb, nt, o, m, p, e, now);
+			else
+				flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
+			return;
 		}
+		e = ct_insert(w->ct, p->family, key, sig, proto,
+			      ct_state_initial(proto, p->tcp_flags), false, now,
+			      &pos, &err);
+	}
+	if (unlikely(e == NULL)) {
 		if (s->mode == FG_MODE_NAT) {
 			svc_count(w, lb, s, FG_SC_drops, 1);
 			drop(w, o, m, err == -EBUSY ? FG_DROP_ct_flood : FG_DROP_ct_full);

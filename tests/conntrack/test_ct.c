@@ -131,6 +131,79 @@ test_insert_lookup_delete_v4(void **state)
 	ct_shard_free(s);
 }
 
+/*
+ * Regression (issue 9, defect 1; failed on 1398c27): a second insert of a
+ * live key -- two packets of a new flow in one burst, a NAT port search
+ * that meets a port in use -- must leave the live entry alone.  rte_hash's
+ * add overwrote the key's data word, so every later lookup of the flow
+ * resolved to entry 0, another flow's.  Checked on the normal, the full
+ * (early-drop) and the flood paths, IPv4 and IPv6.
+ */
+static void
+test_reinsert_keeps_live_entry(void **state)
+{
+	for (int mode = 0; mode < 3; mode++) {
+		/* 0: room; 1: table full of assured flows; 2: flood mode */
+		struct ct_shard *s = mk_shard(mode == 1 ? 64 : 1024,
+					      mode == 2 ? 1 : 0, NULL);
+		uint32_t n = mode == 1 ? 64 : 16, pos, pos2;
+		int err;
+
+		for (uint32_t i = 0; i < n; i++) {
+			struct ct_entry *e = ins4(s, i, CT_ST_ESTABLISHED, true, 1, &err);
+
+			if (e == NULL && mode == 1)
+				break;   /* capacity rounds: full earlier */
+			assert_non_null(e);
+			e->backend = 100 + i;
+		}
+		for (uint32_t i = 1; i < 8; i++) {
+			struct ct_key4 k = k4(i);
+			struct ct_entry *before = get4(s, i, 2);
+
+			assert_non_null(before);
+			ct_lookup(s, CT_V4, &k, ct_key4_hash(s, &k), 2, &pos);
+			assert_null(ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k),
+					      IPPROTO_TCP, CT_ST_SYN_SENT, false, 3,
+					      &pos2, &err));
+			assert_int_equal(err, -EEXIST);
+			assert_int_equal(pos2, pos);   /* the live entry's position */
+			struct ct_entry *after = get4(s, i, 4);
+
+			assert_ptr_equal(after, before);
+			assert_int_equal(after->backend, 100 + i);
+			assert_int_equal(after->state, CT_ST_ESTABLISHED);
+		}
+		ct_shard_free(s);
+	}
+	/* IPv6: same rule */
+	struct ct_shard *s = mk_shard(1024, 0, NULL);
+	uint32_t pos;
+	int err;
+
+	for (uint32_t i = 0; i < 8; i++) {
+		struct ct_key6 k = k6(i);
+		struct ct_entry *e = ct_insert(s, CT_V6, &k, ct_key6_hash(s, &k),
+					       IPPROTO_TCP, CT_ST_SYN_SENT, false,
+					       1, &pos, &err);
+		assert_non_null(e);
+		e->backend = 200 + i;
+	}
+	for (uint32_t i = 0; i < 8; i++) {
+		struct ct_key6 k = k6(i);
+		uint32_t sig = ct_key6_hash(s, &k);
+
+		assert_null(ct_insert(s, CT_V6, &k, sig, IPPROTO_TCP, CT_ST_SYN_SENT,
+				      false, 2, NULL, &err));
+		assert_int_equal(err, -EEXIST);
+		struct ct_entry *e = ct_lookup(s, CT_V6, &k, sig, 3, NULL);
+
+		assert_non_null(e);
+		assert_int_equal(e->backend, 200 + i);
+	}
+	ct_shard_free(s);
+}
+
 static void
 test_insert_lookup_v6(void **state)
 {
@@ -871,6 +944,7 @@ main(void)
 #define ADD(f) tests[n++] = (struct CMUnitTest)cmocka_unit_test(f)
 	ADD(test_insert_lookup_delete_v4);
 	ADD(test_insert_lookup_v6);
+	ADD(test_reinsert_keeps_live_entry);
 	ADD(test_both_directions);
 	for (size_t i = 0; i < RTE_DIM(tcp_cases); i++) {
 		snprintf(names[n], sizeof(names[n]), "tcp: %s", tcp_cases[i].name);
