@@ -640,29 +640,30 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 		ret = -EINVAL;
 		goto fail_nocount;
 	}
-	if (unlikely(s->flood_win_limit != 0 || f->count >= f->slots)) {
-		/* refusing or evicting for a key that is already here would
-		 * punish a live flow: look first (rare path only) */
+	if (unlikely(s->flood_win_limit != 0)) {
+		/* refusing a key that is already here would punish a live
+		 * flow: look first (flood mode only) */
 		pos = rte_hash_lookup_with_hash(f->h, key, sig);
 		if (pos >= 0)
 			goto exists;
+		if (ct_flood_refuse(s, assured, now)) {
+			s->st.insert_fail_by[CT_INSFAIL_FLOOD]++;
+			ret = -EBUSY;
+			goto fail;
+		}
 	}
-	if (ct_flood_refuse(s, assured, now)) {
-		s->st.insert_fail_by[CT_INSFAIL_FLOOD]++;
-		ret = -EBUSY;
-		goto fail;
-	}
-	if (unlikely(f->count >= f->slots) && ct_early_drop(s, f) != 0) {
-		s->st.insert_fail_by[CT_INSFAIL_FULL]++;
-		ret = -ENOSPC;
-		goto fail;
-	}
+	/* rte_hash_add looks for the key before it takes a free slot, so a
+	 * full table still answers a present key with its position; key
+	 * slots are exactly f->slots (buckets extend), so -ENOSPC means
+	 * full: evict the oldest unassured flow and add again. */
 	pos = rte_hash_add_key_with_hash(f->h, key, sig);
 	if (unlikely(pos == -ENOSPC)) {
-		/* Key slots are sized to capacity and buckets extend, so this
-		 * means slots held by entries we count elsewhere: evict once. */
-		if (ct_early_drop(s, f) == 0)
-			pos = rte_hash_add_key_with_hash(f->h, key, sig);
+		if (ct_early_drop(s, f) != 0) {
+			s->st.insert_fail_by[CT_INSFAIL_FULL]++;
+			ret = -ENOSPC;
+			goto fail;
+		}
+		pos = rte_hash_add_key_with_hash(f->h, key, sig);
 	}
 	if (unlikely(pos < 0)) {
 		s->st.insert_fail_by[pos == -ENOSPC ? CT_INSFAIL_FULL
