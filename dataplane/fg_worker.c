@@ -1062,6 +1062,18 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		drop(w, o, m, FG_DROP_unknown_vip);
 		return;
 	}
+	if (unlikely(s->mode == FG_MODE_NAT && proto == IPPROTO_TCP &&
+		     (p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST)) != CT_TCP_SYN)) {
+		/* Full NAT opens a flow only on a SYN: a mid-stream packet has
+		 * no local port to leave on (the flow it belonged to is gone,
+		 * or never was: a spoofed ACK must not take two entries).  Its
+		 * SYN may have created the flow earlier in this burst. */
+		if (!late_hit(w, lb, nt, o, m, p, key, sig, now)) {
+			svc_count(w, lb, s, FG_SC_drops, 1);
+			drop(w, o, m, FG_DROP_nat_not_syn);
+		}
+		return;
+	}
 	if (s->sched == FG_SCHED_LC) {
 		if (unlikely(lb->generation != w->lc_generation)) {
 			/* rows moved: counts restart with the new table */

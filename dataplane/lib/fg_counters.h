@@ -66,6 +66,7 @@ extern "C" {
 	X(ct_full,                "conntrack full and nothing evictable") \
 	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \
 	X(nat_no_port,            "NAT: no local port steers the reply to this core") \
+	X(nat_not_syn,            "NAT: TCP packet other than a SYN with no tracked flow (creates none)") \
 	X(encap_too_big,          "encapsulated packet exceeds the egress MTU") \
 	X(no_headroom,            "mbuf has no headroom/tailroom for the rewrite") \
 	X(no_neighbor,            "next hop MAC unknown") \
