@@ -699,6 +699,7 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		return 1;
 	port_mtus_apply(dp, port_mtu);
+	dp->neigh_age = (uint64_t)FG_NEIGH_AGE_S * rte_get_tsc_hz();
 	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
 	if (dp->neigh == NULL) {
 		fprintf(stderr, "flowgate: out of memory (neighbours)\n");

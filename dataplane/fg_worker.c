@@ -280,6 +280,10 @@ static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
 	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
 
 	if (likely(e != NULL)) {
+		/* ageing: confirm it before it expires (once per table
+		 * generation and worker: this runs on next-hop cache misses) */
+		if (unlikely(e->stale))
+			solicit(w, e->port, af, addr, now);
 		*port = e->port;
 		*mac = &e->mac;
 		return true;
@@ -292,6 +296,8 @@ static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
 			continue;
 		e = fg_neigh_lookup(nt, af, gw->bytes);
 		if (e != NULL) {
+			if (unlikely(e->stale))
+				solicit(w, e->port, af, gw->bytes, now);
 			*port = e->port;
 			*mac = &e->mac;
 			return true;
@@ -305,16 +311,67 @@ static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return false;
 }
 
+/* True when some worker solicited @p addr in the last
+ * FG_NEIGH_SOLICIT_WINDOW_S seconds (its solicit cache; other workers'
+ * caches are read racily, see struct fg_worker). */
+static bool solicited(const struct fg_worker *w, uint8_t af, const uint8_t *addr,
+		      uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t slot = ct_hash_crc(addr, alen) & 63;
+	uint64_t win = FG_NEIGH_SOLICIT_WINDOW_S * w->dp->hz;
+
+	for (unsigned int i = 0; i < w->dp->n_workers; i++) {
+		const struct fg_worker *o = w->dp->workers[i];
+
+		if (o != NULL && memcmp(o->solicit_addr[slot], addr, alen) == 0 &&
+		    (int64_t)(now - o->solicit_tsc[slot]) < (int64_t)win)
+			return true;
+	}
+	return false;
+}
+
+/* A configured gateway of @p port: learned from anything it sends
+ * (gratuitous ARP / unsolicited NA after a failover). */
+static bool is_gateway(const struct fg_worker *w, uint8_t af, const uint8_t *addr,
+		       uint16_t port)
+{
+	const struct fg_port_cfg *pc = &w->dp->ports[port].cfg;
+	const struct fg_addr *gw = af == AF_INET6 ? &pc->gateway6 : &pc->gateway;
+
+	return gw->family == af && memcmp(gw->bytes, addr, af == AF_INET6 ? 16 : 4) == 0;
+}
+
+/*
+ * Posts a neighbour for the main lcore to publish, if it may be learned:
+ * a reply (@p reply: ARP reply / NA) to our own solicitation, or anything
+ * from a configured gateway.  Requests from other hosts are answered but
+ * never learned: 5,000 spoofed requests used to fill the table for good
+ * (issue 9, defect 4).
+ */
 static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 		  uint8_t af, const uint8_t *addr, const uint8_t *mac,
-		  uint16_t port)
+		  uint16_t port, bool reply, uint64_t now)
 {
 	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
 	struct fg_neigh_learn l;
 
 	if (e != NULL && (e->is_static ||
-			  (memcmp(e->mac.addr_bytes, mac, 6) == 0 && e->port == port)))
+			  (memcmp(e->mac.addr_bytes, mac, 6) == 0 && e->port == port &&
+			   !e->stale)))
 		return;
+	if (!is_gateway(w, af, addr, port)) {
+		if (!reply)
+			return;
+		if (!solicited(w, af, addr, now)) {
+			w->dc[FG_DC_neigh_unsolicited]++;
+			return;
+		}
+	}
+	if (e == NULL && nt != NULL && nt->count >= FG_NEIGH_MAX) {
+		w->dc[FG_DC_neigh_table_full]++;
+		return;
+	}
 	memset(&l, 0, sizeof(l));
 	l.family = af;
 	l.port = (uint8_t)port;
@@ -328,14 +385,14 @@ static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 static void handle_arp(struct fg_worker *w, const struct fg_lb_table *lb,
 		       const struct fg_neigh_table *nt, struct burst_out *o,
-		       struct rte_mbuf *m, const struct fg_pkt *p)
+		       struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now)
 {
 	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	uint16_t port = m->port;
 
 	if (p->key.k4.saddr != 0)
 		learn(w, nt, AF_INET, (const uint8_t *)&p->key.k4.saddr,
-		      d + p->l3_off + 8, port);
+		      d + p->l3_off + 8, port, p->flags & FG_PF_ARP_REPLY, now);
 	if (p->flags & FG_PF_ARP_REPLY) {
 		consumed_reply(w, o, m);   /* learned above */
 		return;
@@ -377,7 +434,7 @@ static const uint8_t *nd_lladdr(const uint8_t *d, uint32_t len,
 
 static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 		      const struct fg_neigh_table *nt, struct burst_out *o,
-		      struct rte_mbuf *m, const struct fg_pkt *p)
+		      struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now)
 {
 	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	uint16_t port = m->port;
@@ -387,7 +444,7 @@ static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 		const uint8_t *ll = nd_lladdr(d, m->data_len, p, 2);
 
 		if (ll)
-			learn(w, nt, AF_INET6, p->key.k6.daddr, ll, port);
+			learn(w, nt, AF_INET6, p->key.k6.daddr, ll, port, true, now);
 		consumed_reply(w, o, m);
 		return;
 	}
@@ -395,7 +452,7 @@ static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 		const uint8_t *ll = nd_lladdr(d, m->data_len, p, 1);
 
 		if (ll)
-			learn(w, nt, AF_INET6, p->key.k6.saddr, ll, port);
+			learn(w, nt, AF_INET6, p->key.k6.saddr, ll, port, false, now);
 	}
 	if (fg_lb_addr_kind(lb, AF_INET6, p->key.k6.daddr) == 0) {
 		drop(w, o, m, FG_DROP_arp_not_ours);
@@ -1236,10 +1293,10 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		case FG_PK_FRAG_LATER:
 			break;
 		case FG_PK_ARP:
-			handle_arp(w, lb, nt, &o, m, p);
+			handle_arp(w, lb, nt, &o, m, p, now);
 			continue;
 		case FG_PK_ND:
-			handle_nd(w, lb, nt, &o, m, p);
+			handle_nd(w, lb, nt, &o, m, p, now);
 			continue;
 		case FG_PK_HOST:
 			to_host(w, &o, m, FG_DROP_host_unhandled);
