@@ -48,6 +48,13 @@ extern "C" {
  *  by the workers that use them, so a live neighbour is refreshed before
  *  it expires.  Static (configured) neighbours never expire. */
 #define FG_NEIGH_AGE_S 300
+/** ICMP errors (frag-needed / packet-too-big, unreachable) and TCP RSTs
+ *  the workers generate: at most this many per second per worker by
+ *  default (`flowgate --icmp-rate N`, 0 = never), bursts of up to
+ *  FG_ICMP_BURST.  Linux's icmp_ratelimit is 1000/s with burst 50 per
+ *  host; a balancer sends on behalf of every VIP, so less per core. */
+#define FG_ICMP_RATE_DEFAULT 100
+#define FG_ICMP_BURST 10
 /** An ARP reply / neighbour advertisement is learned only for an address a
  *  worker solicited within this many seconds (or a configured gateway). */
 #define FG_NEIGH_SOLICIT_WINDOW_S 3
@@ -339,6 +346,10 @@ struct fg_worker {
 	 * refuses one learn, and the table is confirmed again later) */
 	uint64_t solicit_tsc[64];
 	uint8_t solicit_addr[64][16];
+	/* token bucket of generated ICMP errors / RSTs (fg_dp::icmp_rate):
+	 * credit in TSC ticks, one packet costs hz / rate */
+	uint64_t icmp_credit;
+	uint64_t icmp_last;
 	/** --gpu: this worker's GPU context (fg_gpupath.c), else NULL */
 	struct fg_gpupath *gpu;
 	volatile bool stop;
@@ -357,6 +368,7 @@ struct fg_dp {
 	struct fg_neigh_table *neigh;   /**< read with __atomic acquire */
 	struct rte_ring *learn_ring;    /**< MP/SC: workers -> main */
 	uint64_t neigh_age;             /**< FG_NEIGH_AGE_S in ticks (0: never) */
+	uint32_t icmp_rate;             /**< generated errors/s per worker (0: none) */
 	uint64_t neigh_aged_at;         /**< main lcore: last ageing check */
 	pthread_mutex_t cfg_lock;       /**< serializes control-side readers/writers */
 	pthread_mutex_t mbox_lock;      /**< one mailbox producer at a time */

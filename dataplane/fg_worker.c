@@ -73,12 +73,44 @@ struct burst_out {
 	unsigned int n_free;
 };
 
-static inline void drop(struct fg_worker *w, struct burst_out *o,
-			struct rte_mbuf *m, enum fg_drop why)
+/* Counts a packet as dropped for @p why (its mbuf may still carry a
+ * generated reply: see "Accounting" in fg_counters.h). */
+static inline void count_drop(struct fg_worker *w, enum fg_drop why)
 {
 	w->drops[why]++;
 	w->cc[FG_CC_drops]++;
+}
+
+static inline void drop(struct fg_worker *w, struct burst_out *o,
+			struct rte_mbuf *m, enum fg_drop why)
+{
+	count_drop(w, why);
 	o->free[o->n_free++] = m;
+}
+
+/* Token bucket of generated ICMP errors / RSTs, per worker: true when one
+ * may be sent now (and takes its token), else counts icmp_ratelimited. */
+static bool gen_budget(struct fg_worker *w, uint64_t now)
+{
+	uint32_t rate = w->dp->icmp_rate;
+	uint64_t cost, credit;
+
+	if (rate == 0) {
+		w->cc[FG_CC_icmp_ratelimited]++;
+		return false;
+	}
+	cost = w->dp->hz / rate;
+	credit = w->icmp_credit + (now - w->icmp_last);
+	w->icmp_last = now;
+	if (credit > cost * FG_ICMP_BURST || credit < w->icmp_credit)
+		credit = cost * FG_ICMP_BURST;   /* full, or the first call */
+	if (credit < cost) {
+		w->icmp_credit = credit;
+		w->cc[FG_CC_icmp_ratelimited]++;
+		return false;
+	}
+	w->icmp_credit = credit - cost;
+	return true;
 }
 
 static inline void svc_count(struct fg_worker *w, const struct fg_lb_table *lb,
@@ -485,6 +517,37 @@ static inline void frame_commit(struct rte_mbuf *m, const struct fg_frame *f,
 	m->pkt_len = (uint32_t)len;
 }
 
+/*
+ * A packet too big for its path: counted as @p why, and (IPv4 with DF, or
+ * IPv6; within the rate limit) its mbuf becomes the ICMP frag-needed /
+ * packet-too-big that tells the sender @p mtu, sent back out of the port
+ * it came in on, as Katran does.  Otherwise the sender would black-hole:
+ * a 1500-byte client behind IPIP (1480) or GUE (1472).
+ */
+static void too_big(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m,
+		    const struct fg_pkt *p, uint32_t mtu, enum fg_drop why,
+		    uint64_t now)
+{
+	if (p->kind != FG_PK_FLOW || (p->family == CT_V4 && !(p->flags & FG_PF_DF)) ||
+	    !gen_budget(w, now)) {
+		drop(w, o, m, why);
+		return;
+	}
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	uint32_t hr = f.headroom;
+	int len = fg_xlate_icmp_too_big(&f, p, mtu, w->dp->ports[m->port].mac.addr_bytes);
+
+	if (len < 0) {
+		drop(w, o, m, why);
+		return;
+	}
+	count_drop(w, why);
+	frame_commit(m, &f, hr, len);
+	w->cc[FG_CC_icmp_too_big_sent]++;
+	tx(w, m->port, m);
+}
+
 static inline enum fg_drop xlate_err(int rc)
 {
 	switch (rc) {
@@ -542,7 +605,13 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	} else
 		len = fg_xlate_ipip(&f, p, &e);
 	if (unlikely(len < 0)) {
-		drop(w, o, m, xlate_err(len));
+		uint32_t over = fg_xlate_encap_hdr_len(&e, s->mode == FG_MODE_DSR_GUE) -
+				(e.vlan ? 18 : 14);
+
+		if (len == -EMSGSIZE && e.mtu > over)
+			too_big(w, o, m, p, e.mtu - over, FG_DROP_encap_too_big, now);
+		else
+			drop(w, o, m, xlate_err(len));
 		return false;
 	}
 	frame_commit(m, &f, hr, len);
@@ -566,6 +635,11 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 	if (unlikely(!next_hop(w, nt, af, dst, &port, &mac, now))) {
 		drop(w, o, m, FG_DROP_no_neighbor);
+		return false;
+	}
+	if (unlikely(p->l3_len > w->dp->ports[port].mtu && w->dp->ports[port].mtu)) {
+		/* NAT does not fragment: tell the sender, as DSR does */
+		too_big(w, o, m, p, w->dp->ports[port].mtu, FG_DROP_mtu_exceeded, now);
 		return false;
 	}
 	rc = fg_xlate_ttl_dec(d, p);

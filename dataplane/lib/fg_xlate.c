@@ -228,6 +228,83 @@ int fg_xlate_gue(struct fg_frame *f, const struct fg_pkt *p,
 	return encap(f, p, e, 1, flow_hash);
 }
 
+int fg_xlate_icmp_too_big(struct fg_frame *f, const struct fg_pkt *p,
+			  uint32_t mtu, const uint8_t mac[6])
+{
+	uint32_t l2, add, quote, l3, end_old;
+	uint8_t *d, *ip, *ic;
+	const uint8_t *orig;
+	uint8_t smac[6];
+	int v6;
+
+	if (unlikely(f == NULL || p == NULL || mac == NULL || p->kind != FG_PK_FLOW))
+		return -EINVAL;
+	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len))
+		return -EINVAL;
+	v6 = p->family == CT_V6;
+	l2 = p->l3_off;
+	add = v6 ? 40 + 8 : 20 + 8;
+	if (unlikely(add > f->headroom))
+		return -ENOSPC;
+	quote = RTE_MIN((uint32_t)p->l3_len,
+			(v6 ? FG_ICMP6_ERR_MAX : FG_ICMP4_ERR_MAX) - add);
+	l3 = add + quote;
+	orig = f->data + l2;
+	d = f->data - add;
+	/* Ethernet (+VLAN) moves to the front: add >= 28 > l2, no overlap */
+	memcpy(smac, f->data + 6, 6);
+	memcpy(d + 12, f->data + 12, l2 - 12);
+	memcpy(d, smac, 6);
+	memcpy(d + 6, mac, 6);
+	ip = d + l2;
+	ic = ip + (v6 ? 40 : 20);
+	if (!v6) {
+		ip[0] = 0x45;
+		ip[1] = 0;
+		wr16(ip + 2, (uint16_t)l3);
+		wr16(ip + 4, 0);
+		wr16(ip + 6, 0);
+		ip[8] = 64;
+		ip[9] = P_ICMP;
+		st16(ip + 10, 0);
+		memcpy(ip + 12, orig + 16, 4);  /* from the VIP */
+		memcpy(ip + 16, orig + 12, 4);  /* to the client */
+		st16(ip + 10, (uint16_t)~fg_csum_fold(fg_csum_partial(ip, 20, 0)));
+		ic[0] = 3;
+		ic[1] = 4;
+		st16(ic + 2, 0);
+		wr16(ic + 4, 0);
+		wr16(ic + 6, (uint16_t)RTE_MIN(mtu, 65535u));
+		st16(ic + 2, (uint16_t)~fg_csum_fold(fg_csum_partial(ic, 8 + quote, 0)));
+	} else {
+		uint32_t sum;
+
+		if (mtu < 1280)
+			mtu = 1280;
+		ip[0] = 0x60;
+		ip[1] = ip[2] = ip[3] = 0;
+		wr16(ip + 4, (uint16_t)(8 + quote));
+		ip[6] = P_ICMPV6;
+		ip[7] = 64;
+		memcpy(ip + 8, orig + 24, 16);
+		memcpy(ip + 24, orig + 8, 16);
+		ic[0] = 2;
+		ic[1] = 0;
+		st16(ic + 2, 0);
+		wr16(ic + 4, (uint16_t)(mtu >> 16));
+		wr16(ic + 6, (uint16_t)mtu);
+		sum = pseudo_sum(ip, 1, P_ICMPV6, 8 + quote);
+		sum = fg_csum_partial(ic, 8 + quote, sum);
+		st16(ic + 2, (uint16_t)~fg_csum_fold(sum));
+	}
+	end_old = f->len;
+	f->data = d;
+	f->headroom -= add;
+	f->len = l2 + l3;
+	f->tailroom += end_old + add - f->len;
+	return (int)f->len;
+}
+
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 {
 	uint8_t *ip, *l4;
