@@ -548,6 +548,38 @@ static void too_big(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m
 	tx(w, m->port, m);
 }
 
+/*
+ * A new flow for a service with no usable backend: counted as no_backend,
+ * and (within the rate limit) the client is told at once instead of
+ * waiting for its connect timeout: a TCP RST, or ICMP port unreachable
+ * for UDP, from the VIP, out of the port the packet came in on.
+ */
+static void refuse(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m,
+		   const struct fg_pkt *p, uint64_t now)
+{
+	bool tcp = p->proto == IPPROTO_TCP;
+
+	if (p->kind != FG_PK_FLOW || (tcp && (p->tcp_flags & CT_TCP_RST)) ||
+	    (!tcp && p->proto != IPPROTO_UDP) || !gen_budget(w, now)) {
+		drop(w, o, m, FG_DROP_no_backend);
+		return;
+	}
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	uint32_t hr = f.headroom;
+	const uint8_t *mac = w->dp->ports[m->port].mac.addr_bytes;
+	int len = tcp ? fg_xlate_tcp_rst(&f, p, mac) : fg_xlate_icmp_unreach(&f, p, mac);
+
+	if (len < 0) {
+		drop(w, o, m, FG_DROP_no_backend);
+		return;
+	}
+	count_drop(w, FG_DROP_no_backend);
+	frame_commit(m, &f, hr, len);
+	w->cc[tcp ? FG_CC_no_backend_rst : FG_CC_no_backend_unreach]++;
+	tx(w, m->port, m);
+}
+
 static inline enum fg_drop xlate_err(int rc)
 {
 	switch (rc) {
@@ -582,10 +614,9 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 	e.family = ct_family_of(b->addr.family);
 	e.flags = 0;
-	/* the port's VLAN; on an untagged-configured port a packet leaving
-	 * where it came in keeps its VLAN (one-armed balancer on a trunk) */
-	e.vlan = pt->cfg.vlan ? pt->cfg.vlan :
-		 port == m->port ? (uint16_t)(p->vlan & 0x0fff) : 0;
+	/* the egress port's VLAN (a packet came in on its port's VLAN:
+	 * others are dropped as vlan_foreign) */
+	e.vlan = pt->cfg.vlan;
 	e.gue_port = s->gue_port_be;
 	e.mtu = pt->mtu;
 	memcpy(e.src_mac, pt->mac.addr_bytes, 6);
@@ -1222,7 +1253,7 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (unlikely(b == NULL)) {
 		svc_count(w, lb, s, FG_SC_no_backend, 1);
 		svc_count(w, lb, s, FG_SC_drops, 1);
-		drop(w, o, m, FG_DROP_no_backend);
+		refuse(w, o, m, p, now);
 		return;
 	}
 
@@ -1353,14 +1384,25 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		if (unlikely(m->nb_segs > 1)) {
 			/* the parser and rewriters work on one segment */
 			if (rte_pktmbuf_linearize(m) < 0) {
+				/* more than one mbuf holds: longer than the
+				 * port's MTU (--mtu sizes the mbufs for it) */
 				w->cc[FG_CC_rx_packets]++;
-				drop(w, &o, m, FG_DROP_no_headroom);
+				w->cc[FG_CC_rx_bytes] += m->pkt_len;
+				drop(w, &o, m, FG_DROP_frame_too_long);
 				continue;
 			}
 		}
 		struct fg_mbuf_priv *pr = parse(w, m);
 		struct fg_pkt *p = &pr->pkt;
 
+		if (unlikely((p->vlan & 0x0fff) != w->dp->ports[m->port].cfg.vlan) &&
+		    p->kind != FG_PK_DROP) {
+			/* not for this port: a VLAN we are not on.  Forwarding
+			 * it would carry it into another VLAN (tag kept or
+			 * stripped), as no L3 interface does */
+			drop(w, &o, m, FG_DROP_vlan_foreign);
+			continue;
+		}
 		switch (p->kind) {
 		case FG_PK_FLOW:
 		case FG_PK_ICMP_ERR:

@@ -79,7 +79,7 @@ extern "C" {
 	/* --- daemon --- */ \
 	X(frag_later_untracked,   "non-first fragment of a flow the core does not track") \
 	X(unknown_vip,            "destination is not a configured VIP:port/proto") \
-	X(no_backend,             "service has no usable backend (all drained/weight 0/down)") \
+	X(no_backend,             "service has no usable backend (all drained/weight 0/down); a new flow's client gets a RST / ICMP unreachable") \
 	X(ct_full,                "conntrack full and nothing evictable") \
 	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \
 	X(nat_no_port,            "NAT: no local port steers the reply to this core") \
@@ -87,6 +87,8 @@ extern "C" {
 	X(encap_too_big,          "encapsulated packet exceeds the egress MTU (sender gets ICMP frag-needed / packet-too-big: icmp_too_big_sent)") \
 	X(mtu_exceeded,           "NAT: packet exceeds the egress port MTU (sender gets ICMP frag-needed / packet-too-big: icmp_too_big_sent)") \
 	X(no_headroom,            "mbuf has no headroom/tailroom for the rewrite") \
+	X(frame_too_long,         "frame longer than one mbuf, i.e. than the port's MTU (jumbo on a 1500 port): not reassembled") \
+	X(vlan_foreign,           "802.1Q tag that is not the port's configured VLAN (an untagged port takes no tags)") \
 	X(no_neighbor,            "next hop MAC unknown") \
 	X(tx_full,                "TX ring/queue full") \
 	X(dispatch_full,          "software-RSS ring to the owning worker full") \
@@ -116,6 +118,8 @@ enum fg_drop {
 	X(icmp_err_fwd, "ICMP errors forwarded to the flow's backend") \
 	X(icmp_too_big_sent, "generated: ICMP frag-needed / packet-too-big to senders of oversize packets (in tx_packets)") \
 	X(icmp_ratelimited, "ICMP errors / RSTs not generated: the worker's rate limit (--icmp-rate)") \
+	X(no_backend_rst, "generated: TCP RSTs to clients of a service without a usable backend (in tx_packets)") \
+	X(no_backend_unreach, "generated: ICMP port unreachable to UDP clients of a service without a usable backend (in tx_packets)") \
 	X(arp_replies,  "ARP replies sent") \
 	X(nd_adverts,   "neighbour advertisements sent") \
 	X(host_packets, "packets handed to the host exception port") \

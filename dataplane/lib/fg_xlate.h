@@ -169,6 +169,30 @@ int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
 int fg_xlate_icmp_too_big(struct fg_frame *f, const struct fg_pkt *p,
 			  uint32_t mtu, const uint8_t mac[6]);
 
+/**
+ * Turns a packet for a service that cannot take it (no usable backend) into
+ * ICMP "port unreachable" (IPv4 type 3 code 3, ICMPv6 type 1 code 4) in
+ * place, like fg_xlate_icmp_too_big(): from the VIP to the sender, quoting
+ * the original, Ethernet back to the sender, VLAN kept.  For UDP (TCP gets
+ * fg_xlate_tcp_rst()).
+ * @return new length, or -EINVAL, -ENOSPC.
+ */
+int fg_xlate_icmp_unreach(struct fg_frame *f, const struct fg_pkt *p,
+			  const uint8_t mac[6]);
+
+/**
+ * Turns a TCP segment (FG_PK_FLOW, not itself a RST) into the RST that
+ * refuses it, in place (RFC 793 "Reset Generation"): from the VIP:port to
+ * the client:port; a segment with ACK gets seq = its ack number and flag
+ * RST; otherwise seq 0, ack = its seq + length (SYN and FIN count 1) and
+ * RST|ACK.  IPv4: TTL 64, id 0, no options; IPv6: hop limit 64, no
+ * extension headers; window 0, checksums computed; padded to a 60-byte
+ * frame.  Ethernet back to the sender, VLAN tag kept.
+ * @return new length, or -EINVAL (not TCP, a RST, truncated), -ENOSPC.
+ */
+int fg_xlate_tcp_rst(struct fg_frame *f, const struct fg_pkt *p,
+		     const uint8_t mac[6]);
+
 /** Sets the Ethernet source and destination MAC (VLAN tag kept). */
 void fg_xlate_eth(uint8_t *frame, const uint8_t src[6], const uint8_t dst[6]);
 
