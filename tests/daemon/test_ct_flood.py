@@ -20,6 +20,7 @@ no NAT packet of D was refused (ct_full / ct_flood).  Before the fix every
 spoofed ACK made an assured ESTABLISHED entry (two for NAT): the table
 filled with them and D's clients were refused.
 """
+import json
 import os
 import random
 import shutil
@@ -111,6 +112,16 @@ def main():
         d = Daemon(build, work, "ctf", frames, FLAGS)
         with d:
             st = d.wait_rx(len(frames))
+            # every real connection is still tracked, established (the
+            # floods left as evicted or expiring pickups / SYN_SENT)
+            for svc, n in (("dsr", 100), ("nat", 300)):
+                r = d.fgctl("--json", "flows", "list", "--service", svc,
+                            "--state", "ESTABLISHED")
+                fl = json.loads(r.stdout)
+                mine = {(f["src"], f["sport"]) for f in fl
+                        if f["src"].startswith(("172.16.", "172.17."))}
+                expect(len(mine) == n, f"{svc}: {len(mine)} client flows ESTABLISHED, "
+                       f"expected {n} (of {len(fl)} listed)")
         out = [o for o in map(parse_out, d.output()) if o]
         by_seq = {}
         for dst, sport, seq in out:
