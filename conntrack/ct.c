@@ -38,6 +38,10 @@ const char *const ct_destroy_names[CT_DESTROY_MAX] = {
 	"expired", "evicted", "deleted",
 };
 
+/* ct_entry::pickup_t: 16 bits of a clock 64 coarse units (~32-64 ms) per
+ * step, so it wraps after more than half an hour, far beyond any probation. */
+#define CT_PICKUP_SHIFT 6
+
 static const uint32_t ct_default_timeouts_ms[CT_ST_MAX] = {
 	[CT_ST_NONE] = 0,
 	[CT_ST_SYN_SENT] = 30 * 1000,
@@ -51,6 +55,7 @@ static const uint32_t ct_default_timeouts_ms[CT_ST_MAX] = {
 	[CT_ST_UDP] = 30 * 1000,
 	[CT_ST_UDP_STREAM] = 120 * 1000,
 	[CT_ST_OTHER] = 30 * 1000,
+	[CT_ST_PICKUP] = 10 * 1000,
 };
 
 void
@@ -65,6 +70,8 @@ ct_config_defaults(struct ct_config *cfg)
 	memcpy(cfg->timeouts.ms, ct_default_timeouts_ms, sizeof(cfg->timeouts.ms));
 	cfg->expire_budget = 256;
 	cfg->flood_rate = 0;
+	cfg->pickup_pkts = 4;
+	cfg->pickup_ms = 2000;
 	cfg->hash_fn = NULL;
 }
 
@@ -253,6 +260,8 @@ ct_shard_create(const struct ct_config *cfg)
 		s->tshift++;
 	ct_set_timeouts(s, &cfg->timeouts);
 	ct_set_flood_rate(s, cfg->flood_rate);
+	s->pickup_units = (uint32_t)(ct_ms_to_ticks(cfg->hz, cfg->pickup_ms) >>
+				     (s->tshift + CT_PICKUP_SHIFT));
 	/* One pass of the sweep per second: every entry is looked at within
 	 * 1 s of its expiry even on a table that is never hit again. */
 	s->sweep_period = cfg->hz;
@@ -301,6 +310,12 @@ static inline uint32_t
 ct_coarse(const struct ct_shard *s, uint64_t t)
 {
 	return (uint32_t)(t >> s->tshift);
+}
+
+static inline uint16_t
+ct_pickup_clock(const struct ct_shard *s, uint64_t t)
+{
+	return (uint16_t)(t >> (s->tshift + CT_PICKUP_SHIFT));
 }
 
 /* (deadline, position) word of a slot: see ct_fam.pdata_ok. */
@@ -687,6 +702,8 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	e->last_seen = now;
 	e->flags = (fam == CT_V6 ? CT_F_V6 : 0) |
 		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
+	if (unlikely(state == CT_ST_PICKUP))
+		e->pickup_t = ct_pickup_clock(s, now);
 	if (!(e->flags & CT_F_ASSURED))
 		ct_ed_push(f, (uint32_t)pos);
 	ct_pdata_set(s, f, (uint32_t)pos, e);
@@ -787,10 +804,10 @@ ct_state_initial(uint8_t proto, uint8_t tcp_flags)
 			return CT_ST_CLOSE;
 		if ((tcp_flags & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN)
 			return CT_ST_SYN_SENT;
-		/* Mid-stream pickup (flood mode skipped the SYN, or the
-		 * balancer restarted): trust the ACK, as nf_conntrack's
-		 * loose mode does. */
-		return CT_ST_ESTABLISHED;
+		/* Mid-stream pickup (flood mode skipped the SYN, the
+		 * balancer restarted, or a spoofed ACK): on probation,
+		 * unassured, until it proves itself (ct.h, "Assured"). */
+		return CT_ST_PICKUP;
 	}
 	if (proto == IPPROTO_UDP)
 		return CT_ST_UDP;
@@ -823,6 +840,13 @@ ct_tcp_next(enum ct_state cur, bool reply, uint8_t fl)
 		if (!reply && ack && !syn)
 			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
 		return cur;
+	case CT_ST_PICKUP:
+		/* the other side answered (NAT): a real connection */
+		if (reply)
+			return CT_ST_ESTABLISHED;
+		if (syn && !ack)
+			return CT_ST_SYN_SENT; /* a new connection on the tuple */
+		return cur; /* proven by persistence: ct_update */
 	case CT_ST_SYN_RECV:
 		if (!reply && ack && !syn)
 			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
@@ -863,9 +887,15 @@ ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 	h->last_seen = now;
 	if (reply)
 		h->flags |= CT_F_SEEN_REPLY;
-	if (h->proto == IPPROTO_TCP)
+	if (h->proto == IPPROTO_TCP) {
 		st = ct_tcp_next(old, reply, tcp_flags);
-	else if (h->proto == IPPROTO_UDP && old == CT_ST_UDP &&
+		/* a pickup proves itself by persistence: enough packets over
+		 * enough time (a spoofed ACK is one packet per tuple) */
+		if (unlikely(st == CT_ST_PICKUP) &&
+		    h->packets + (e != h ? e->packets : 0) >= s->cfg.pickup_pkts &&
+		    (uint16_t)(ct_pickup_clock(s, now) - h->pickup_t) >= s->pickup_units)
+			st = CT_ST_ESTABLISHED;
+	} else if (h->proto == IPPROTO_UDP && old == CT_ST_UDP &&
 		 (reply || h->packets + (e != h ? e->packets : 0) >= 2))
 		st = CT_ST_UDP_STREAM;
 	if (likely(st == old))

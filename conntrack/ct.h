@@ -104,7 +104,8 @@ enum ct_family { CT_V4 = 0, CT_V6 = 1, CT_FAMILIES };
 	X(CLOSE)       \
 	X(UDP)         \
 	X(UDP_STREAM)  \
-	X(OTHER)
+	X(OTHER)       \
+	X(PICKUP)
 
 enum ct_state {
 #define CT_X(n) CT_ST_##n,
@@ -116,7 +117,8 @@ enum ct_state {
 /** Entry flags. */
 #define CT_F_REPLY    0x01 /**< this entry is the reply direction (NAT) */
 #define CT_F_NAT      0x02 /**< flow is full-NAT (both directions tracked) */
-#define CT_F_ASSURED  0x04 /**< established/assured: never early-dropped */
+#define CT_F_ASSURED  0x04 /**< assured: never early-dropped, admitted in
+                                 flood mode (see "Assured" in ct.h) */
 #define CT_F_SEEN_REPLY 0x08 /**< a packet of the reply direction was seen */
 #define CT_F_V6       0x10 /**< entry lives in the IPv6 table */
 #define CT_F_MIDSTREAM 0x20 /**< picked up without a SYN (after flood/restart) */
@@ -140,7 +142,12 @@ struct ct_entry {
 	uint8_t nat_addr;   /**< NAT: index of the local address used. */
 	uint32_t peer;      /**< position of the other direction (NAT), else CT_NONE. */
 	uint16_t service;   /**< service id. */
-	uint16_t nat_port;  /**< NAT: chosen local port (network order). */
+	union {
+		uint16_t nat_port;  /**< NAT: chosen local port (network order). */
+		/** PICKUP (DSR only, never NAT): when the probation began,
+		 *  in units of 2^(tshift+6) ticks (~32-64 ms), wrapping. */
+		uint16_t pickup_t;
+	};
 	uint32_t ed_prev;   /**< early-drop list links (unassured entries). */
 	uint32_t ed_next;
 	uint64_t packets;   /**< packets seen in this direction. */
@@ -198,6 +205,33 @@ extern const char *const ct_state_names[CT_ST_MAX];
 extern const char *const ct_evict_names[CT_EVICT_MAX];
 extern const char *const ct_insfail_names[CT_INSFAIL_MAX];
 
+/**
+ * ## Assured (nf_conntrack's IPS_ASSURED, and its mid-stream rule)
+ * An assured entry is one the flow has earned: it is never early-dropped
+ * and flood mode still admits it.  Everything else is on the shard's
+ * early-drop list, oldest first, and is what a full table evicts.
+ *
+ * | how the flow started          | assured when                            |
+ * |-------------------------------|-----------------------------------------|
+ * | TCP SYN (SYN_SENT)            | the handshake completes (ESTABLISHED)   |
+ * | TCP without SYN (PICKUP)      | it has sent >= pickup_pkts packets over |
+ * |                               | >= pickup_ms (DSR), or a reply was seen |
+ * | UDP                           | second packet or a reply (UDP_STREAM)   |
+ * | NAT reply entry               | at once (half of an admitted flow)      |
+ * | other protocols, fragments    | never                                   |
+ *
+ * nf_conntrack assures a TCP flow when it has seen traffic both ways and
+ * the handshake completed; a flow picked up mid-stream (tcp_loose) stays
+ * unassured with at most tcp_timeout_unacknowledged until the other side
+ * answers.  A DSR balancer never sees the other side, so a pickup proves
+ * itself by persistence instead: a spoofed ACK (one packet per random
+ * tuple) never does, and costs one short-lived (PICKUP timeout, 10 s),
+ * evictable, flood-refusable entry instead of a 15-minute ESTABLISHED one.
+ * PICKUP entries are counted in live[PICKUP], not as ESTABLISHED.  Full
+ * NAT never creates PICKUP entries: the dataplane drops a TCP packet other
+ * than a SYN that has no entry (its tuple was never allocated).
+ */
+
 /** Timeouts in milliseconds, indexed by enum ct_state. */
 struct ct_timeouts {
 	uint32_t ms[CT_ST_MAX];
@@ -220,6 +254,7 @@ struct ct_timeouts {
  * | UDP         | 30 s     | 30 s         | 300 s |
  * | UDP_STREAM  | 120 s    | 120 s        | 300 s |
  * | OTHER       | 30 s     | 600 s (generic) | -  |
+ * | PICKUP      | 10 s     | 300 s (unacknowledged) | - |
  *
  * ESTABLISHED is 15 minutes: inference requests are long-lived (streaming
  * tokens) but a balancer that keeps dead flows for 5 days fills up; DPVS's
@@ -240,6 +275,11 @@ struct ct_config {
 	/** Flood mode: above this many inserts per second, unassured new flows
 	 *  are not inserted (0 = off). Measured over 1/16 s windows. */
 	uint32_t flood_rate;
+	/** A PICKUP entry (TCP picked up without a SYN) is assured, and
+	 *  becomes ESTABLISHED, once it has seen this many packets (default
+	 *  4) spanning at least pickup_ms (default 2000); see "Assured". */
+	uint32_t pickup_pkts;
+	uint32_t pickup_ms;
 	/** Test hook: replaces CRC32C as the hash function (NULL = default).
 	 *  A colliding hash forces the cuckoo and eviction paths. */
 	uint32_t (*hash_fn)(const void *key, uint32_t len, uint32_t init);
@@ -378,7 +418,8 @@ const void *ct_key_at(const struct ct_shard *s, enum ct_family fam,
  * Advances an entry's state for one packet and refreshes last_seen and
  * counters.  @p reply says the packet travels backend->client (NAT only;
  * DSR passes false).  Promotes to assured when the flow is established
- * (TCP ESTABLISHED, UDP seen twice or both ways); keeps the live-by-state
+ * (TCP ESTABLISHED, UDP seen twice or both ways, a PICKUP that proved
+ * itself: see "Assured"); keeps the live-by-state
  * counters right.  Owner only.
  * @return the new state.
  */
@@ -413,7 +454,9 @@ ct_touch(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t tcp_flags,
  */
 enum ct_state ct_tcp_next(enum ct_state cur, bool reply, uint8_t tcp_flags);
 
-/** Initial state for the first packet of a new flow of @p proto. */
+/** Initial state for the first packet of a new flow of @p proto: TCP SYN
+ *  -> SYN_SENT, RST -> CLOSE, any other TCP -> PICKUP (unassured); UDP ->
+ *  UDP; else OTHER. */
 enum ct_state ct_state_initial(uint8_t proto, uint8_t tcp_flags);
 
 /**

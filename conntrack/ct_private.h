@@ -34,6 +34,7 @@ struct ct_shard {
 	struct ct_fam fam[CT_FAMILIES];
 	uint64_t to_ticks[CT_ST_MAX];   /* timeouts in caller ticks */
 	unsigned int tshift;            /* coarse time = ticks >> tshift (~1 ms) */
+	uint32_t pickup_units;          /* pickup_ms in ct_entry::pickup_t units */
 	struct ct_config cfg;
 	char name[32];
 

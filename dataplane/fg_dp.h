@@ -43,6 +43,21 @@ extern "C" {
 #define FG_MAX_WORKERS 16
 #define FG_BURST 32
 #define FG_NEIGH_MAX 4096
+/** Learned neighbours expire this long (seconds) after they were last
+ *  confirmed; from 3/4 of it they are "stale": still used, and re-solicited
+ *  by the workers that use them, so a live neighbour is refreshed before
+ *  it expires.  Static (configured) neighbours never expire. */
+#define FG_NEIGH_AGE_S 300
+/** ICMP errors (frag-needed / packet-too-big, unreachable) and TCP RSTs
+ *  the workers generate: at most this many per second per worker by
+ *  default (`flowgate --icmp-rate N`, 0 = never), bursts of up to
+ *  FG_ICMP_BURST.  Linux's icmp_ratelimit is 1000/s with burst 50 per
+ *  host; a balancer sends on behalf of every VIP, so less per core. */
+#define FG_ICMP_RATE_DEFAULT 100
+#define FG_ICMP_BURST 10
+/** An ARP reply / neighbour advertisement is learned only for an address a
+ *  worker solicited within this many seconds (or a configured gateway). */
+#define FG_NEIGH_SOLICIT_WINDOW_S 3
 /** Backends removed by an apply are remembered this long (seconds) so
  *  flows pinned to them can still be forwarded (FG_FAIL_KEEP). */
 #define FG_TOMBSTONE_S 900
@@ -55,6 +70,8 @@ extern "C" {
 	X(arp_requests,      "ARP requests / neighbour solicitations sent for unknown next hops") \
 	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
+	X(neigh_table_full,  "neighbour not learned: the table holds FG_NEIGH_MAX entries") \
+	X(neigh_unsolicited, "ARP replies / neighbour advertisements for addresses nobody solicited (not learned)") \
 	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
 	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
 	X(host_to_wire,      "--host-tap: packets from the host kernel's TAP sent out of their port") \
@@ -201,7 +218,8 @@ struct fg_neigh_entry {
 	uint8_t used, family, is_static, port;
 	uint8_t addr[16];
 	struct rte_ether_addr mac;
-	uint64_t learned_tsc;
+	uint8_t stale;          /**< learned, past 3/4 of its age: re-solicit */
+	uint64_t learned_tsc;   /**< last confirmation (rte_rdtsc) */
 };
 
 struct fg_neigh_table {
@@ -226,6 +244,23 @@ struct fg_neigh_table *fg_neigh_table_build(const struct fg_config *cfg,
 					    const struct fg_neigh_table *old,
 					    const struct fg_neigh_learn *add,
 					    unsigned int n_add);
+/**
+ * fg_neigh_table_build with ageing at time @p now (rte_rdtsc ticks): a
+ * learned entry of @p old confirmed @p age ticks ago or more is left out,
+ * one confirmed 3/4 @p age ago or more is copied as stale; @p add entries
+ * are confirmed at @p now.  @p age 0: no ageing.  Entries beyond
+ * FG_NEIGH_MAX are left out (statics first, then @p old, then @p add).
+ * Main lcore (or a test).  @return NULL on ENOMEM.
+ */
+struct fg_neigh_table *fg_neigh_table_build_aged(const struct fg_config *cfg,
+						 const struct fg_neigh_table *old,
+						 const struct fg_neigh_learn *add,
+						 unsigned int n_add, uint64_t now,
+						 uint64_t age);
+/** True when @p t has a learned entry that ageing at @p now would drop or
+ *  newly mark stale (the main lcore rebuilds only then). */
+bool fg_neigh_table_due(const struct fg_neigh_table *t, uint64_t now,
+			uint64_t age);
 void fg_neigh_table_free(struct fg_neigh_table *t);
 
 /* ---------------- ports and workers ---------------- */
@@ -305,9 +340,16 @@ struct fg_worker {
 	/* flows watch: events to the control thread while someone watches */
 	struct rte_ring *ev_ring;
 	volatile bool watch;
-	/* rate limit for ARP/NS we originate */
+	/* rate limit for ARP/NS we originate; also what we asked for: an
+	 * ARP reply / NA is learned only if some worker solicited its address
+	 * (other workers read these, racily: a torn read only delays or
+	 * refuses one learn, and the table is confirmed again later) */
 	uint64_t solicit_tsc[64];
 	uint8_t solicit_addr[64][16];
+	/* token bucket of generated ICMP errors / RSTs (fg_dp::icmp_rate):
+	 * credit in TSC ticks, one packet costs hz / rate */
+	uint64_t icmp_credit;
+	uint64_t icmp_last;
 	/** --gpu: this worker's GPU context (fg_gpupath.c), else NULL */
 	struct fg_gpupath *gpu;
 	volatile bool stop;
@@ -325,6 +367,9 @@ struct fg_dp {
 	struct fg_lb_table *lb;         /**< read with __atomic acquire */
 	struct fg_neigh_table *neigh;   /**< read with __atomic acquire */
 	struct rte_ring *learn_ring;    /**< MP/SC: workers -> main */
+	uint64_t neigh_age;             /**< FG_NEIGH_AGE_S in ticks (0: never) */
+	uint32_t icmp_rate;             /**< generated errors/s per worker (0: none) */
+	uint64_t neigh_aged_at;         /**< main lcore: last ageing check */
 	pthread_mutex_t cfg_lock;       /**< serializes control-side readers/writers */
 	pthread_mutex_t mbox_lock;      /**< one mailbox producer at a time */
 	struct fg_config *cfg;          /**< running config (owned) */

@@ -46,6 +46,9 @@ static void usage(const char *prog)
 		"                           itself (SSH, BGP, ping to a local address)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
+		"      --icmp-rate N        ICMP errors (frag-needed, packet-too-big,\n"
+		"                           unreachable) and RSTs generated per second per\n"
+		"                           worker (default " RTE_STR(FG_ICMP_RATE_DEFAULT) ", 0 = none)\n"
 		"  config built from options (when no -c is given):\n"
 		"      --service VIP:PORT[/tcp|udp][,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N][,gue-port=P][,on-fail=keep|reset]\n"
 		"      --backend ADDR[:PORT][,weight=W][,drained][,id=N]   (adds to the last --service)\n"
@@ -435,7 +438,7 @@ static void port_mtus_apply(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS])
 enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
-	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP,
+	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_ICMP_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -456,6 +459,7 @@ static const struct option long_opts[] = {
 	{"port-mac", required_argument, NULL, OPT_PORT_MAC},
 	{"flood-rate", required_argument, NULL, OPT_FLOOD},
 	{"mtu", required_argument, NULL, OPT_MTU},
+	{"icmp-rate", required_argument, NULL, OPT_ICMP_RATE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -469,6 +473,7 @@ int main(int argc, char **argv)
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
 	uint32_t ct_capacity_opt = 0;   /* --ct-capacity: overrides the file */
+	long icmp_rate = FG_ICMP_RATE_DEFAULT;
 	char err[256];
 
 	rc = rte_eal_init(argc, argv);
@@ -512,6 +517,18 @@ int main(int argc, char **argv)
 			break;
 		}
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case OPT_ICMP_RATE: {
+			char *end;
+
+			icmp_rate = strtol(optarg, &end, 0);
+			if (*optarg == '\0' || *end != '\0' || icmp_rate < 0 ||
+			    icmp_rate > 1000000) {
+				fprintf(stderr, "flowgate: bad --icmp-rate '%s' (expected "
+					"0..1000000 per second per worker)\n", optarg);
+				rc = -EINVAL;
+			}
+			break;
+		}
 		case OPT_HOST_TAP:
 			host_tap = optarg ? optarg : "fg";
 			if (strlen(host_tap) == 0 || strlen(host_tap) > 10) {
@@ -699,6 +716,8 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		return 1;
 	port_mtus_apply(dp, port_mtu);
+	dp->neigh_age = (uint64_t)FG_NEIGH_AGE_S * rte_get_tsc_hz();
+	dp->icmp_rate = (uint32_t)icmp_rate;
 	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
 	if (dp->neigh == NULL) {
 		fprintf(stderr, "flowgate: out of memory (neighbours)\n");

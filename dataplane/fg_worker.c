@@ -73,12 +73,44 @@ struct burst_out {
 	unsigned int n_free;
 };
 
-static inline void drop(struct fg_worker *w, struct burst_out *o,
-			struct rte_mbuf *m, enum fg_drop why)
+/* Counts a packet as dropped for @p why (its mbuf may still carry a
+ * generated reply: see "Accounting" in fg_counters.h). */
+static inline void count_drop(struct fg_worker *w, enum fg_drop why)
 {
 	w->drops[why]++;
 	w->cc[FG_CC_drops]++;
+}
+
+static inline void drop(struct fg_worker *w, struct burst_out *o,
+			struct rte_mbuf *m, enum fg_drop why)
+{
+	count_drop(w, why);
 	o->free[o->n_free++] = m;
+}
+
+/* Token bucket of generated ICMP errors / RSTs, per worker: true when one
+ * may be sent now (and takes its token), else counts icmp_ratelimited. */
+static bool gen_budget(struct fg_worker *w, uint64_t now)
+{
+	uint32_t rate = w->dp->icmp_rate;
+	uint64_t cost, credit;
+
+	if (rate == 0) {
+		w->cc[FG_CC_icmp_ratelimited]++;
+		return false;
+	}
+	cost = w->dp->hz / rate;
+	credit = w->icmp_credit + (now - w->icmp_last);
+	w->icmp_last = now;
+	if (credit > cost * FG_ICMP_BURST || credit < w->icmp_credit)
+		credit = cost * FG_ICMP_BURST;   /* full, or the first call */
+	if (credit < cost) {
+		w->icmp_credit = credit;
+		w->cc[FG_CC_icmp_ratelimited]++;
+		return false;
+	}
+	w->icmp_credit = credit - cost;
+	return true;
 }
 
 static inline void svc_count(struct fg_worker *w, const struct fg_lb_table *lb,
@@ -280,6 +312,10 @@ static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
 	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
 
 	if (likely(e != NULL)) {
+		/* ageing: confirm it before it expires (once per table
+		 * generation and worker: this runs on next-hop cache misses) */
+		if (unlikely(e->stale))
+			solicit(w, e->port, af, addr, now);
 		*port = e->port;
 		*mac = &e->mac;
 		return true;
@@ -292,6 +328,8 @@ static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
 			continue;
 		e = fg_neigh_lookup(nt, af, gw->bytes);
 		if (e != NULL) {
+			if (unlikely(e->stale))
+				solicit(w, e->port, af, gw->bytes, now);
 			*port = e->port;
 			*mac = &e->mac;
 			return true;
@@ -305,16 +343,67 @@ static bool next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return false;
 }
 
+/* True when some worker solicited @p addr in the last
+ * FG_NEIGH_SOLICIT_WINDOW_S seconds (its solicit cache; other workers'
+ * caches are read racily, see struct fg_worker). */
+static bool solicited(const struct fg_worker *w, uint8_t af, const uint8_t *addr,
+		      uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t slot = ct_hash_crc(addr, alen) & 63;
+	uint64_t win = FG_NEIGH_SOLICIT_WINDOW_S * w->dp->hz;
+
+	for (unsigned int i = 0; i < w->dp->n_workers; i++) {
+		const struct fg_worker *o = w->dp->workers[i];
+
+		if (o != NULL && memcmp(o->solicit_addr[slot], addr, alen) == 0 &&
+		    (int64_t)(now - o->solicit_tsc[slot]) < (int64_t)win)
+			return true;
+	}
+	return false;
+}
+
+/* A configured gateway of @p port: learned from anything it sends
+ * (gratuitous ARP / unsolicited NA after a failover). */
+static bool is_gateway(const struct fg_worker *w, uint8_t af, const uint8_t *addr,
+		       uint16_t port)
+{
+	const struct fg_port_cfg *pc = &w->dp->ports[port].cfg;
+	const struct fg_addr *gw = af == AF_INET6 ? &pc->gateway6 : &pc->gateway;
+
+	return gw->family == af && memcmp(gw->bytes, addr, af == AF_INET6 ? 16 : 4) == 0;
+}
+
+/*
+ * Posts a neighbour for the main lcore to publish, if it may be learned:
+ * a reply (@p reply: ARP reply / NA) to our own solicitation, or anything
+ * from a configured gateway.  Requests from other hosts are answered but
+ * never learned: 5,000 spoofed requests used to fill the table for good
+ * (issue 9, defect 4).
+ */
 static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 		  uint8_t af, const uint8_t *addr, const uint8_t *mac,
-		  uint16_t port)
+		  uint16_t port, bool reply, uint64_t now)
 {
 	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
 	struct fg_neigh_learn l;
 
 	if (e != NULL && (e->is_static ||
-			  (memcmp(e->mac.addr_bytes, mac, 6) == 0 && e->port == port)))
+			  (memcmp(e->mac.addr_bytes, mac, 6) == 0 && e->port == port &&
+			   !e->stale)))
 		return;
+	if (!is_gateway(w, af, addr, port)) {
+		if (!reply)
+			return;
+		if (!solicited(w, af, addr, now)) {
+			w->dc[FG_DC_neigh_unsolicited]++;
+			return;
+		}
+	}
+	if (e == NULL && nt != NULL && nt->count >= FG_NEIGH_MAX) {
+		w->dc[FG_DC_neigh_table_full]++;
+		return;
+	}
 	memset(&l, 0, sizeof(l));
 	l.family = af;
 	l.port = (uint8_t)port;
@@ -328,14 +417,14 @@ static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 static void handle_arp(struct fg_worker *w, const struct fg_lb_table *lb,
 		       const struct fg_neigh_table *nt, struct burst_out *o,
-		       struct rte_mbuf *m, const struct fg_pkt *p)
+		       struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now)
 {
 	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	uint16_t port = m->port;
 
 	if (p->key.k4.saddr != 0)
 		learn(w, nt, AF_INET, (const uint8_t *)&p->key.k4.saddr,
-		      d + p->l3_off + 8, port);
+		      d + p->l3_off + 8, port, p->flags & FG_PF_ARP_REPLY, now);
 	if (p->flags & FG_PF_ARP_REPLY) {
 		consumed_reply(w, o, m);   /* learned above */
 		return;
@@ -377,7 +466,7 @@ static const uint8_t *nd_lladdr(const uint8_t *d, uint32_t len,
 
 static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 		      const struct fg_neigh_table *nt, struct burst_out *o,
-		      struct rte_mbuf *m, const struct fg_pkt *p)
+		      struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now)
 {
 	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	uint16_t port = m->port;
@@ -387,7 +476,7 @@ static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 		const uint8_t *ll = nd_lladdr(d, m->data_len, p, 2);
 
 		if (ll)
-			learn(w, nt, AF_INET6, p->key.k6.daddr, ll, port);
+			learn(w, nt, AF_INET6, p->key.k6.daddr, ll, port, true, now);
 		consumed_reply(w, o, m);
 		return;
 	}
@@ -395,7 +484,7 @@ static void handle_nd(struct fg_worker *w, const struct fg_lb_table *lb,
 		const uint8_t *ll = nd_lladdr(d, m->data_len, p, 1);
 
 		if (ll)
-			learn(w, nt, AF_INET6, p->key.k6.saddr, ll, port);
+			learn(w, nt, AF_INET6, p->key.k6.saddr, ll, port, false, now);
 	}
 	if (fg_lb_addr_kind(lb, AF_INET6, p->key.k6.daddr) == 0) {
 		drop(w, o, m, FG_DROP_arp_not_ours);
@@ -426,6 +515,69 @@ static inline void frame_commit(struct rte_mbuf *m, const struct fg_frame *f,
 		rte_pktmbuf_adj(m, (uint16_t)(f->headroom - old_headroom));
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
+}
+
+/*
+ * A packet too big for its path: counted as @p why, and (IPv4 with DF, or
+ * IPv6; within the rate limit) its mbuf becomes the ICMP frag-needed /
+ * packet-too-big that tells the sender @p mtu, sent back out of the port
+ * it came in on, as Katran does.  Otherwise the sender would black-hole:
+ * a 1500-byte client behind IPIP (1480) or GUE (1472).
+ */
+static void too_big(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m,
+		    const struct fg_pkt *p, uint32_t mtu, enum fg_drop why,
+		    uint64_t now)
+{
+	if (p->kind != FG_PK_FLOW || (p->family == CT_V4 && !(p->flags & FG_PF_DF)) ||
+	    !gen_budget(w, now)) {
+		drop(w, o, m, why);
+		return;
+	}
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	uint32_t hr = f.headroom;
+	int len = fg_xlate_icmp_too_big(&f, p, mtu, w->dp->ports[m->port].mac.addr_bytes);
+
+	if (len < 0) {
+		drop(w, o, m, why);
+		return;
+	}
+	count_drop(w, why);
+	frame_commit(m, &f, hr, len);
+	w->cc[FG_CC_icmp_too_big_sent]++;
+	tx(w, m->port, m);
+}
+
+/*
+ * A new flow for a service with no usable backend: counted as no_backend,
+ * and (within the rate limit) the client is told at once instead of
+ * waiting for its connect timeout: a TCP RST, or ICMP port unreachable
+ * for UDP, from the VIP, out of the port the packet came in on.
+ */
+static void refuse(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m,
+		   const struct fg_pkt *p, uint64_t now)
+{
+	bool tcp = p->proto == IPPROTO_TCP;
+
+	if (p->kind != FG_PK_FLOW || (tcp && (p->tcp_flags & CT_TCP_RST)) ||
+	    (!tcp && p->proto != IPPROTO_UDP) || !gen_budget(w, now)) {
+		drop(w, o, m, FG_DROP_no_backend);
+		return;
+	}
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	uint32_t hr = f.headroom;
+	const uint8_t *mac = w->dp->ports[m->port].mac.addr_bytes;
+	int len = tcp ? fg_xlate_tcp_rst(&f, p, mac) : fg_xlate_icmp_unreach(&f, p, mac);
+
+	if (len < 0) {
+		drop(w, o, m, FG_DROP_no_backend);
+		return;
+	}
+	count_drop(w, FG_DROP_no_backend);
+	frame_commit(m, &f, hr, len);
+	w->cc[tcp ? FG_CC_no_backend_rst : FG_CC_no_backend_unreach]++;
+	tx(w, m->port, m);
 }
 
 static inline enum fg_drop xlate_err(int rc)
@@ -462,10 +614,9 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 	e.family = ct_family_of(b->addr.family);
 	e.flags = 0;
-	/* the port's VLAN; on an untagged-configured port a packet leaving
-	 * where it came in keeps its VLAN (one-armed balancer on a trunk) */
-	e.vlan = pt->cfg.vlan ? pt->cfg.vlan :
-		 port == m->port ? (uint16_t)(p->vlan & 0x0fff) : 0;
+	/* the egress port's VLAN (a packet came in on its port's VLAN:
+	 * others are dropped as vlan_foreign) */
+	e.vlan = pt->cfg.vlan;
 	e.gue_port = s->gue_port_be;
 	e.mtu = pt->mtu;
 	memcpy(e.src_mac, pt->mac.addr_bytes, 6);
@@ -485,7 +636,13 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	} else
 		len = fg_xlate_ipip(&f, p, &e);
 	if (unlikely(len < 0)) {
-		drop(w, o, m, xlate_err(len));
+		uint32_t over = fg_xlate_encap_hdr_len(&e, s->mode == FG_MODE_DSR_GUE) -
+				(e.vlan ? 18 : 14);
+
+		if (len == -EMSGSIZE && e.mtu > over)
+			too_big(w, o, m, p, e.mtu - over, FG_DROP_encap_too_big, now);
+		else
+			drop(w, o, m, xlate_err(len));
 		return false;
 	}
 	frame_commit(m, &f, hr, len);
@@ -509,6 +666,11 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 
 	if (unlikely(!next_hop(w, nt, af, dst, &port, &mac, now))) {
 		drop(w, o, m, FG_DROP_no_neighbor);
+		return false;
+	}
+	if (unlikely(p->l3_len > w->dp->ports[port].mtu && w->dp->ports[port].mtu)) {
+		/* NAT does not fragment: tell the sender, as DSR does */
+		too_big(w, o, m, p, w->dp->ports[port].mtu, FG_DROP_mtu_exceeded, now);
 		return false;
 	}
 	rc = fg_xlate_ttl_dec(d, p);
@@ -1062,6 +1224,18 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		drop(w, o, m, FG_DROP_unknown_vip);
 		return;
 	}
+	if (unlikely(s->mode == FG_MODE_NAT && proto == IPPROTO_TCP &&
+		     (p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST)) != CT_TCP_SYN)) {
+		/* Full NAT opens a flow only on a SYN: a mid-stream packet has
+		 * no local port to leave on (the flow it belonged to is gone,
+		 * or never was: a spoofed ACK must not take two entries).  Its
+		 * SYN may have created the flow earlier in this burst. */
+		if (!late_hit(w, lb, nt, o, m, p, key, sig, now)) {
+			svc_count(w, lb, s, FG_SC_drops, 1);
+			drop(w, o, m, FG_DROP_nat_not_syn);
+		}
+		return;
+	}
 	if (s->sched == FG_SCHED_LC) {
 		if (unlikely(lb->generation != w->lc_generation)) {
 			/* rows moved: counts restart with the new table */
@@ -1079,7 +1253,7 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (unlikely(b == NULL)) {
 		svc_count(w, lb, s, FG_SC_no_backend, 1);
 		svc_count(w, lb, s, FG_SC_drops, 1);
-		drop(w, o, m, FG_DROP_no_backend);
+		refuse(w, o, m, p, now);
 		return;
 	}
 
@@ -1210,24 +1384,35 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		if (unlikely(m->nb_segs > 1)) {
 			/* the parser and rewriters work on one segment */
 			if (rte_pktmbuf_linearize(m) < 0) {
+				/* more than one mbuf holds: longer than the
+				 * port's MTU (--mtu sizes the mbufs for it) */
 				w->cc[FG_CC_rx_packets]++;
-				drop(w, &o, m, FG_DROP_no_headroom);
+				w->cc[FG_CC_rx_bytes] += m->pkt_len;
+				drop(w, &o, m, FG_DROP_frame_too_long);
 				continue;
 			}
 		}
 		struct fg_mbuf_priv *pr = parse(w, m);
 		struct fg_pkt *p = &pr->pkt;
 
+		if (unlikely((p->vlan & 0x0fff) != w->dp->ports[m->port].cfg.vlan) &&
+		    p->kind != FG_PK_DROP) {
+			/* not for this port: a VLAN we are not on.  Forwarding
+			 * it would carry it into another VLAN (tag kept or
+			 * stripped), as no L3 interface does */
+			drop(w, &o, m, FG_DROP_vlan_foreign);
+			continue;
+		}
 		switch (p->kind) {
 		case FG_PK_FLOW:
 		case FG_PK_ICMP_ERR:
 		case FG_PK_FRAG_LATER:
 			break;
 		case FG_PK_ARP:
-			handle_arp(w, lb, nt, &o, m, p);
+			handle_arp(w, lb, nt, &o, m, p, now);
 			continue;
 		case FG_PK_ND:
-			handle_nd(w, lb, nt, &o, m, p);
+			handle_nd(w, lb, nt, &o, m, p, now);
 			continue;
 		case FG_PK_HOST:
 			to_host(w, &o, m, FG_DROP_host_unhandled);

@@ -10,6 +10,23 @@
  * shows the same names.
  *
  * Each list entry is X(name, "one-line description").
+ *
+ * ## Accounting
+ * Every received packet (rx_packets) ends as exactly one of: an output
+ * (forwarded, or answered in place: ARP / ND replies), a packet handed to
+ * the host (host_packets), or one drop reason (drops = their sum).
+ * Packets the workers *generate* in addition are counted in tx_packets
+ * and, each kind, in a core counter of their own, so a checker can
+ * subtract them:
+ *   - icmp_too_big_sent: ICMP frag-needed / packet-too-big to the sender
+ *     of an oversize packet; that packet itself counts as its drop
+ *     (encap_too_big, mtu_exceeded) even though its mbuf carries the error;
+ *   - no_backend_rst / no_backend_unreach: TCP RST / ICMP unreachable to a
+ *     client whose service has no usable backend; the packet counts as
+ *     no_backend;
+ *   - arp_requests (daemon counter): ARP / NS the workers solicit.
+ * Errors not generated because of the per-worker rate limit are counted
+ * in icmp_ratelimited (the packet still counts as its drop).
  */
 #ifndef FLOWGATE_FG_COUNTERS_H
 #define FLOWGATE_FG_COUNTERS_H
@@ -62,12 +79,16 @@ extern "C" {
 	/* --- daemon --- */ \
 	X(frag_later_untracked,   "non-first fragment of a flow the core does not track") \
 	X(unknown_vip,            "destination is not a configured VIP:port/proto") \
-	X(no_backend,             "service has no usable backend (all drained/weight 0/down)") \
+	X(no_backend,             "service has no usable backend (all drained/weight 0/down); a new flow's client gets a RST / ICMP unreachable") \
 	X(ct_full,                "conntrack full and nothing evictable") \
 	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \
 	X(nat_no_port,            "NAT: no local port steers the reply to this core") \
-	X(encap_too_big,          "encapsulated packet exceeds the egress MTU") \
+	X(nat_not_syn,            "NAT: TCP packet other than a SYN with no tracked flow (creates none)") \
+	X(encap_too_big,          "encapsulated packet exceeds the egress MTU (sender gets ICMP frag-needed / packet-too-big: icmp_too_big_sent)") \
+	X(mtu_exceeded,           "NAT: packet exceeds the egress port MTU (sender gets ICMP frag-needed / packet-too-big: icmp_too_big_sent)") \
 	X(no_headroom,            "mbuf has no headroom/tailroom for the rewrite") \
+	X(frame_too_long,         "frame longer than one mbuf, i.e. than the port's MTU (jumbo on a 1500 port): not reassembled") \
+	X(vlan_foreign,           "802.1Q tag that is not the port's configured VLAN (an untagged port takes no tags)") \
 	X(no_neighbor,            "next hop MAC unknown") \
 	X(tx_full,                "TX ring/queue full") \
 	X(dispatch_full,          "software-RSS ring to the owning worker full") \
@@ -95,6 +116,10 @@ enum fg_drop {
 	X(ct_reopened,  "client SYNs on a tracked tuple whose backend takes no new flows, scheduled afresh") \
 	X(frag_later,   "non-first fragments forwarded along a tracked flow") \
 	X(icmp_err_fwd, "ICMP errors forwarded to the flow's backend") \
+	X(icmp_too_big_sent, "generated: ICMP frag-needed / packet-too-big to senders of oversize packets (in tx_packets)") \
+	X(icmp_ratelimited, "ICMP errors / RSTs not generated: the worker's rate limit (--icmp-rate)") \
+	X(no_backend_rst, "generated: TCP RSTs to clients of a service without a usable backend (in tx_packets)") \
+	X(no_backend_unreach, "generated: ICMP port unreachable to UDP clients of a service without a usable backend (in tx_packets)") \
 	X(arp_replies,  "ARP replies sent") \
 	X(nd_adverts,   "neighbour advertisements sent") \
 	X(host_packets, "packets handed to the host exception port") \

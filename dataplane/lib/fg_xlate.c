@@ -228,6 +228,172 @@ int fg_xlate_gue(struct fg_frame *f, const struct fg_pkt *p,
 	return encap(f, p, e, 1, flow_hash);
 }
 
+/*
+ * An ICMP / ICMPv6 error about a FG_PK_FLOW packet, in place: from its
+ * destination to its source, @p rest as the header's second word, quoting
+ * the original up to FG_ICMP4_ERR_MAX / FG_ICMP6_ERR_MAX bytes in all.
+ */
+static int icmp_err(struct fg_frame *f, const struct fg_pkt *p, uint8_t type,
+		    uint8_t code, uint32_t rest, const uint8_t mac[6])
+{
+	uint32_t l2, add, quote, l3, end_old;
+	uint8_t *d, *ip, *ic;
+	const uint8_t *orig;
+	uint8_t smac[6];
+	int v6;
+
+	if (unlikely(f == NULL || p == NULL || mac == NULL || p->kind != FG_PK_FLOW))
+		return -EINVAL;
+	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len))
+		return -EINVAL;
+	v6 = p->family == CT_V6;
+	l2 = p->l3_off;
+	add = v6 ? 40 + 8 : 20 + 8;
+	if (unlikely(add > f->headroom))
+		return -ENOSPC;
+	quote = RTE_MIN((uint32_t)p->l3_len,
+			(v6 ? FG_ICMP6_ERR_MAX : FG_ICMP4_ERR_MAX) - add);
+	l3 = add + quote;
+	orig = f->data + l2;
+	d = f->data - add;
+	/* Ethernet (+VLAN) moves to the front: add >= 28 > l2, no overlap */
+	memcpy(smac, f->data + 6, 6);
+	memcpy(d + 12, f->data + 12, l2 - 12);
+	memcpy(d, smac, 6);
+	memcpy(d + 6, mac, 6);
+	ip = d + l2;
+	ic = ip + (v6 ? 40 : 20);
+	ic[0] = type;
+	ic[1] = code;
+	st16(ic + 2, 0);
+	wr16(ic + 4, (uint16_t)(rest >> 16));
+	wr16(ic + 6, (uint16_t)rest);
+	if (!v6) {
+		ip[0] = 0x45;
+		ip[1] = 0;
+		wr16(ip + 2, (uint16_t)l3);
+		wr16(ip + 4, 0);
+		wr16(ip + 6, 0);
+		ip[8] = 64;
+		ip[9] = P_ICMP;
+		st16(ip + 10, 0);
+		memcpy(ip + 12, orig + 16, 4);  /* from the VIP */
+		memcpy(ip + 16, orig + 12, 4);  /* to the client */
+		st16(ip + 10, (uint16_t)~fg_csum_fold(fg_csum_partial(ip, 20, 0)));
+		st16(ic + 2, (uint16_t)~fg_csum_fold(fg_csum_partial(ic, 8 + quote, 0)));
+	} else {
+		uint32_t sum;
+
+		ip[0] = 0x60;
+		ip[1] = ip[2] = ip[3] = 0;
+		wr16(ip + 4, (uint16_t)(8 + quote));
+		ip[6] = P_ICMPV6;
+		ip[7] = 64;
+		memcpy(ip + 8, orig + 24, 16);
+		memcpy(ip + 24, orig + 8, 16);
+		sum = pseudo_sum(ip, 1, P_ICMPV6, 8 + quote);
+		sum = fg_csum_partial(ic, 8 + quote, sum);
+		st16(ic + 2, (uint16_t)~fg_csum_fold(sum));
+	}
+	end_old = f->len;
+	f->data = d;
+	f->headroom -= add;
+	f->len = l2 + l3;
+	f->tailroom += end_old + add - f->len;
+	return (int)f->len;
+}
+
+int fg_xlate_icmp_too_big(struct fg_frame *f, const struct fg_pkt *p,
+			  uint32_t mtu, const uint8_t mac[6])
+{
+	if (p != NULL && p->family == CT_V6)
+		return icmp_err(f, p, 2, 0, mtu < 1280 ? 1280 : mtu, mac);
+	return icmp_err(f, p, 3, 4, RTE_MIN(mtu, 65535u), mac);
+}
+
+int fg_xlate_icmp_unreach(struct fg_frame *f, const struct fg_pkt *p,
+			  const uint8_t mac[6])
+{
+	if (p != NULL && p->family == CT_V6)
+		return icmp_err(f, p, 1, 4, 0, mac);
+	return icmp_err(f, p, 3, 3, 0, mac);
+}
+
+int fg_xlate_tcp_rst(struct fg_frame *f, const struct fg_pkt *p,
+		     const uint8_t mac[6])
+{
+	uint32_t l2, seq, ack, seg, l3, hl, len;
+	uint8_t addr[32], ports[4], fl, *ip, *t;
+	int v6;
+
+	if (unlikely(f == NULL || p == NULL || mac == NULL || p->kind != FG_PK_FLOW ||
+		     p->proto != P_TCP || (p->tcp_flags & 0x04)))
+		return -EINVAL;
+	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len ||
+		     p->l4_off + 20u > (uint32_t)p->l3_off + p->l3_len))
+		return -EINVAL;
+	v6 = p->family == CT_V6;
+	l2 = p->l3_off;
+	hl = v6 ? 40 : 20;
+	t = f->data + p->l4_off;
+	memcpy(&seq, t + 4, 4);
+	memcpy(&ack, t + 8, 4);
+	memcpy(ports, t, 4);
+	fl = t[13];
+	seg = (uint32_t)p->l3_off + p->l3_len - p->l4_off - (uint32_t)(t[12] >> 4) * 4;
+	seg += (fl & 0x02 ? 1 : 0) + (fl & 0x01 ? 1 : 0);
+	ip = f->data + l2;
+	if (v6) {
+		memcpy(addr, ip + 8, 32);
+	} else {
+		memcpy(addr, ip + 12, 8);
+	}
+	l3 = hl + 20;
+	len = RTE_MAX(l2 + l3, 60u);
+	if (unlikely(len > f->len + f->tailroom))
+		return -ENOSPC;
+	/* Ethernet: back to where it came from, VLAN tag kept */
+	memcpy(f->data, f->data + 6, 6);
+	memcpy(f->data + 6, mac, 6);
+	memset(ip, 0, len - l2);
+	if (!v6) {
+		ip[0] = 0x45;
+		wr16(ip + 2, (uint16_t)l3);
+		ip[8] = 64;
+		ip[9] = P_TCP;
+		memcpy(ip + 12, addr + 4, 4);
+		memcpy(ip + 16, addr, 4);
+		st16(ip + 10, (uint16_t)~fg_csum_fold(fg_csum_partial(ip, 20, 0)));
+	} else {
+		ip[0] = 0x60;
+		wr16(ip + 4, 20);
+		ip[6] = P_TCP;
+		ip[7] = 64;
+		memcpy(ip + 8, addr + 16, 16);
+		memcpy(ip + 24, addr, 16);
+	}
+	t = ip + hl;
+	memcpy(t, ports + 2, 2);
+	memcpy(t + 2, ports, 2);
+	/* RFC 793 "Reset Generation": an ACK's RST takes its sequence from
+	 * the ACK; otherwise sequence 0 and an ACK of everything received */
+	if (fl & 0x10) {
+		memcpy(t + 4, &ack, 4);
+		t[13] = 0x04;
+	} else {
+		uint32_t a = rte_cpu_to_be_32(rte_be_to_cpu_32(seq) + seg);
+
+		memcpy(t + 8, &a, 4);
+		t[13] = 0x14;
+	}
+	t[12] = 5 << 4;
+	st16(t + 16, (uint16_t)~fg_csum_fold(fg_csum_partial(t, 20,
+						pseudo_sum(ip, v6, P_TCP, 20))));
+	f->tailroom = f->len + f->tailroom - len;
+	f->len = len;
+	return (int)len;
+}
+
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 {
 	uint8_t *ip, *l4;

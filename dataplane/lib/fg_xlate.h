@@ -139,6 +139,60 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to);
 int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
 			  const void *outer, const void *inner);
 
+/** Largest IPv4 ICMP error (RFC 1812 4.3.2.3: quote as much as fits in 576). */
+#define FG_ICMP4_ERR_MAX 576
+/** Largest ICMPv6 error (RFC 4443 2.4(c): as much as fits in the minimum MTU). */
+#define FG_ICMP6_ERR_MAX 1280
+
+/**
+ * Turns a packet too big for its path, in place, into the ICMP error that
+ * tells its sender the MTU, as Katran does for DSR: IPv4 "destination
+ * unreachable / fragmentation needed" (type 3 code 4, next-hop MTU @p mtu
+ * in bytes 6-7) or ICMPv6 "packet too big" (type 2 code 0, MTU @p mtu, at
+ * least 1280: a smaller value is raised to 1280 as RFC 8201 requires).
+ * The error goes from the packet's destination (the VIP, or the local
+ * address of a NAT reply) to its source and quotes the start of the
+ * original IP packet: IPv4 up to FG_ICMP4_ERR_MAX bytes in all (at least
+ * the IP header + 8 bytes), IPv6 up to FG_ICMP6_ERR_MAX.  Outer IPv4: TTL
+ * 64, id 0, no DF, header checksum; IPv6: hop limit 64.  ICMP checksum
+ * over the message (ICMPv6: with the pseudo-header).  Ethernet: dst = the
+ * packet's source MAC, src = @p mac, the VLAN tag kept (the error leaves
+ * where the packet came in).  The new IP + ICMP headers (28 / 48 bytes)
+ * are written into the headroom in front of the original IP header, which
+ * stays where it is; the tail is cut.
+ * Only for FG_PK_FLOW packets: never an error about an ICMP error or a
+ * non-first fragment (RFC 1122 3.2.2); the caller checks DF for IPv4 and
+ * the rate limit.
+ * @return new length, or -EINVAL (kind, truncated frame), -ENOSPC
+ *   (headroom < 28 / 48).
+ */
+int fg_xlate_icmp_too_big(struct fg_frame *f, const struct fg_pkt *p,
+			  uint32_t mtu, const uint8_t mac[6]);
+
+/**
+ * Turns a packet for a service that cannot take it (no usable backend) into
+ * ICMP "port unreachable" (IPv4 type 3 code 3, ICMPv6 type 1 code 4) in
+ * place, like fg_xlate_icmp_too_big(): from the VIP to the sender, quoting
+ * the original, Ethernet back to the sender, VLAN kept.  For UDP (TCP gets
+ * fg_xlate_tcp_rst()).
+ * @return new length, or -EINVAL, -ENOSPC.
+ */
+int fg_xlate_icmp_unreach(struct fg_frame *f, const struct fg_pkt *p,
+			  const uint8_t mac[6]);
+
+/**
+ * Turns a TCP segment (FG_PK_FLOW, not itself a RST) into the RST that
+ * refuses it, in place (RFC 793 "Reset Generation"): from the VIP:port to
+ * the client:port; a segment with ACK gets seq = its ack number and flag
+ * RST; otherwise seq 0, ack = its seq + length (SYN and FIN count 1) and
+ * RST|ACK.  IPv4: TTL 64, id 0, no options; IPv6: hop limit 64, no
+ * extension headers; window 0, checksums computed; padded to a 60-byte
+ * frame.  Ethernet back to the sender, VLAN tag kept.
+ * @return new length, or -EINVAL (not TCP, a RST, truncated), -ENOSPC.
+ */
+int fg_xlate_tcp_rst(struct fg_frame *f, const struct fg_pkt *p,
+		     const uint8_t mac[6]);
+
 /** Sets the Ethernet source and destination MAC (VLAN tag kept). */
 void fg_xlate_eth(uint8_t *frame, const uint8_t src[6], const uint8_t dst[6]);
 

@@ -356,6 +356,11 @@ static const struct tcp_case tcp_cases[] = {
 	{"RST in ESTABLISHED", CT_ST_ESTABLISHED, true, R | A, CT_ST_CLOSE},
 	{"RST in FIN_WAIT", CT_ST_FIN_WAIT, false, R, CT_ST_CLOSE},
 	{"RST in TIME_WAIT", CT_ST_TIME_WAIT, false, R, CT_ST_CLOSE},
+	{"data on a pickup stays on probation", CT_ST_PICKUP, false, A, CT_ST_PICKUP},
+	{"FIN on a pickup stays on probation", CT_ST_PICKUP, false, F | A, CT_ST_PICKUP},
+	{"SYN on a pickup opens anew", CT_ST_PICKUP, false, S, CT_ST_SYN_SENT},
+	{"reply to a pickup (NAT) establishes", CT_ST_PICKUP, true, A, CT_ST_ESTABLISHED},
+	{"RST on a pickup", CT_ST_PICKUP, false, R | A, CT_ST_CLOSE},
 };
 
 static void
@@ -417,7 +422,9 @@ static void
 test_initial_states(void **state)
 {
 	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_SYN), CT_ST_SYN_SENT);
-	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_ACK), CT_ST_ESTABLISHED);
+	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_ACK), CT_ST_PICKUP);
+	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_ACK | CT_TCP_FIN), CT_ST_PICKUP);
+	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_SYN | CT_TCP_ACK), CT_ST_PICKUP);
 	assert_int_equal(ct_state_initial(IPPROTO_TCP, CT_TCP_RST), CT_ST_CLOSE);
 	assert_int_equal(ct_state_initial(IPPROTO_UDP, 0), CT_ST_UDP);
 	assert_int_equal(ct_state_initial(IPPROTO_ICMP, 0), CT_ST_OTHER);
@@ -445,7 +452,7 @@ test_udp_becomes_stream(void **state)
 static const enum ct_state timeout_states[] = {
 	CT_ST_SYN_SENT, CT_ST_SYN_RECV, CT_ST_ESTABLISHED, CT_ST_FIN_WAIT,
 	CT_ST_CLOSE_WAIT, CT_ST_LAST_ACK, CT_ST_TIME_WAIT, CT_ST_CLOSE,
-	CT_ST_UDP, CT_ST_UDP_STREAM, CT_ST_OTHER,
+	CT_ST_UDP, CT_ST_UDP_STREAM, CT_ST_OTHER, CT_ST_PICKUP,
 };
 
 static void
@@ -490,6 +497,9 @@ test_default_timeouts_documented(void **state)
 	assert_int_equal(c.timeouts.ms[CT_ST_TIME_WAIT], 30000);
 	assert_int_equal(c.timeouts.ms[CT_ST_UDP], 30000);
 	assert_int_equal(c.timeouts.ms[CT_ST_UDP_STREAM], 120000);
+	assert_int_equal(c.timeouts.ms[CT_ST_PICKUP], 10000);
+	assert_int_equal(c.pickup_pkts, 4);
+	assert_int_equal(c.pickup_ms, 2000);
 }
 
 /* The lookup keeps a coarse deadline next to the key: a state change with a
@@ -661,12 +671,129 @@ test_flood_mode(void **state)
 	assert_non_null(ins4(s, i++, CT_ST_ESTABLISHED, true, 101, NULL));
 	assert_int_equal(ct_stats_get(s)->insert_fail_by[CT_INSFAIL_FLOOD], 1);
 	assert_int_equal(ct_stats_get(s)->flood_windows, 1);
+	/* A mid-stream pickup (no SYN) is unassured: refused like a SYN. */
+	assert_null(ins4(s, i++, ct_state_initial(IPPROTO_TCP, CT_TCP_ACK), false, 101, &err));
+	assert_int_equal(err, -EBUSY);
+	assert_int_equal(ct_stats_get(s)->insert_fail_by[CT_INSFAIL_FLOOD], 2);
 	/* The next window admits new flows again. */
 	assert_non_null(ins4(s, i++, CT_ST_SYN_SENT, false, 100 + 63, NULL));
 	/* Off: unlimited. */
 	ct_set_flood_rate(s, 0);
 	for (uint32_t j = 0; j < 100; j++)
 		assert_non_null(ins4(s, 500 + j, CT_ST_SYN_SENT, false, 170, NULL));
+	ct_shard_free(s);
+}
+
+/* ---- mid-stream pickups (issue 9, defect 2) ------------------------- */
+
+/*
+ * Regression: one spoofed ACK per random tuple used to create an assured
+ * ESTABLISHED entry (15 min, never early-dropped), so a flood of them filled
+ * the table and every new connection was refused.  Now they are unassured
+ * pickups: evicted first, not counted as established, and neither new
+ * connections nor established flows suffer.
+ */
+static void
+test_spoofed_ack_flood(void **state)
+{
+	struct ct_shard *s = mk_shard(256, 0, NULL);
+	uint32_t cap = ct_slots(s, CT_V4);
+	const struct ct_stats *st = ct_stats_get(s);
+	uint64_t now = 10;
+
+	/* 100 real connections: SYN, then the client's ACK */
+	for (uint32_t i = 0; i < 100; i++) {
+		struct ct_entry *e = ins4(s, i, ct_state_initial(IPPROTO_TCP, CT_TCP_SYN),
+					  false, now, NULL);
+		assert_non_null(e);
+		assert_int_equal(ct_update(s, e, false, CT_TCP_ACK, 40, now + 1),
+				 CT_ST_ESTABLISHED);
+	}
+	/* 10 x capacity spoofed ACKs, each on a new tuple, as the dataplane
+	 * handles them: insert with the initial state, then the packet */
+	for (uint32_t i = 0; i < 10 * cap; i++) {
+		int err = 0;
+		struct ct_entry *e = ins4(s, 1000000 + i,
+					  ct_state_initial(IPPROTO_TCP, CT_TCP_ACK),
+					  false, now + i / 64, &err);
+
+		assert_non_null(e);
+		assert_false(e->flags & CT_F_ASSURED);
+		ct_update(s, e, false, CT_TCP_ACK, 40, now + i / 64);
+		assert_false(e->flags & CT_F_ASSURED);
+	}
+	assert_int_equal(st->live[CT_ST_ESTABLISHED], 100);
+	now += 10 * cap / 64 + 1;
+	/* new connections still get in, established flows all survive */
+	for (uint32_t i = 0; i < 50; i++)
+		assert_non_null(ins4(s, 500 + i, ct_state_initial(IPPROTO_TCP, CT_TCP_SYN),
+				     false, now, NULL));
+	for (uint32_t i = 0; i < 100; i++)
+		assert_non_null(get4(s, i, now));
+	assert_true(st->evictions[CT_EVICT_EARLY_DROP] >= 10 * cap - cap);
+	ct_shard_free(s);
+}
+
+/* A pickup proves itself with pickup_pkts packets over pickup_ms. */
+struct pickup_case {
+	const char *name;
+	uint32_t pkts;       /* packets, the first one creates the entry */
+	uint32_t gap_ms;     /* between packets */
+	enum ct_state want;
+};
+
+static const struct pickup_case pickup_cases[] = {
+	{"one spoofed ACK", 1, 0, CT_ST_PICKUP},
+	{"burst of 20 in 20 ms", 20, 1, CT_ST_PICKUP},
+	{"3 packets over 6 s: too few", 3, 3000, CT_ST_PICKUP},
+	{"4 packets over 2.4 s", 4, 800, CT_ST_ESTABLISHED},
+	{"50 packets over 2.5 s", 50, 50, CT_ST_ESTABLISHED},
+	{"idle past the pickup timeout: gone", 2, 10001, CT_ST_NONE},
+};
+
+static void
+test_pickup_probation(void **state)
+{
+	const struct pickup_case *c = *state;
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+	uint64_t now = 1000;
+	struct ct_entry *e = ins4(s, 1, ct_state_initial(IPPROTO_TCP, CT_TCP_ACK),
+				  false, now, NULL);
+
+	assert_non_null(e);
+	assert_int_equal(e->state, CT_ST_PICKUP);
+	assert_int_equal(st->live[CT_ST_PICKUP], 1);
+	ct_touch(s, e, false, CT_TCP_ACK, 40, now);
+	for (uint32_t i = 1; i < c->pkts; i++) {
+		now += c->gap_ms;
+		e = get4(s, 1, now);
+		if (e == NULL)
+			break;
+		ct_touch(s, e, false, CT_TCP_ACK, 40, now);
+	}
+	e = get4(s, 1, now);
+	if (c->want == CT_ST_NONE) {
+		assert_null(e);
+		assert_int_equal(st->expired[CT_ST_PICKUP], 1);
+		ct_shard_free(s);
+		return;
+	}
+	assert_non_null(e);
+	assert_int_equal(e->state, c->want);
+	assert_int_equal(!!(e->flags & CT_F_ASSURED), c->want == CT_ST_ESTABLISHED);
+	assert_int_equal(st->live[CT_ST_ESTABLISHED], c->want == CT_ST_ESTABLISHED);
+	assert_int_equal(st->live[CT_ST_PICKUP], c->want == CT_ST_PICKUP);
+	if (c->want == CT_ST_ESTABLISHED) {
+		/* assured: a full table of pickups cannot evict it */
+		uint32_t cap = ct_slots(s, CT_V4);
+
+		for (uint32_t i = 0; i < 3 * cap; i++)
+			assert_non_null(ins4(s, 100 + i, CT_ST_PICKUP, false, now, NULL));
+		assert_non_null(get4(s, 1, now));
+		/* and it now lives by the ESTABLISHED timeout */
+		assert_non_null(get4(s, 1, now + 60000));
+	}
 	ct_shard_free(s);
 }
 
@@ -977,6 +1104,14 @@ main(void)
 	}
 	ADD(test_colliding_hash_fills_to_capacity);
 	ADD(test_flood_mode);
+	ADD(test_spoofed_ack_flood);
+	for (size_t i = 0; i < RTE_DIM(pickup_cases); i++) {
+		snprintf(names[n], sizeof(names[n]), "pickup: %s", pickup_cases[i].name);
+		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_pickup_probation,
+									  (void *)&pickup_cases[i]);
+		tests[n].name = names[n];
+		n++;
+	}
 	ADD(test_counters);
 	ADD(test_walk_while_owner_writes);
 	ADD(test_capacity_rounding);

@@ -162,6 +162,39 @@ static void rewrite(const uint8_t *data, size_t size, const struct fg_pkt *p,
 		} else {
 			CHECK(r == -EINVAL || r == -ENOSPC || r == -EMSGSIZE);
 		}
+		if (p->kind == FG_PK_FLOW) {
+			/* errors / RSTs generated about the packet (issue 9,
+			 * defects 3 and 8): from a fresh copy; what they
+			 * build parses and carries valid checksums */
+			static const uint8_t lb[6] = { 2, 0, 0, 0, 0, 1 };
+			struct fg_pkt q;
+
+			memcpy(buf + HEAD, data, size);
+			f.data = buf + HEAD;
+			f.len = (uint32_t)size;
+			f.headroom = HEAD;
+			f.tailroom = TAIL;
+			switch ((sig >> 6) & 3) {
+			case 0:
+				r = fg_xlate_icmp_too_big(&f, p, 1280 + (sig >> 8) % 8000, lb);
+				break;
+			case 1:
+				r = fg_xlate_icmp_unreach(&f, p, lb);
+				break;
+			default:
+				r = fg_xlate_tcp_rst(&f, p, lb);
+				break;
+			}
+			if (r > 0) {
+				CHECK((uint32_t)r == f.len);
+				CHECK(f.data >= buf && f.data + f.len <= buf + sizeof(buf));
+				if (fg_pkt_parse(f.data, f.len, &q) != FG_PK_DROP &&
+				    (q.kind == FG_PK_FLOW || q.kind == FG_PK_ICMP_ERR))
+					CHECK(fg_xlate_csum_verify(f.data, &q) == 0);
+			} else {
+				CHECK(r == -EINVAL || r == -ENOSPC);
+			}
+		}
 		if (p->kind == FG_PK_ICMP_ERR) {
 			uint16_t il4;
 

@@ -719,6 +719,214 @@ static void t_csum_full_verify(void **st)
 	expect_bytes(f.data, f.len, EXP, f.len);
 }
 
+/* ---- ICMP frag-needed / packet-too-big for oversize packets (issue 9, defect 3) */
+
+struct too_big_case {
+	const char *name;
+	int v6;
+	uint16_t vlan;
+	uint16_t payload;    /* TCP payload of the oversize packet */
+	uint32_t mtu;        /* MTU argument */
+	uint32_t want_mtu;   /* MTU in the message */
+	uint32_t want_quote; /* bytes of the original IP packet quoted */
+	int unreach;         /* UDP, fg_xlate_icmp_unreach (port unreachable) */
+};
+
+static const struct too_big_case too_big_cases[] = {
+	{"v4 1500 B through IPIP: MTU 1480, 548 B quoted", 0, 0, 1460, 1480, 1480, 548},
+	{"v4 through GUE, VLAN kept", 0, 42, 1460, 1472, 1472, 548},
+	{"v4 short packet quoted whole", 0, 0, 20, 1000, 1000, 60},
+	{"v6 1500 B: PTB 1460, 1232 B quoted", 1, 0, 1440, 1460, 1460, 1232},
+	{"v6 MTU below 1280 raised to 1280", 1, 7, 1440, 1200, 1280, 1232},
+	{"v6 jumbo, VLAN", 1, 7, 8900, 8960, 8960, 1232},
+	{"v4 UDP, no backend: port unreachable", 0, 0, 100, 0, 0, 128, 1},
+	{"v6 UDP, no backend: port unreachable, VLAN", 1, 9, 2000, 0, 0, 1232, 1},
+};
+
+static void t_icmp_too_big(void **st)
+{
+	const struct too_big_case *c = *st;
+	struct pb_spec s, e;
+	struct fg_pkt p, q;
+	struct fg_frame f;
+	static uint8_t orig[PB_MAX_FRAME];
+	int n;
+
+	if (c->v6)
+		spec_tcp6(&s);
+	else
+		spec_tcp4(&s);
+	s.vlan = c->vlan;
+	s.tcp_flags = 0x18;
+	s.payload = c->payload;
+	if (c->unreach)
+		s.proto = 17;
+	f = load(&s, &p);
+	memcpy(orig, f.data + p.l3_off, p.l3_len);
+	uint8_t *end = f.data + f.len;
+
+	n = c->unreach ? fg_xlate_icmp_unreach(&f, &p, LB_MAC) :
+			 fg_xlate_icmp_too_big(&f, &p, c->mtu, LB_MAC);
+	assert_true(n > 0);
+	assert_int_equal(n, (int)f.len);
+	/* headroom and tailroom still describe the same buffer */
+	assert_ptr_equal(f.data + f.len + f.tailroom, BUF + sizeof(BUF));
+	assert_ptr_equal(f.data - f.headroom, BUF);
+	assert_true(f.data + f.len <= end);
+	/* expected: built by the test builder, from the VIP to the client */
+	memset(&e, 0, sizeof(e));
+	e.v6 = c->v6;
+	memcpy(e.src_mac, LB_MAC, 6);
+	memcpy(e.dst_mac, CL_MAC, 6);
+	e.vlan = c->vlan;
+	e.saddr = s.daddr;
+	e.daddr = s.saddr;
+	e.proto = c->v6 ? 58 : 1;
+	e.icmp_type = c->unreach ? (c->v6 ? 1 : 3) : (c->v6 ? 2 : 3);
+	e.icmp_code = c->unreach ? (c->v6 ? 4 : 3) : (c->v6 ? 0 : 4);
+	e.icmp_mtu = c->want_mtu;
+	e.inner = orig;
+	e.inner_len = c->want_quote;
+	int m = pb_build(&e, EXP, sizeof(EXP));
+	assert_true(m > 0);
+	if (!c->v6) {
+		/* the builder's IPv4 id is 0x1234; the error's is 0 */
+		uint32_t l2 = c->vlan ? 18 : 14;
+
+		EXP[l2 + 4] = EXP[l2 + 5] = 0;
+		EXP[l2 + 10] = EXP[l2 + 11] = 0;
+		uint16_t k = csum_be(EXP + l2, 20);
+
+		EXP[l2 + 10] = (uint8_t)(k >> 8);
+		EXP[l2 + 11] = (uint8_t)k;
+	}
+	expect_bytes(f.data, f.len, EXP, (uint32_t)m);
+	assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+	assert_int_equal(fg_pkt_parse(f.data, f.len, &q), FG_PK_ICMP_ERR);
+	assert_true(f.len - (c->vlan ? 18 : 14) <= (c->v6 ? 1280u : 576u));
+}
+
+static void t_icmp_too_big_errors(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	struct fg_frame f, f0;
+
+	spec_tcp4(&s);
+	s.payload = 1460;
+	f = load(&s, &p);
+	f.headroom = 27;
+	f0 = f;
+	assert_int_equal(fg_xlate_icmp_too_big(&f, &p, 1480, LB_MAC), -ENOSPC);
+	assert_memory_equal(&f, &f0, sizeof(f));
+	spec_tcp6(&s);
+	f = load(&s, &p);
+	f.headroom = 47;
+	assert_int_equal(fg_xlate_icmp_too_big(&f, &p, 1480, LB_MAC), -ENOSPC);
+	/* never an error about an ICMP error */
+	spec_tcp4(&s);
+	s.proto = 1;
+	s.icmp_type = 3;
+	s.icmp_code = 4;
+	s.icmp_mtu = 1400;
+	{
+		static uint8_t inner[28] = {0x45, 0, 0, 28, 0, 0, 0, 0, 64, 6};
+
+		memcpy(inner + 12, "\x0a\x64\x00\x01\xc0\x00\x02\x0a", 8);
+		s.inner = inner;
+		s.inner_len = 28;
+	}
+	s.payload = 0;
+	f = load(&s, &p);
+	assert_int_equal(p.kind, FG_PK_ICMP_ERR);
+	assert_int_equal(fg_xlate_icmp_too_big(&f, &p, 1480, LB_MAC), -EINVAL);
+	assert_int_equal(fg_xlate_icmp_too_big(NULL, &p, 1480, LB_MAC), -EINVAL);
+}
+
+/* ---- TCP RST for a service without a usable backend (issue 9, defect 8) */
+
+struct rst_case {
+	const char *name;
+	int v6;
+	uint16_t vlan;
+	uint8_t flags;
+	uint16_t payload;
+	uint8_t ip_opts, tcp_opts;
+	uint32_t in_ack;     /* the segment's ack number */
+	uint8_t want_flags;
+	uint32_t want_seq, want_ack;
+};
+
+static const struct rst_case rst_cases[] = {
+	{"v4 SYN: RST|ACK acking the SYN", 0, 0, 0x02, 0, 0, 0, 0, 0x14, 0, 2},
+	{"v4 SYN with data and FIN", 0, 0, 0x03, 10, 0, 0, 0, 0x14, 0, 13},
+	{"v4 ACK with data, IP options: RST seq = ack", 0, 0, 0x18, 20, 8, 0, 0x11223344, 0x04, 0x11223344, 0},
+	{"v6 SYN with options, VLAN kept", 1, 7, 0x02, 0, 0, 8, 0, 0x14, 0, 2},
+	{"v6 FIN|ACK", 1, 0, 0x11, 0, 0, 0, 77, 0x04, 77, 0},
+};
+
+static void t_tcp_rst(void **st)
+{
+	const struct rst_case *c = *st;
+	struct pb_spec s;
+	struct fg_pkt p, q;
+	struct fg_frame f;
+	uint32_t v, l2 = c->vlan ? 18 : 14;
+
+	if (c->v6)
+		spec_tcp6(&s);
+	else
+		spec_tcp4(&s);
+	s.vlan = c->vlan;
+	s.tcp_flags = c->flags;
+	s.payload = c->payload;
+	s.ip_opts = c->ip_opts;
+	s.tcp_opts = c->tcp_opts;
+	f = load(&s, &p);
+	v = htonl(c->in_ack);
+	memcpy(f.data + p.l4_off + 8, &v, 4);
+	assert_int_equal(fg_xlate_tcp_rst(&f, &p, LB_MAC),
+			 (int)(c->v6 ? l2 + 60 : (l2 + 40 > 60u ? l2 + 40 : 60u)));
+	assert_memory_equal(f.data, CL_MAC, 6);
+	assert_memory_equal(f.data + 6, LB_MAC, 6);
+	assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+	assert_int_equal(fg_pkt_parse(f.data, f.len, &q), FG_PK_FLOW);
+	assert_int_equal(q.vlan & 0xfff, c->vlan);
+	assert_int_equal(q.tcp_flags, c->want_flags);
+	if (c->v6) {
+		assert_memory_equal(q.key.k6.saddr, p.key.k6.daddr, 16);
+		assert_memory_equal(q.key.k6.daddr, p.key.k6.saddr, 16);
+		assert_int_equal(q.key.k6.sport, p.key.k6.dport);
+		assert_int_equal(q.key.k6.dport, p.key.k6.sport);
+	} else {
+		assert_int_equal(q.key.k4.saddr, p.key.k4.daddr);
+		assert_int_equal(q.key.k4.daddr, p.key.k4.saddr);
+		assert_int_equal(q.key.k4.sport, p.key.k4.dport);
+		assert_int_equal(q.key.k4.dport, p.key.k4.sport);
+		assert_int_equal(f.data[l2 + 8], 64);
+	}
+	memcpy(&v, f.data + q.l4_off + 4, 4);
+	assert_int_equal(ntohl(v), c->want_seq);
+	memcpy(&v, f.data + q.l4_off + 8, 4);
+	assert_int_equal(ntohl(v), c->want_ack);
+}
+
+static void t_tcp_rst_errors(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	struct fg_frame f;
+
+	spec_tcp4(&s);
+	s.tcp_flags = 0x04;   /* never a RST for a RST */
+	f = load(&s, &p);
+	assert_int_equal(fg_xlate_tcp_rst(&f, &p, LB_MAC), -EINVAL);
+	s.tcp_flags = 0x02;
+	s.proto = 17;
+	f = load(&s, &p);
+	assert_int_equal(fg_xlate_tcp_rst(&f, &p, LB_MAC), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -740,7 +948,24 @@ int main(void)
 		cmocka_unit_test(t_arp_reply),
 		cmocka_unit_test(t_nd_advert),
 		cmocka_unit_test(t_csum_full_verify),
+		cmocka_unit_test(t_icmp_too_big_errors),
+		cmocka_unit_test(t_tcp_rst_errors),
 	};
+	struct CMUnitTest rst[sizeof(rst_cases) / sizeof(rst_cases[0])];
+	struct CMUnitTest tb[(sizeof(too_big_cases) / sizeof(too_big_cases[0]))];
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	for (size_t i = 0; i < (sizeof(too_big_cases) / sizeof(too_big_cases[0])); i++) {
+		tb[i] = (struct CMUnitTest)cmocka_unit_test_prestate(t_icmp_too_big,
+								(void *)&too_big_cases[i]);
+		tb[i].name = too_big_cases[i].name;
+	}
+	rc |= _cmocka_run_group_tests("icmp_too_big", tb, (sizeof(tb) / sizeof(tb[0])), NULL, NULL);
+	for (size_t i = 0; i < sizeof(rst) / sizeof(rst[0]); i++) {
+		rst[i] = (struct CMUnitTest)cmocka_unit_test_prestate(t_tcp_rst,
+								(void *)&rst_cases[i]);
+		rst[i].name = rst_cases[i].name;
+	}
+	return rc | _cmocka_run_group_tests("tcp_rst", rst, sizeof(rst) / sizeof(rst[0]),
+					    NULL, NULL);
 }
