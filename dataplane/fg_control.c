@@ -678,7 +678,7 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	return 0;
 }
 
-int fg_control_start(struct fg_dp *dp, const char *socket_path)
+int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms)
 {
 	struct fg_ctl_server_params p;
 	int rc;
@@ -696,6 +696,7 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path)
 	p.ops = &g_ops;
 	p.ctx = dp;
 	p.health = g_health;
+	p.idle_timeout_ms = idle_timeout_ms;
 	rc = fg_ctl_server_create(&p, &g_srv);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control socket %s: %s\n",

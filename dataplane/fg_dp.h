@@ -439,8 +439,10 @@ int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out);
 /** Loads a config file with control/fg_config_parse (errors printed as
  *  file:line: reason).  @return 0 or -errno. */
 int fg_dp_config_load(const char *path, struct fg_config *out);
-/** Creates the control socket and starts its thread.  @return 0 or -errno. */
-int fg_control_start(struct fg_dp *dp, const char *socket_path);
+/** Creates the control socket and starts its thread; @p idle_timeout_ms
+ *  as fg_ctl_server_params::idle_timeout_ms (0 = default, < 0 = never).
+ *  @return 0 or -errno. */
+int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms);
 void fg_control_stop(struct fg_dp *dp);
 
 /* fg_stats.c */

@@ -44,6 +44,8 @@ static void usage(const char *prog)
 		"      --host-tap[=PREFIX]  host exception path: a kernel TAP per port (PREFIXn,\n"
 		"                           default fg0, fg1...) gets the packets for the host\n"
 		"                           itself (SSH, BGP, ping to a local address)\n"
+		"      --ctl-idle-timeout SEC  close control clients silent this long (default 30,\n"
+		"                           0 = never; flows watch clients are exempt)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"  config built from options (when no -c is given):\n"
@@ -435,7 +437,7 @@ static void port_mtus_apply(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS])
 enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
-	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP,
+	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_CTL_IDLE,
 };
 
 static const struct option long_opts[] = {
@@ -456,6 +458,7 @@ static const struct option long_opts[] = {
 	{"port-mac", required_argument, NULL, OPT_PORT_MAC},
 	{"flood-rate", required_argument, NULL, OPT_FLOOD},
 	{"mtu", required_argument, NULL, OPT_MTU},
+	{"ctl-idle-timeout", required_argument, NULL, OPT_CTL_IDLE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -469,6 +472,7 @@ int main(int argc, char **argv)
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
 	uint32_t ct_capacity_opt = 0;   /* --ct-capacity: overrides the file */
+	int ctl_idle_ms = 0;            /* 0: the server's default */
 	char err[256];
 
 	rc = rte_eal_init(argc, argv);
@@ -508,6 +512,19 @@ int main(int argc, char **argv)
 				rc = -EINVAL;
 			} else {
 				ct_capacity_opt = (uint32_t)v;
+			}
+			break;
+		}
+		case OPT_CTL_IDLE: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+
+			if (*optarg == '\0' || *end != '\0' || v > INT32_MAX / 1000) {
+				fprintf(stderr, "flowgate: bad --ctl-idle-timeout '%s' "
+					"(expected seconds, 0 = never)\n", optarg);
+				rc = -EINVAL;
+			} else {
+				ctl_idle_ms = v ? (int)v * 1000 : -1;
 			}
 			break;
 		}
@@ -714,7 +731,7 @@ int main(int argc, char **argv)
 	if (host_tap != NULL && fg_host_setup(dp, host_tap) < 0)
 		return 1;
 	fg_stats_telemetry_register(dp);
-	rc = fg_control_start(dp, socket_path);
+	rc = fg_control_start(dp, socket_path, ctl_idle_ms);
 	if (rc < 0)
 		return 1;
 

@@ -809,6 +809,139 @@ static void test_bad_input(void **state)
 	assert_true(c1.rejected_full >= c0.rejected_full + 1);
 }
 
+/* ---- idle clients (issue 9, defect 8) ---------------------------------- */
+
+static int connect_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* true while the server keeps @p fd open (data waiting counts as open) */
+static bool still_open(int fd)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+	return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+static int fgctl_at(const char *sock, const char *args)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "%s -s %s %s >/dev/null 2>%s", g_fgctl, sock, args, g_err);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+struct idle_case {
+	const char *name;
+	unsigned int max_clients;   /* 0 = server default (64) */
+	int idle_timeout_ms;        /* 0 = server default (30 s) */
+	void (*run)(struct env *e, const char *sock, struct fg_ctl_server *srv);
+};
+
+/* 70 silent clients against the default cap of 64: fgctl still gets in,
+ * by evicting the client idle longest. */
+static void idle_case_lockout(struct env *e, const char *sock, struct fg_ctl_server *srv)
+{
+	int fds[70];
+	struct fg_ctl_counters c;
+	for (int i = 0; i < 70; i++)
+		fds[i] = connect_path(sock);
+	usleep((FG_CTL_EVICT_IDLE_MS + 200) * 1000);
+	if (fgctl_at(sock, "ping") != 0) {
+		char *err = slurp(g_err);
+		fail_msg("fgctl ping behind 70 silent clients failed: %s", err);
+	}
+	fg_ctl_server_counters(srv, &c);
+	assert_true(c.evicted_idle >= 1);
+	assert_int_equal(c.idle_closed, 0); /* 30 s default not reached */
+	for (int i = 0; i < 70; i++)
+		close(fds[i]);
+}
+
+/* at the cap, a client busy a moment ago is not evicted: the new one is
+ * refused instead */
+static void idle_case_cap_busy(struct env *e, const char *sock, struct fg_ctl_server *srv)
+{
+	int fds[4];
+	char line[4096];
+	struct fg_ctl_counters c;
+	for (int i = 0; i < 4; i++)
+		fds[i] = connect_path(sock);
+	usleep(100000);
+	int extra = connect_path(sock);
+	assert_true(read_line(extra, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "too many control clients"));
+	close(extra);
+	fg_ctl_server_counters(srv, &c);
+	assert_int_equal(c.evicted_idle, 0);
+	assert_int_equal(c.rejected_full, 1);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+}
+
+/* silent and half-a-request clients are closed after the idle timeout;
+ * a client that keeps talking and a watcher are kept */
+static void idle_case_timeout(struct env *e, const char *sock, struct fg_ctl_server *srv)
+{
+	char line[4096];
+	struct fg_ctl_counters c;
+	int silent = connect_path(sock), partial = connect_path(sock);
+	int talker = connect_path(sock), watcher = connect_path(sock);
+	const char *watch = "{\"v\":1,\"id\":3,\"cmd\":\"flows.watch\"}\n";
+	const char *ping = "{\"v\":1,\"id\":4,\"cmd\":\"ping\"}\n";
+	send_all(partial, "{\"v\":1,\"id\":9,\"cm", 17);
+	send_all(watcher, watch, strlen(watch));
+	for (int i = 0; i < 10; i++) {  /* 1 s of pings, 100 ms apart */
+		send_all(talker, ping, strlen(ping));
+		assert_true(read_line(talker, line, sizeof(line)) > 0);
+		assert_non_null(strstr(line, "\"ok\":true"));
+		usleep(100000);
+	}
+	assert_false(still_open(silent));
+	assert_false(still_open(partial));
+	assert_true(still_open(talker));
+	assert_true(still_open(watcher));
+	fg_ctl_server_counters(srv, &c);
+	assert_int_equal(c.idle_closed, 2);
+	close(silent);
+	close(partial);
+	close(talker);
+	close(watcher);
+	(void)e;
+}
+
+static const struct idle_case idle_cases[] = {
+	{ "70 silent clients, default cap", 0, 0, idle_case_lockout },
+	{ "cap reached by busy clients", 4, 0, idle_case_cap_busy },
+	{ "idle timeout 300 ms", 8, 300, idle_case_timeout },
+};
+
+static void test_idle_clients(void **state)
+{
+	struct env *e = *state;
+	for (size_t i = 0; i < sizeof(idle_cases) / sizeof(idle_cases[0]); i++) {
+		const struct idle_case *ic = &idle_cases[i];
+		char sock[120];
+		struct fg_ctl_server *srv;
+		struct fg_ctl_server_params p = {
+			.socket_path = sock, .ops = &fake_ops, .ctx = &e->dp,
+			.max_clients = ic->max_clients, .idle_timeout_ms = ic->idle_timeout_ms,
+		};
+		snprintf(sock, sizeof(sock), "%s/idle%zu.sock", g_dir, i);
+		assert_int_equal(fg_ctl_server_create(&p, &srv), 0);
+		assert_int_equal(fg_ctl_server_start(srv), 0);
+		print_message("idle case: %s\n", ic->name);
+		ic->run(e, sock, srv);
+		fg_ctl_server_destroy(srv);
+	}
+}
+
 static void test_socket_safety(void **state)
 {
 	(void)state;
@@ -883,6 +1016,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_config_verbs),
 		cmocka_unit_test(test_cli_misc),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_idle_clients),
 		cmocka_unit_test(test_socket_safety),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
