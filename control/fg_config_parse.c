@@ -1291,8 +1291,14 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 		fprintf(f, "\n");
 	for (uint32_t i = 0; i < cfg->n_neigh; i++) {
 		const struct fg_neigh_cfg *n = &cfg->neigh[i];
-		fprintf(f, "neighbour %s %s port %u;\n", fg_addr_format(&n->ip, a, sizeof(a)),
-			mac_str(n->mac, b, sizeof(b)), n->port);
+		/* by name where the port has one: a position depends on the
+		 * order of the port blocks */
+		if (n->port < cfg->n_ports && cfg->ports[n->port].name[0])
+			fprintf(f, "neighbour %s %s port %s;\n", fg_addr_format(&n->ip, a, sizeof(a)),
+				mac_str(n->mac, b, sizeof(b)), cfg->ports[n->port].name);
+		else
+			fprintf(f, "neighbour %s %s port %u;\n", fg_addr_format(&n->ip, a, sizeof(a)),
+				mac_str(n->mac, b, sizeof(b)), n->port);
 	}
 	for (uint32_t i = 0; i < cfg->n_services; i++) {
 		const struct fg_service_cfg *s = &cfg->services[i];

@@ -371,10 +371,14 @@ static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen
 			   void *ctx)
 {
 	struct fg_dp *dp = ctx;
+	struct fg_config next = *cfg;   /* shallow: ports and neighbours are rewritten */
 	int rc;
 
 	pthread_mutex_lock(&dp->cfg_lock);
-	rc = fg_dp_apply_config(dp, cfg, err, errlen);
+	/* neighbours name ports by config position: into device indexes */
+	rc = fg_port_cfg_resolve(dp, &next, err, errlen);
+	if (rc == 0)
+		rc = fg_dp_apply_config(dp, &next, err, errlen);
 	if (rc == 0) {
 		/* static neighbours may have changed; learned ones are kept */
 		struct fg_neigh_table *old = dp->neigh;
@@ -451,6 +455,19 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			write_core(w, NULL, dp, (int)i);
 		fg_jw_arr_close(w);
 	}
+	fg_jw_arr_open(w, "ports");
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		uint64_t pc[FG_PC_MAX];
+
+		fg_port_counters(dp, p, pc);
+		fg_jw_obj_open(w, NULL);
+		fg_jw_u64(w, "port", p);
+		fg_jw_str(w, "name", dp->cfg->ports[p].name);
+		for (int c = 0; c < FG_PC_MAX; c++)
+			fg_jw_u64(w, fg_port_counter_names[c], pc[c]);
+		fg_jw_obj_close(w);
+	}
+	fg_jw_arr_close(w);
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < lb->n_services; i++) {
 		const struct fg_lb_service *s = &lb->services[i];

@@ -632,10 +632,9 @@ int main(int argc, char **argv)
 	dp->hz = rte_get_tsc_hz();
 	dp->flush_ticks = dp->hz / 10000;   /* 100 us */
 	dp->ct_capacity = oc.cfg.ct_capacity ? oc.cfg.ct_capacity : (1u << 20);
-	dp->cfg = fg_dp_config_dup(&oc.cfg);
 
-	/* ports: every probed ethdev; config port i names its ethdev, or
-	 * applies to ethdev i when it has no name */
+	/* ports: every probed ethdev; config port blocks are matched to them
+	 * by name (fg_port_cfg_resolve), never by their order in the file */
 	uint16_t pid;
 
 	RTE_ETH_FOREACH_DEV(pid) {
@@ -649,27 +648,17 @@ int main(int argc, char **argv)
 			"iface=veth0)\n");
 		return 1;
 	}
-	for (uint32_t i = 0; i < oc.cfg.n_ports && i < FG_MAX_PORTS; i++) {
-		const struct fg_port_cfg *pc = &oc.cfg.ports[i];
-		unsigned int idx = i;
-
-		if (pc->name[0]) {
-			uint16_t id;
-
-			if (rte_eth_dev_get_port_by_name(pc->name, &id) != 0) {
-				fprintf(stderr, "flowgate: config port '%s' is not a "
-					"probed device\n", pc->name);
-				return 1;
-			}
-			for (idx = 0; idx < dp->n_ports; idx++)
-				if (dp->ports[idx].port_id == id)
-					break;
-		}
-		if (idx >= dp->n_ports) {
-			fprintf(stderr, "flowgate: config port %u has no device\n", i);
-			return 1;
-		}
-		dp->ports[idx].cfg = *pc;
+	rc = fg_port_cfg_resolve(dp, &oc.cfg, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: config: %s\n", err);
+		return 1;
+	}
+	for (unsigned int p = 0; p < dp->n_ports; p++)
+		dp->ports[p].cfg = oc.cfg.ports[p];
+	dp->cfg = fg_dp_config_dup(&oc.cfg);
+	if (dp->cfg == NULL) {
+		fprintf(stderr, "flowgate: out of memory\n");
+		return 1;
 	}
 	for (unsigned int p = 0; p < dp->n_ports; p++)
 		for (uint32_t i = 0; i < dp->ports[p].cfg.n_local; i++)
