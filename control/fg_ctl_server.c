@@ -927,7 +927,9 @@ static int h_health(struct req_ctx *x)
 static int h_config_text(struct req_ctx *x, bool apply)
 {
 	const char *text, *name;
-	if (arg_str(x, "text", true, &text) || arg_str(x, "name", false, &name))
+	bool allow_empty = false;
+	if (arg_str(x, "text", true, &text) || arg_str(x, "name", false, &name) ||
+	    (apply && arg_bool(x, "allow_empty", &allow_empty)))
 		return -1;
 	if (!name)
 		name = "config";
@@ -947,6 +949,33 @@ static int h_config_text(struct req_ctx *x, bool apply)
 		return -1;
 	}
 	rc = -1;
+	if (apply && next.n_services == 0 && !allow_empty) {
+		fail(x, "to remove every service, apply it with --allow-empty (protocol: "
+		     "\"allow_empty\":true); nothing was applied",
+		     "%s: the config has no service: applying it would remove every service",
+		     name);
+		goto out;
+	}
+	/* the whole file replaces the running config: a field this daemon
+	 * cannot change while running is refused by name, not ignored */
+	char restart[512] = "";
+	if (x->s->ops.config_check) {
+		char cerr[512] = "";
+		int crc = x->s->ops.config_check(&next, cerr, sizeof(cerr), x->s->p.ctx);
+		if (crc < 0) {
+			fail(x, apply ? "nothing was applied" : NULL, "%s: %s", name,
+			     cerr[0] ? cerr : strerror(-crc));
+			goto out;
+		}
+		if (crc > 0 && apply) {
+			fail(x, "keep the running value in the file (fgctl config show prints "
+			     "it), or restart flowgate with the new config; nothing was applied",
+			     "%s: %s: needs a restart", name, cerr);
+			goto out;
+		}
+		if (crc > 0)
+			snprintf(restart, sizeof(restart), "%s", cerr);
+	}
 	if (apply) {
 		if (get_config(x, &cur) || commit(x, &next, &cur))
 			goto out;
@@ -959,6 +988,11 @@ static int h_config_text(struct req_ctx *x, bool apply)
 	fg_jw_bool(x->w, "applied", apply);
 	fg_jw_u64(x->w, "services", next.n_services);
 	fg_jw_u64(x->w, "backends", nb);
+	if (!apply) {
+		fg_jw_bool(x->w, "daemon_checked", x->s->ops.config_check != NULL);
+		if (restart[0])
+			fg_jw_str(x->w, "restart_needed", restart);
+	}
 	fg_jw_obj_close(x->w);
 	fg_proto_reply_end(x->w);
 	rc = 0;

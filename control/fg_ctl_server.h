@@ -34,6 +34,11 @@
  * "ops->config_get, edit the copy, fg_config_validate, fg_config_assign_ids
  * (stable backend ids), ops->config_apply".  Apply is all-or-nothing; on
  * success the health checker (if any) gets the new config.
+ * config.apply replaces the whole config, so it first asks
+ * ops->config_check: a file that changes a restart-only field (ports,
+ * conntrack capacity / flood_rate / timeouts, control_socket) is refused
+ * with the field named, never half-applied; a file with no service is
+ * refused unless the request says allow_empty.
  *
  * ## Threads
  * Callbacks are called on the control thread only, one at a time.  The
@@ -100,6 +105,18 @@ struct fg_ctl_ops {
 	 * their backends.
 	 */
 	int (*config_apply)(const struct fg_config *cfg, char *err, size_t errlen,
+			    void *ctx);
+	/**
+	 * Checks, without applying anything, whether @p cfg (validated, ids
+	 * not assigned) could be applied by this daemon: its ports name
+	 * devices the daemon has, and no restart-only field differs from the
+	 * running config (fg_config_restart_diff, after the daemon's own
+	 * command-line overrides).  config.check reports a restart-only
+	 * difference as a note; config.apply refuses it.  NULL: not checked.
+	 * @return 0; 1 with @p err naming the restart-only field that differs;
+	 *   -EINVAL with @p err (e.g. a port that is not a device here).
+	 */
+	int (*config_check)(const struct fg_config *cfg, char *err, size_t errlen,
 			    void *ctx);
 	/**
 	 * Walks the tracked flows matching @p f (fg_flow_filter_match, plus

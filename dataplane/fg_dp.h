@@ -344,6 +344,10 @@ struct fg_dp {
 	/** Worker i polls queue 0 of port i only (one RX port per worker,
 	 *  as with one NIC queue per core; bench and multi-port testbeds). */
 	bool rx_port_per_worker;
+	/** The command line fixed these (-s / $FLOWGATE_SOCKET,
+	 *  --ct-capacity): a config apply keeps the running value, as a
+	 *  restart with the same command line would. */
+	bool cli_socket, cli_ct_capacity;
 };
 
 /** fg_mbuf_priv::parsed */

@@ -597,6 +597,7 @@ int main(int argc, char **argv)
 	 * (default FG_CTL_DEFAULT_SOCKET) */
 	if (socket_path == NULL && getenv(FG_CTL_SOCKET_ENV) && *getenv(FG_CTL_SOCKET_ENV))
 		socket_path = getenv(FG_CTL_SOCKET_ENV);
+	bool socket_from_cli = socket_path != NULL;
 	if (socket_path == NULL)
 		socket_path = oc.cfg.control_socket[0] ? oc.cfg.control_socket :
 			      FG_CTL_DEFAULT_SOCKET;
@@ -632,6 +633,8 @@ int main(int argc, char **argv)
 	dp->hz = rte_get_tsc_hz();
 	dp->flush_ticks = dp->hz / 10000;   /* 100 us */
 	dp->ct_capacity = oc.cfg.ct_capacity ? oc.cfg.ct_capacity : (1u << 20);
+	dp->cli_socket = socket_from_cli;
+	dp->cli_ct_capacity = ct_capacity_opt != 0;
 
 	/* ports: every probed ethdev; config port blocks are matched to them
 	 * by name (fg_port_cfg_resolve), never by their order in the file */

@@ -9,9 +9,11 @@ for a DSR service; the backend's next hop is a static neighbour on
 net_pcap1.  Each row declares the ports differently (another order than
 DPDK probed them, only the second device, an unknown name); the encapsulated
 packets must leave through net_pcap1 only, whatever the order of the port
-blocks, and an unknown name must stop the daemon at start.  The devices' own counters
+blocks, and an unknown name must stop the daemon at start (and fail
+`fgctl config check` against a running daemon).  The devices' own counters
 (fgctl stats "ports") must show where the packets went.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -88,6 +90,20 @@ def main():
             with d:
                 st = d.wait_rx(FLOWS)
                 ports = {p["name"]: p["tx_packets"] for p in st.get("ports", [])}
+                # a running daemon knows its devices: check refuses a
+                # name that is not one, accepts any order of the blocks
+                bad = os.path.join(work, "bad.conf")
+                with open(bad, "w") as f:
+                    f.write(ROWS[-1][1])
+                r = d.fgctl("config", "check", bad, check=False)
+                if r.returncode != 1 or "net_bogus0" not in r.stderr:
+                    errs.append(f"{name}: config check of an unknown device: rc "
+                                f"{r.returncode} {r.stderr.strip()}")
+                r = d.fgctl("--json", "config", "check", os.path.join(work, "r0.conf"),
+                            check=False)
+                if r.returncode != 0 or not json.loads(r.stdout).get("daemon_checked"):
+                    errs.append(f"{name}: config check of the ports in another order: "
+                                f"rc {r.returncode} {r.stdout} {r.stderr}")
             on0, on1 = ipip_to_backend(d.output()), ipip_to_backend(pcap_read(out1))
             print(f"{name}: {on1} packets left through net_pcap1, {on0} through "
                   f"net_pcap0; device tx counters (fgctl stats ports): {ports}")
