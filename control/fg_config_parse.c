@@ -859,6 +859,17 @@ static int state_index(const char *name)
 	return i;
 }
 
+/* A state's name as the file writes it ("established"). */
+static const char *state_lower(int st, char *buf, size_t len)
+{
+	const char *n = fg_flow_state_name(st);
+	size_t k = 0;
+	for (; n[k] && k + 1 < len; k++)
+		buf[k] = (char)tolower((unsigned char)n[k]);
+	buf[k] = 0;
+	return buf;
+}
+
 static void parse_conntrack(struct ctx *c, const struct stmt *s)
 {
 	if (!want_block(c, s) || !want_args(c, s, 0, 0, "no arguments"))
@@ -1263,13 +1274,8 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 	for (int st = 1; st < CT_ST_MAX && st < 16; st++)
 		if (cfg->ct_timeouts_ms[st]) {
 			char lower[16];
-			const char *n = fg_flow_state_name(st);
-			size_t k = 0;
-			for (; n[k] && k < sizeof(lower) - 1; k++)
-				lower[k] = (char)tolower((unsigned char)n[k]);
-			lower[k] = 0;
 			fmt_dur(cfg->ct_timeouts_ms[st], d, sizeof(d));
-			fprintf(f, "    timeout %s %s;\n", lower, d);
+			fprintf(f, "    timeout %s %s;\n", state_lower(st, lower, sizeof(lower)), d);
 		}
 	fprintf(f, "}\n");
 	for (uint32_t p = 0; p < cfg->n_ports; p++) {
@@ -1291,8 +1297,14 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 		fprintf(f, "\n");
 	for (uint32_t i = 0; i < cfg->n_neigh; i++) {
 		const struct fg_neigh_cfg *n = &cfg->neigh[i];
-		fprintf(f, "neighbour %s %s port %u;\n", fg_addr_format(&n->ip, a, sizeof(a)),
-			mac_str(n->mac, b, sizeof(b)), n->port);
+		/* by name where the port has one: a position depends on the
+		 * order of the port blocks */
+		if (n->port < cfg->n_ports && cfg->ports[n->port].name[0])
+			fprintf(f, "neighbour %s %s port %s;\n", fg_addr_format(&n->ip, a, sizeof(a)),
+				mac_str(n->mac, b, sizeof(b)), cfg->ports[n->port].name);
+		else
+			fprintf(f, "neighbour %s %s port %u;\n", fg_addr_format(&n->ip, a, sizeof(a)),
+				mac_str(n->mac, b, sizeof(b)), n->port);
 	}
 	for (uint32_t i = 0; i < cfg->n_services; i++) {
 		const struct fg_service_cfg *s = &cfg->services[i];
@@ -1364,6 +1376,18 @@ static bool addr_eq0(const struct fg_addr *a, const struct fg_addr *b)
 	return a->family == b->family && (!a->family || fg_addr_equal(a, b));
 }
 
+static bool port_equal(const struct fg_port_cfg *a, const struct fg_port_cfg *b)
+{
+	if (strcmp(a->name, b->name) || memcmp(a->mac, b->mac, 6) ||
+	    a->n_local != b->n_local || a->vlan != b->vlan ||
+	    !addr_eq0(&a->gateway, &b->gateway) || !addr_eq0(&a->gateway6, &b->gateway6))
+		return false;
+	for (uint32_t i = 0; i < a->n_local; i++)
+		if (!addr_eq0(&a->local[i], &b->local[i]))
+			return false;
+	return true;
+}
+
 bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 {
 	if (x->n_services != y->n_services || x->n_ports != y->n_ports ||
@@ -1372,16 +1396,9 @@ bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 	    strcmp(x->control_socket, y->control_socket) ||
 	    memcmp(x->ct_timeouts_ms, y->ct_timeouts_ms, sizeof(x->ct_timeouts_ms)))
 		return false;
-	for (uint32_t p = 0; p < x->n_ports; p++) {
-		const struct fg_port_cfg *a = &x->ports[p], *b = &y->ports[p];
-		if (strcmp(a->name, b->name) || memcmp(a->mac, b->mac, 6) ||
-		    a->n_local != b->n_local || a->vlan != b->vlan ||
-		    !addr_eq0(&a->gateway, &b->gateway) || !addr_eq0(&a->gateway6, &b->gateway6))
+	for (uint32_t p = 0; p < x->n_ports; p++)
+		if (!port_equal(&x->ports[p], &y->ports[p]))
 			return false;
-		for (uint32_t i = 0; i < a->n_local; i++)
-			if (!addr_eq0(&a->local[i], &b->local[i]))
-				return false;
-	}
 	for (uint32_t i = 0; i < x->n_neigh; i++)
 		if (!addr_eq0(&x->neigh[i].ip, &y->neigh[i].ip) ||
 		    memcmp(x->neigh[i].mac, y->neigh[i].mac, 6) || x->neigh[i].port != y->neigh[i].port)
@@ -1410,4 +1427,50 @@ bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 		}
 	}
 	return true;
+}
+
+int fg_config_restart_diff(const struct fg_config *running, const struct fg_config *next,
+			   char *msg, size_t len)
+{
+	const struct fg_config *x = running, *y = next;
+
+	if (x->n_ports != y->n_ports) {
+		snprintf(msg, len, "ports: %u running, %u in the new config", x->n_ports,
+			 y->n_ports);
+		return 1;
+	}
+	for (uint32_t p = 0; p < x->n_ports; p++)
+		if (!port_equal(&x->ports[p], &y->ports[p])) {
+			if (strcmp(x->ports[p].name, y->ports[p].name))
+				snprintf(msg, len, "port %u: name '%s' running, '%s' in the new "
+					 "config", p, x->ports[p].name, y->ports[p].name);
+			else
+				snprintf(msg, len, "port %u ('%s'): its settings (mac, local, "
+					 "gateway, vlan) differ", p, x->ports[p].name);
+			return 1;
+		}
+	if (x->ct_capacity != y->ct_capacity) {
+		snprintf(msg, len, "conntrack capacity: %u running, %u in the new config",
+			 x->ct_capacity, y->ct_capacity);
+		return 1;
+	}
+	if (x->flood_rate != y->flood_rate) {
+		snprintf(msg, len, "conntrack flood_rate: %u running, %u in the new config",
+			 x->flood_rate, y->flood_rate);
+		return 1;
+	}
+	for (int st = 0; st < 16; st++)
+		if (x->ct_timeouts_ms[st] != y->ct_timeouts_ms[st]) {
+			char lower[16];
+			snprintf(msg, len, "conntrack timeout %s: %ums running, %ums in the new "
+				 "config (0 = default)", state_lower(st, lower, sizeof(lower)),
+				 x->ct_timeouts_ms[st], y->ct_timeouts_ms[st]);
+			return 1;
+		}
+	if (strcmp(x->control_socket, y->control_socket)) {
+		snprintf(msg, len, "control_socket: '%s' running, '%s' in the new config",
+			 x->control_socket, y->control_socket);
+		return 1;
+	}
+	return 0;
 }

@@ -94,6 +94,17 @@ void fg_config_free(struct fg_config *cfg);
 bool fg_config_equal(const struct fg_config *a, const struct fg_config *b);
 
 /**
+ * The settings a running daemon cannot change (restart-only): ports (names,
+ * MACs, local addresses, gateways, VLANs), conntrack capacity, flood_rate
+ * and timeouts (conntrack shards take them at creation), control_socket.
+ * Everything else (services, backends, neighbours, gue_port) applies live.
+ * @param msg  receives the first difference, naming the field
+ * @return 0 (no restart-only field differs) or 1.
+ */
+int fg_config_restart_diff(const struct fg_config *running, const struct fg_config *next,
+			   char *msg, size_t len);
+
+/**
  * Finds a service by "VIP:PORT/PROTO" or name.  @return its index or -ENOENT.
  */
 int fg_config_find_service(const struct fg_config *cfg, const char *spec);

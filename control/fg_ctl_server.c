@@ -46,6 +46,7 @@ struct client {
 	bool dead;                /* close now */
 	bool watching;
 	uint64_t watch_id;
+	uint64_t last_active_ms;  /* last byte received or sent */
 };
 
 struct fg_ctl_server {
@@ -120,6 +121,8 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 		s->p.max_outbuf = 2 * STREAM_FLUSH_BYTES;
 	if (!s->p.write_timeout_ms)
 		s->p.write_timeout_ms = 5000;
+	if (!s->p.idle_timeout_ms)
+		s->p.idle_timeout_ms = FG_CTL_DEFAULT_IDLE_MS;
 	s->clients = calloc(s->p.max_clients, sizeof(*s->clients));
 	s->evbuf = calloc(WATCH_BATCH, sizeof(*s->evbuf));
 	if (!s->clients || !s->evbuf) {
@@ -204,6 +207,13 @@ static void client_close(struct fg_ctl_server *s, unsigned int i)
 	s->clients[s->n_clients] = NULL;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* Sends what the socket takes now.  @return 0 or -EPIPE (peer gone). */
 static int client_send(struct client *c)
 {
@@ -212,6 +222,7 @@ static int client_send(struct client *c)
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			c->out_off += (size_t)n;
+			c->last_active_ms = now_ms();
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -230,13 +241,6 @@ static int client_send(struct client *c)
 		c->out_off = 0;
 	}
 	return 0;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* During a stream: waits (bounded) until pending output drops below
@@ -923,7 +927,9 @@ static int h_health(struct req_ctx *x)
 static int h_config_text(struct req_ctx *x, bool apply)
 {
 	const char *text, *name;
-	if (arg_str(x, "text", true, &text) || arg_str(x, "name", false, &name))
+	bool allow_empty = false;
+	if (arg_str(x, "text", true, &text) || arg_str(x, "name", false, &name) ||
+	    (apply && arg_bool(x, "allow_empty", &allow_empty)))
 		return -1;
 	if (!name)
 		name = "config";
@@ -943,6 +949,33 @@ static int h_config_text(struct req_ctx *x, bool apply)
 		return -1;
 	}
 	rc = -1;
+	if (apply && next.n_services == 0 && !allow_empty) {
+		fail(x, "to remove every service, apply it with --allow-empty (protocol: "
+		     "\"allow_empty\":true); nothing was applied",
+		     "%s: the config has no service: applying it would remove every service",
+		     name);
+		goto out;
+	}
+	/* the whole file replaces the running config: a field this daemon
+	 * cannot change while running is refused by name, not ignored */
+	char restart[512] = "";
+	if (x->s->ops.config_check) {
+		char cerr[512] = "";
+		int crc = x->s->ops.config_check(&next, cerr, sizeof(cerr), x->s->p.ctx);
+		if (crc < 0) {
+			fail(x, apply ? "nothing was applied" : NULL, "%s: %s", name,
+			     cerr[0] ? cerr : strerror(-crc));
+			goto out;
+		}
+		if (crc > 0 && apply) {
+			fail(x, "keep the running value in the file (fgctl config show prints "
+			     "it), or restart flowgate with the new config; nothing was applied",
+			     "%s: %s: needs a restart", name, cerr);
+			goto out;
+		}
+		if (crc > 0)
+			snprintf(restart, sizeof(restart), "%s", cerr);
+	}
 	if (apply) {
 		if (get_config(x, &cur) || commit(x, &next, &cur))
 			goto out;
@@ -955,6 +988,11 @@ static int h_config_text(struct req_ctx *x, bool apply)
 	fg_jw_bool(x->w, "applied", apply);
 	fg_jw_u64(x->w, "services", next.n_services);
 	fg_jw_u64(x->w, "backends", nb);
+	if (!apply) {
+		fg_jw_bool(x->w, "daemon_checked", x->s->ops.config_check != NULL);
+		if (restart[0])
+			fg_jw_str(x->w, "restart_needed", restart);
+	}
 	fg_jw_obj_close(x->w);
 	fg_proto_reply_end(x->w);
 	rc = 0;
@@ -1073,6 +1111,7 @@ static void client_read(struct fg_ctl_server *s, struct client *c)
 			break;
 		}
 		c->in_len += (size_t)n;
+		c->last_active_ms = now_ms();
 		/* handle complete lines */
 		size_t start = 0;
 		for (size_t i = c->scan; i < c->in_len; i++) {
@@ -1115,13 +1154,70 @@ oversized: {
 	}
 }
 
+/* A client that may be closed for silence: nothing to send (a reply is
+ * not lost), not a watcher.  Returns how long it has been idle, or 0. */
+static uint64_t client_idle_ms(const struct client *c, uint64_t now)
+{
+	if (c->watching || c->dead || out_pending(c) || now < c->last_active_ms)
+		return 0;
+	return now - c->last_active_ms;
+}
+
+/* At the cap: closes the client idle longest if it has been idle at least
+ * FG_CTL_EVICT_IDLE_MS.  @return true if a slot was freed. */
+static bool evict_idle(struct fg_ctl_server *s)
+{
+	uint64_t now = now_ms(), best_idle = 0;
+	unsigned int best = 0;
+
+	for (unsigned int i = 0; i < s->n_clients; i++) {
+		uint64_t idle = client_idle_ms(s->clients[i], now);
+
+		if (idle > best_idle) {
+			best_idle = idle;
+			best = i;
+		}
+	}
+	if (best_idle < FG_CTL_EVICT_IDLE_MS)
+		return false;
+	s->cnt.evicted_idle++;
+	client_close(s, best);
+	return true;
+}
+
+/* Closes clients silent for idle_timeout_ms.  @return ms until the next
+ * one could expire (for the poll timeout), or -1 if none can. */
+static int expire_idle(struct fg_ctl_server *s)
+{
+	if (s->p.idle_timeout_ms < 0)
+		return -1;
+	uint64_t now = now_ms(), limit = (uint64_t)s->p.idle_timeout_ms;
+	int next = -1;
+
+	for (unsigned int i = 0; i < s->n_clients; i++) {
+		struct client *c = s->clients[i];
+		if (c->watching || c->dead || out_pending(c))
+			continue;
+		uint64_t idle = client_idle_ms(c, now);
+		if (idle >= limit) {
+			s->cnt.idle_closed++;
+			client_close(s, i);
+			i--;
+			continue;
+		}
+		if (next < 0 || limit - idle < (uint64_t)next)
+			next = (int)(limit - idle);
+	}
+	return next;
+}
+
 static void accept_clients(struct fg_ctl_server *s)
 {
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
-		if (s->n_clients >= s->p.max_clients) {
+		if (s->n_clients >= s->p.max_clients && !evict_idle(s)) {
 			s->cnt.rejected_full++;
 			static const char msg[] = "{\"v\":1,\"id\":0,\"ok\":false,\"error\":\"too many "
 				"control clients\",\"hint\":\"retry later\"}\n";
@@ -1135,6 +1231,7 @@ static void accept_clients(struct fg_ctl_server *s)
 			continue;
 		}
 		c->fd = fd;
+		c->last_active_ms = now_ms();
 		fg_jw_init(&c->out, s->p.max_outbuf + STREAM_FLUSH_BYTES + (1u << 20));
 		s->clients[s->n_clients++] = c;
 		s->cnt.accepted++;
@@ -1170,6 +1267,8 @@ static void watch_pump(struct fg_ctl_server *s)
 
 int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 {
+	/* before the snapshot below: it closes clients */
+	int idle_next = expire_idle(s);
 	unsigned int n = s->n_clients;
 	struct pollfd *pfd = calloc(n + 2, sizeof(*pfd));
 	if (!pfd)
@@ -1191,6 +1290,8 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 	}
 	if (s->watchers && (timeout_ms < 0 || timeout_ms > WATCH_POLL_MS))
 		timeout_ms = WATCH_POLL_MS;
+	if (idle_next >= 0 && (timeout_ms < 0 || timeout_ms > idle_next))
+		timeout_ms = idle_next;
 	int r = poll(pfd, n + 2, timeout_ms);
 	if (r < 0) {
 		int e = errno;

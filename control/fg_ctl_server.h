@@ -16,6 +16,13 @@
  *   the client is disconnected; a client whose unread output exceeds
  *   fg_ctl_server_params::max_outbuf is dropped (counted), so a client that
  *   never reads costs memory bounded by that limit and never blocks others.
+ * - A client that neither sends nor receives a byte for idle_timeout_ms
+ *   (default 30 s) is closed (counted as idle_closed); flows.watch clients
+ *   are exempt, they wait for events by design.  When max_clients are
+ *   connected, a new client evicts the one idle longest, if it has been idle
+ *   at least FG_CTL_EVICT_IDLE_MS (counted as evicted_idle); only when none
+ *   is that idle is the new one refused (rejected_full).  So silent clients
+ *   cannot lock fgctl out.
  * - Streaming replies (flows.list) are flushed as they are produced; the
  *   control thread waits at most write_timeout_ms for a stuck reader, then
  *   drops it.  The dataplane never waits on a client: callbacks reach
@@ -27,6 +34,11 @@
  * "ops->config_get, edit the copy, fg_config_validate, fg_config_assign_ids
  * (stable backend ids), ops->config_apply".  Apply is all-or-nothing; on
  * success the health checker (if any) gets the new config.
+ * config.apply replaces the whole config, so it first asks
+ * ops->config_check: a file that changes a restart-only field (ports,
+ * conntrack capacity / flood_rate / timeouts, control_socket) is refused
+ * with the field named, never half-applied; a file with no service is
+ * refused unless the request says allow_empty.
  *
  * ## Threads
  * Callbacks are called on the control thread only, one at a time.  The
@@ -95,6 +107,18 @@ struct fg_ctl_ops {
 	int (*config_apply)(const struct fg_config *cfg, char *err, size_t errlen,
 			    void *ctx);
 	/**
+	 * Checks, without applying anything, whether @p cfg (validated, ids
+	 * not assigned) could be applied by this daemon: its ports name
+	 * devices the daemon has, and no restart-only field differs from the
+	 * running config (fg_config_restart_diff, after the daemon's own
+	 * command-line overrides).  config.check reports a restart-only
+	 * difference as a note; config.apply refuses it.  NULL: not checked.
+	 * @return 0; 1 with @p err naming the restart-only field that differs;
+	 *   -EINVAL with @p err (e.g. a port that is not a device here).
+	 */
+	int (*config_check)(const struct fg_config *cfg, char *err, size_t errlen,
+			    void *ctx);
+	/**
 	 * Walks the tracked flows matching @p f (fg_flow_filter_match, plus
 	 * f->limit), calling @p emit for each (@p emit may be NULL).  With
 	 * @p delete_matching the matching flows (both NAT directions) are
@@ -131,6 +155,8 @@ struct fg_ctl_ops {
 	X(oversized)     /* request line over the limit (client dropped) */ \
 	X(dropped_slow)  /* client dropped: output buffer over the limit */ \
 	X(write_timeouts) /* client dropped: stuck during a stream */       \
+	X(idle_closed)   /* client closed: silent for idle_timeout_ms */    \
+	X(evicted_idle)  /* idle client closed to admit a new one at the cap */ \
 	X(errors)        /* requests answered ok:false */
 
 struct fg_ctl_counters {
@@ -148,7 +174,15 @@ struct fg_ctl_server_params {
 	size_t max_request;        /**< 0 = FG_PROTO_MAX_REQUEST */
 	size_t max_outbuf;         /**< 0 = 16 MiB of unread output per client */
 	unsigned int write_timeout_ms; /**< 0 = 5000: stuck stream reader limit */
+	/** A client silent this long is closed (watchers excepted):
+	 *  0 = FG_CTL_DEFAULT_IDLE_MS, negative = never. */
+	int idle_timeout_ms;
 };
+
+/** Default idle limit of a control client (fg_ctl_server_params). */
+#define FG_CTL_DEFAULT_IDLE_MS 30000
+/** At the client cap, a client idle at least this long may be evicted. */
+#define FG_CTL_EVICT_IDLE_MS 1000
 
 /**
  * Creates the listening socket (see "Isolation").  Does not start a thread.

@@ -380,6 +380,11 @@ static struct fg_json *jp_number(struct jp *p)
 		jp_fail(p, EINVAL, "number out of range");
 		return NULL;
 	}
+	/* Negative zero ("-0", "-0.0", "-0e1") is read as 0: it has no
+	 * integer form, so keeping it would make "-0e1" write as "-0" and
+	 * read back as the integer 0, a value that changes on a round trip. */
+	if (v->d == 0)
+		v->d = 0.0;
 	if (!frac) {
 		errno = 0;
 		if (tmp[0] == '-') {
@@ -838,6 +843,8 @@ void fg_jw_dbl(struct fg_json_writer *w, const char *key, double v)
 		fg_jw_null(w, key);
 		return;
 	}
+	if (v == 0)
+		v = 0.0;	/* never "-0": the reader reads it as 0 */
 	jw_pre(w, key);
 	int n = snprintf(b, sizeof(b), "%.17g", v);
 	/* keep it a JSON number: %g never prints "inf"/"nan" here */

@@ -71,8 +71,11 @@ extern "C" {
  * - backend.drain / backend.undrain: service*, addr*
  * - flows.list / flows.delete: service, backend, state, core, limit
  * - flows.get: src*, dst*, proto* | flows.count: per_core | flows.watch: -
- * - stats: per_core, service | health: - | config.apply: text*, name
+ * - stats: per_core, service | health: - | config.apply: text*, name, allow_empty
+ *   (bool: a config with no service is refused without it)
  * - config.show: - | config.check: text*, name | ping: -
+ * config.check replies {applied:false, services, backends, daemon_checked,
+ * restart_needed (string, only when a restart-only field differs)}.
  */
 #define FG_CMD_LIST(X)                              \
 	X(PING, "ping", false)                      \

@@ -52,9 +52,13 @@ static const char usage_text[] =
 	"  health\n"
 	"  ping\n"
 	"configuration:\n"
-	"  config apply FILE   validate, then apply all-or-nothing\n"
+	"  config apply FILE [--allow-empty]\n"
+	"                      validate, then apply all-or-nothing; a change of a\n"
+	"                      restart-only setting (ports, conntrack, control_socket)\n"
+	"                      is refused; a file without services needs --allow-empty\n"
 	"  config show         the running config in file syntax\n"
-	"  config check FILE   validate offline (no daemon needed)\n"
+	"  config check FILE   validate; with a running flowgate, also check its port\n"
+	"                      names against the devices and note restart-only changes\n"
 	"\n"
 	"SERVICE is VIP:PORT/PROTO (e.g. 10.0.0.100:80/tcp, [fd00::100]:443/tcp) or a service name.\n"
 	"IPv6 addresses with a port are written [addr]:port.\n"
@@ -102,7 +106,11 @@ struct conn {
 	size_t len, off, cap;
 };
 
-static int conn_open(struct conn *c)
+/* run_probe()'s answer when no daemon listens (not an exit code) */
+#define RUN_NO_DAEMON (-1)
+
+/* @p probe: no daemon is not an error (RUN_NO_DAEMON, nothing printed). */
+static int conn_open(struct conn *c, bool probe)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char msg[512];
@@ -120,6 +128,8 @@ static int conn_open(struct conn *c)
 		if (c->fd >= 0)
 			close(c->fd);
 		c->fd = -1;
+		if (probe && (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR))
+			return RUN_NO_DAEMON;
 		return report_error(msg, e == EACCES ?
 				    "the socket is 0600: run fgctl as the daemon's user (root)" :
 				    "is flowgate running? Point fgctl at its socket with -s PATH or "
@@ -212,8 +222,8 @@ static bool item_data_slice(const char *line, size_t len, const char **d, size_t
  * Sends the request and reads replies: stream items go to @p item, the
  * final reply's data to @p final.  @return exit code.
  */
-static int run(struct req *r, item_fn item, void *item_arg,
-	       int (*final)(const struct fg_json *data, void *arg), void *final_arg)
+static int run_probe(struct req *r, bool probe, item_fn item, void *item_arg,
+		     int (*final)(const struct fg_json *data, void *arg), void *final_arg)
 {
 	struct conn c;
 	fg_proto_req_end(&r->w);
@@ -221,7 +231,7 @@ static int run(struct req *r, item_fn item, void *item_arg,
 		fg_jw_fini(&r->w);
 		return report_error("request too large", "split it into smaller changes");
 	}
-	int rc = conn_open(&c);
+	int rc = conn_open(&c, probe);
 	if (rc) {
 		fg_jw_fini(&r->w);
 		return rc;
@@ -279,6 +289,12 @@ static int run(struct req *r, item_fn item, void *item_arg,
 		conn_close(&c);
 		return rc;
 	}
+}
+
+static int run(struct req *r, item_fn item, void *item_arg,
+	       int (*final)(const struct fg_json *data, void *arg), void *final_arg)
+{
+	return run_probe(r, false, item, item_arg, final, final_arg);
 }
 
 static void print_json(const struct fg_json *v)
@@ -734,6 +750,20 @@ static int final_config_show(const struct fg_json *data, void *arg)
 	return EXIT_OK;
 }
 
+static int final_config_check(const struct fg_json *data, void *arg)
+{
+	const char *file = arg;
+	const char *restart = jstr(data, "restart_needed");
+	if (g_json)
+		return final_json(data, NULL);
+	printf("%s: OK (%" PRIu64 " services, %" PRIu64 " backends; checked against the "
+	       "running flowgate)\n", file, jnum(data, "services"), jnum(data, "backends"));
+	if (restart && *restart)
+		fprintf(stderr, "fgctl: note: %s: %s: takes effect only on a restart "
+			"('config apply' refuses it)\n", file, restart);
+	return EXIT_OK;
+}
+
 static int final_config_apply(const struct fg_json *data, void *arg)
 {
 	const char *file = arg;
@@ -1084,9 +1114,16 @@ static int cmd_config(int argc, char **argv)
 	bool apply = !strcmp(sub, "apply");
 	if (!apply && strcmp(sub, "check"))
 		return usage_err("config: unknown subcommand '%s' (apply, show, check)", sub);
-	if (argc != 2)
+	struct opt o[] = { { "--allow-empty", false, NULL } };
+	const char *pos[1];
+	unsigned np;
+	int prc = parse_opts(argc - 1, argv + 1, o, apply ? 1 : 0, pos, &np, 1);
+	if (prc)
+		return prc;
+	if (np != 1)
 		return usage_err("config %s: expected one FILE", sub);
-	const char *file = argv[1];
+	const char *file = pos[0];
+	bool allow_empty = o[0].val != NULL;
 	struct fg_config cfg;
 	int rc = check_locally(file, &cfg);
 	uint32_t nb = 0;
@@ -1096,13 +1133,6 @@ static int cmd_config(int argc, char **argv)
 	fg_config_free(&cfg);
 	if (rc)
 		return rc;
-	if (!apply) {
-		if (g_json)
-			printf("{\"ok\":true,\"services\":%u,\"backends\":%u}\n", ns, nb);
-		else
-			printf("%s: OK (%u services, %u backends)\n", file, ns, nb);
-		return EXIT_OK;
-	}
 	size_t len;
 	int err;
 	char *text = read_file(file, &len, &err);
@@ -1111,11 +1141,27 @@ static int cmd_config(int argc, char **argv)
 		snprintf(msg, sizeof(msg), "%s: %s", file, strerror(err));
 		return report_error(msg, NULL);
 	}
-	req_begin(&r, "config.apply");
+	req_begin(&r, apply ? "config.apply" : "config.check");
 	fg_jw_strn(&r.w, "text", text, len);
 	fg_jw_str(&r.w, "name", file);
+	if (allow_empty)
+		fg_jw_bool(&r.w, "allow_empty", true);
 	free(text);
-	return run(&r, NULL, NULL, final_config_apply, (void *)file);
+	if (apply)
+		return run(&r, NULL, NULL, final_config_apply, (void *)file);
+	/* check: the running daemon knows its devices and its restart-only
+	 * settings; without one, only the file itself can be checked */
+	rc = run_probe(&r, true, NULL, NULL, final_config_check, (void *)file);
+	if (rc != RUN_NO_DAEMON)
+		return rc;
+	if (g_json)
+		printf("{\"ok\":true,\"services\":%u,\"backends\":%u,\"daemon_checked\":false}\n",
+		       ns, nb);
+	else
+		printf("%s: OK (%u services, %u backends)\n", file, ns, nb);
+	fprintf(stderr, "fgctl: note: no flowgate at %s: port names were not checked against "
+		"devices, nor settings that need a restart\n", g_socket);
+	return EXIT_OK;
 }
 
 static int cmd_simple(int argc, char **argv, const char *cmd,

@@ -367,14 +367,66 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
+/*
+ * @p cfg in the running daemon's terms, into @p out (a shallow copy: the
+ * services stay @p cfg's): ports matched to devices by name; a conntrack
+ * capacity or control socket the file leaves out (0, the default path)
+ * takes the value a restart with the same command line would give it (-s,
+ * --ct-capacity, else the default).  A value the file does set is
+ * compared as it is: a file that says another capacity than the running
+ * one is refused, even when --ct-capacity fixed it.  cfg_lock held.
+ * @return 0, or 1 with @p err naming a restart-only field that differs
+ *   from the running config, or -errno with @p err.
+ */
+static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
+			   struct fg_config *out, char *err, size_t errlen)
+{
+	int rc;
+
+	*out = *cfg;
+	rc = fg_port_cfg_resolve(dp, out, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (dp->cli_socket && !strcmp(out->control_socket, FG_CTL_DEFAULT_SOCKET))
+		memcpy(out->control_socket, dp->cfg->control_socket,
+		       sizeof(out->control_socket));
+	if (out->ct_capacity == 0)
+		out->ct_capacity = dp->cli_ct_capacity ? dp->cfg->ct_capacity : 1u << 20;
+	return fg_config_restart_diff(dp->cfg, out, err, errlen);
+}
+
+static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
+			   void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	struct fg_config tmp;
+	int rc;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	rc = config_in_force(dp, cfg, &tmp, err, errlen);
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return rc;
+}
+
 static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen,
 			   void *ctx)
 {
 	struct fg_dp *dp = ctx;
+	struct fg_config next;
 	int rc;
 
 	pthread_mutex_lock(&dp->cfg_lock);
-	rc = fg_dp_apply_config(dp, cfg, err, errlen);
+	/* the server asked op_config_check first; checked again under the
+	 * lock, and what is applied (and shown) is the config in force */
+	rc = config_in_force(dp, cfg, &next, err, errlen);
+	if (rc > 0) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, errlen - n, ": needs a restart");
+		rc = -EOPNOTSUPP;
+	}
+	if (rc == 0)
+		rc = fg_dp_apply_config(dp, &next, err, errlen);
 	if (rc == 0) {
 		/* static neighbours may have changed; learned ones are kept */
 		struct fg_neigh_table *old = dp->neigh;
@@ -451,6 +503,19 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			write_core(w, NULL, dp, (int)i);
 		fg_jw_arr_close(w);
 	}
+	fg_jw_arr_open(w, "ports");
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		uint64_t pc[FG_PC_MAX];
+
+		fg_port_counters(dp, p, pc);
+		fg_jw_obj_open(w, NULL);
+		fg_jw_u64(w, "port", p);
+		fg_jw_str(w, "name", dp->cfg->ports[p].name);
+		for (int c = 0; c < FG_PC_MAX; c++)
+			fg_jw_u64(w, fg_port_counter_names[c], pc[c]);
+		fg_jw_obj_close(w);
+	}
+	fg_jw_arr_close(w);
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < lb->n_services; i++) {
 		const struct fg_lb_service *s = &lb->services[i];
@@ -553,6 +618,7 @@ static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
 static const struct fg_ctl_ops g_ops = {
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
+	.config_check = op_config_check,
 	.flows_walk = op_flows_walk,
 	.flows_count = op_flows_count,
 	.stats = op_stats,
@@ -678,7 +744,7 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	return 0;
 }
 
-int fg_control_start(struct fg_dp *dp, const char *socket_path)
+int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms)
 {
 	struct fg_ctl_server_params p;
 	int rc;
@@ -696,6 +762,7 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path)
 	p.ops = &g_ops;
 	p.ctx = dp;
 	p.health = g_health;
+	p.idle_timeout_ms = idle_timeout_ms;
 	rc = fg_ctl_server_create(&p, &g_srv);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control socket %s: %s\n",

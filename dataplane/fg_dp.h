@@ -389,6 +389,10 @@ struct fg_dp {
 	/** Worker i polls queue 0 of port i only (one RX port per worker,
 	 *  as with one NIC queue per core; bench and multi-port testbeds). */
 	bool rx_port_per_worker;
+	/** The command line fixed these (-s / $FLOWGATE_SOCKET,
+	 *  --ct-capacity): a config apply keeps the running value, as a
+	 *  restart with the same command line would. */
+	bool cli_socket, cli_ct_capacity;
 };
 
 /** fg_mbuf_priv::parsed */
@@ -420,6 +424,45 @@ static inline struct fg_mbuf_priv *fg_mbuf_priv(struct rte_mbuf *m)
 }
 
 /* fg_port.c */
+/**
+ * Matches the config's ports to this daemon's devices by name
+ * (rte_eth_dev_get_port_by_name; a port without a name is device i, as
+ * options-built configs write them) and rewrites @p cfg in the dataplane's
+ * terms: one port entry per device, in device order, named after the
+ * device (devices without a port block get an empty one), and every
+ * neighbour's port turned from a config port position into that device
+ * index.  So the order of port blocks in a file never decides where
+ * packets leave.  Main lcore or control thread (reads dp->ports only).
+ * @return 0; -ENODEV (a name that is not a device here, or an unnamed port
+ *   beyond the devices) or -EINVAL (two ports on one device, a neighbour on
+ *   an undefined port), with @p err saying which.
+ */
+int fg_port_cfg_resolve(const struct fg_dp *dp, struct fg_config *cfg,
+			char *err, size_t err_len);
+
+/** The device's own counters (rte_eth_stats) shown next to flowgate's:
+ *  a device that drops on TX (tx_errors) is visible in `fgctl stats`,
+ *  telemetry and the exit summary.  Declared once. */
+#define FG_PORT_COUNTER_LIST(X)                                              \
+	X(rx_packets, ipackets, "packets the device received")              \
+	X(tx_packets, opackets, "packets the device sent")                  \
+	X(rx_missed, imissed, "packets the device dropped: RX queue full")  \
+	X(rx_errors, ierrors, "erroneous packets the device received")      \
+	X(tx_errors, oerrors, "packets the device failed to send (its own TX drops)")
+
+enum fg_port_counter {
+#define FG_X(n, field, d) FG_PC_##n,
+	FG_PORT_COUNTER_LIST(FG_X)
+#undef FG_X
+	FG_PC_MAX
+};
+extern const char *const fg_port_counter_names[FG_PC_MAX];
+
+/** Reads the counters of port index @p p (rte_eth_stats_get).  Any thread.
+ *  @return 0, -EINVAL (no such port) or the ethdev's -errno. */
+int fg_port_counters(const struct fg_dp *dp, unsigned int p,
+		     uint64_t out[FG_PC_MAX]);
+
 /** Creates the mempools and configures/starts every port with one RX and
  *  TX queue per worker where it can; programs the symmetric RSS key when
  *  the port supports RSS.  @p sw_rss: -1 auto, 0 off, 1 on.
@@ -484,8 +527,10 @@ int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out);
 /** Loads a config file with control/fg_config_parse (errors printed as
  *  file:line: reason).  @return 0 or -errno. */
 int fg_dp_config_load(const char *path, struct fg_config *out);
-/** Creates the control socket and starts its thread.  @return 0 or -errno. */
-int fg_control_start(struct fg_dp *dp, const char *socket_path);
+/** Creates the control socket and starts its thread; @p idle_timeout_ms
+ *  as fg_ctl_server_params::idle_timeout_ms (0 = default, < 0 = never).
+ *  @return 0 or -errno. */
+int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms);
 void fg_control_stop(struct fg_dp *dp);
 
 /* fg_stats.c */

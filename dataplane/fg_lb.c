@@ -212,7 +212,7 @@ static const struct fg_addr *port_local(const struct fg_port_cfg *ports,
 
 static uint64_t backend_key(const struct fg_lb_backend *b)
 {
-	return fg_maglev_backend_key(b->id, b->addr.bytes,
+	return fg_maglev_backend_key(b->addr.bytes,
 				     rte_be_to_cpu_16(b->port_be));
 }
 

@@ -44,6 +44,8 @@ static void usage(const char *prog)
 		"      --host-tap[=PREFIX]  host exception path: a kernel TAP per port (PREFIXn,\n"
 		"                           default fg0, fg1...) gets the packets for the host\n"
 		"                           itself (SSH, BGP, ping to a local address)\n"
+		"      --ctl-idle-timeout SEC  close control clients silent this long (default 30,\n"
+		"                           0 = never; flows watch clients are exempt)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"      --icmp-rate N        ICMP errors (frag-needed, packet-too-big,\n"
@@ -439,6 +441,7 @@ enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
 	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_ICMP_RATE,
+	OPT_CTL_IDLE,
 };
 
 static const struct option long_opts[] = {
@@ -460,6 +463,7 @@ static const struct option long_opts[] = {
 	{"flood-rate", required_argument, NULL, OPT_FLOOD},
 	{"mtu", required_argument, NULL, OPT_MTU},
 	{"icmp-rate", required_argument, NULL, OPT_ICMP_RATE},
+	{"ctl-idle-timeout", required_argument, NULL, OPT_CTL_IDLE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -474,6 +478,7 @@ int main(int argc, char **argv)
 	int sw_rss = -1, rc, opt;
 	uint32_t ct_capacity_opt = 0;   /* --ct-capacity: overrides the file */
 	long icmp_rate = FG_ICMP_RATE_DEFAULT;
+	int ctl_idle_ms = 0;            /* 0: the server's default */
 	char err[256];
 
 	rc = rte_eal_init(argc, argv);
@@ -513,6 +518,19 @@ int main(int argc, char **argv)
 				rc = -EINVAL;
 			} else {
 				ct_capacity_opt = (uint32_t)v;
+			}
+			break;
+		}
+		case OPT_CTL_IDLE: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+
+			if (*optarg == '\0' || *end != '\0' || v > INT32_MAX / 1000) {
+				fprintf(stderr, "flowgate: bad --ctl-idle-timeout '%s' "
+					"(expected seconds, 0 = never)\n", optarg);
+				rc = -EINVAL;
+			} else {
+				ctl_idle_ms = v ? (int)v * 1000 : -1;
 			}
 			break;
 		}
@@ -597,6 +615,7 @@ int main(int argc, char **argv)
 	 * (default FG_CTL_DEFAULT_SOCKET) */
 	if (socket_path == NULL && getenv(FG_CTL_SOCKET_ENV) && *getenv(FG_CTL_SOCKET_ENV))
 		socket_path = getenv(FG_CTL_SOCKET_ENV);
+	bool socket_from_cli = socket_path != NULL;
 	if (socket_path == NULL)
 		socket_path = oc.cfg.control_socket[0] ? oc.cfg.control_socket :
 			      FG_CTL_DEFAULT_SOCKET;
@@ -632,10 +651,11 @@ int main(int argc, char **argv)
 	dp->hz = rte_get_tsc_hz();
 	dp->flush_ticks = dp->hz / 10000;   /* 100 us */
 	dp->ct_capacity = oc.cfg.ct_capacity ? oc.cfg.ct_capacity : (1u << 20);
-	dp->cfg = fg_dp_config_dup(&oc.cfg);
+	dp->cli_socket = socket_from_cli;
+	dp->cli_ct_capacity = ct_capacity_opt != 0;
 
-	/* ports: every probed ethdev; config port i names its ethdev, or
-	 * applies to ethdev i when it has no name */
+	/* ports: every probed ethdev; config port blocks are matched to them
+	 * by name (fg_port_cfg_resolve), never by their order in the file */
 	uint16_t pid;
 
 	RTE_ETH_FOREACH_DEV(pid) {
@@ -649,27 +669,17 @@ int main(int argc, char **argv)
 			"iface=veth0)\n");
 		return 1;
 	}
-	for (uint32_t i = 0; i < oc.cfg.n_ports && i < FG_MAX_PORTS; i++) {
-		const struct fg_port_cfg *pc = &oc.cfg.ports[i];
-		unsigned int idx = i;
-
-		if (pc->name[0]) {
-			uint16_t id;
-
-			if (rte_eth_dev_get_port_by_name(pc->name, &id) != 0) {
-				fprintf(stderr, "flowgate: config port '%s' is not a "
-					"probed device\n", pc->name);
-				return 1;
-			}
-			for (idx = 0; idx < dp->n_ports; idx++)
-				if (dp->ports[idx].port_id == id)
-					break;
-		}
-		if (idx >= dp->n_ports) {
-			fprintf(stderr, "flowgate: config port %u has no device\n", i);
-			return 1;
-		}
-		dp->ports[idx].cfg = *pc;
+	rc = fg_port_cfg_resolve(dp, &oc.cfg, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: config: %s\n", err);
+		return 1;
+	}
+	for (unsigned int p = 0; p < dp->n_ports; p++)
+		dp->ports[p].cfg = oc.cfg.ports[p];
+	dp->cfg = fg_dp_config_dup(&oc.cfg);
+	if (dp->cfg == NULL) {
+		fprintf(stderr, "flowgate: out of memory\n");
+		return 1;
 	}
 	for (unsigned int p = 0; p < dp->n_ports; p++)
 		for (uint32_t i = 0; i < dp->ports[p].cfg.n_local; i++)
@@ -733,7 +743,7 @@ int main(int argc, char **argv)
 	if (host_tap != NULL && fg_host_setup(dp, host_tap) < 0)
 		return 1;
 	fg_stats_telemetry_register(dp);
-	rc = fg_control_start(dp, socket_path);
+	rc = fg_control_start(dp, socket_path, ctl_idle_ms);
 	if (rc < 0)
 		return 1;
 

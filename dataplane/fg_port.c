@@ -184,3 +184,119 @@ int fg_port_setup(struct fg_dp *dp, int sw_rss, unsigned int n_mbufs)
 	}
 	return 0;
 }
+
+const char *const fg_port_counter_names[FG_PC_MAX] = {
+#define FG_X(n, field, d) #n,
+	FG_PORT_COUNTER_LIST(FG_X)
+#undef FG_X
+};
+
+/* Names of the probed devices, for messages. */
+static void device_names(const struct fg_dp *dp, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned int p = 0; p < dp->n_ports && off < len; p++) {
+		char name[RTE_ETH_NAME_MAX_LEN];
+
+		if (rte_eth_dev_get_name_by_port(dp->ports[p].port_id, name) != 0)
+			snprintf(name, sizeof(name), "ethdev%u", dp->ports[p].port_id);
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", p ? ", " : "", name);
+	}
+}
+
+int fg_port_cfg_resolve(const struct fg_dp *dp, struct fg_config *cfg,
+			char *err, size_t err_len)
+{
+	struct fg_port_cfg ports[FG_MAX_PORTS];
+	uint8_t idx_of_cfg[FG_MAX_PORTS];
+	int cfg_of_idx[FG_MAX_PORTS];
+	char devs[256];
+
+	err[0] = '\0';
+	if (cfg->n_ports > FG_MAX_PORTS)
+		return -EINVAL;
+	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
+		cfg_of_idx[p] = -1;
+	for (uint32_t i = 0; i < cfg->n_ports; i++) {
+		const struct fg_port_cfg *pc = &cfg->ports[i];
+		unsigned int idx = i;
+
+		if (pc->name[0]) {
+			uint16_t id;
+
+			idx = dp->n_ports;
+			if (rte_eth_dev_get_port_by_name(pc->name, &id) == 0)
+				for (idx = 0; idx < dp->n_ports; idx++)
+					if (dp->ports[idx].port_id == id)
+						break;
+			if (idx >= dp->n_ports) {
+				device_names(dp, devs, sizeof(devs));
+				snprintf(err, err_len, "port '%s' is not a device of this "
+					 "flowgate (devices: %s)", pc->name, devs);
+				return -ENODEV;
+			}
+		} else if (idx >= dp->n_ports) {
+			snprintf(err, err_len, "port %u has no name and there is no "
+				 "device %u (%u devices)", i, i, dp->n_ports);
+			return -ENODEV;
+		}
+		if (cfg_of_idx[idx] >= 0) {
+			device_names(dp, devs, sizeof(devs));
+			snprintf(err, err_len, "ports %d and %u are the same device (devices: "
+				 "%s)", cfg_of_idx[idx], i, devs);
+			return -EINVAL;
+		}
+		cfg_of_idx[idx] = (int)i;
+		idx_of_cfg[i] = (uint8_t)idx;
+	}
+	for (uint32_t i = 0; i < cfg->n_neigh; i++) {
+		struct fg_neigh_cfg *n = &cfg->neigh[i];
+
+		/* no port block at all: neighbour port N is device N */
+		if (cfg->n_ports == 0 && n->port < dp->n_ports)
+			continue;
+		if (n->port >= cfg->n_ports) {
+			snprintf(err, err_len, "a neighbour names port %u, which is not "
+				 "defined (%u ports)", n->port, cfg->n_ports);
+			return -EINVAL;
+		}
+		n->port = idx_of_cfg[n->port];
+	}
+	/* one entry per device, in device order, named after the device: what
+	 * the dataplane indexes, and what 'config show' prints */
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		if (cfg_of_idx[p] >= 0)
+			ports[p] = cfg->ports[cfg_of_idx[p]];
+		else
+			memset(&ports[p], 0, sizeof(ports[p]));
+		char name[RTE_ETH_NAME_MAX_LEN];
+
+		if (rte_eth_dev_get_name_by_port(dp->ports[p].port_id, name) != 0 ||
+		    strlen(name) >= sizeof(ports[p].name))
+			snprintf(name, sizeof(name), "ethdev%u", dp->ports[p].port_id);
+		snprintf(ports[p].name, sizeof(ports[p].name), "%s", name);
+	}
+	memcpy(cfg->ports, ports, dp->n_ports * sizeof(ports[0]));
+	cfg->n_ports = dp->n_ports;
+	return 0;
+}
+
+int fg_port_counters(const struct fg_dp *dp, unsigned int p,
+		     uint64_t out[FG_PC_MAX])
+{
+	struct rte_eth_stats st;
+	int rc;
+
+	memset(out, 0, FG_PC_MAX * sizeof(out[0]));
+	if (p >= dp->n_ports)
+		return -EINVAL;
+	rc = rte_eth_stats_get(dp->ports[p].port_id, &st);
+	if (rc < 0)
+		return rc;
+#define FG_X(n, field, d) out[FG_PC_##n] = st.field;
+	FG_PORT_COUNTER_LIST(FG_X)
+#undef FG_X
+	return 0;
+}

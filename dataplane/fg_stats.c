@@ -77,6 +77,20 @@ static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d
 		rte_tel_data_add_dict_u64(drops, fg_drop_names[r],
 					  fg_stats_drop_sum(dp, r));
 	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		struct rte_tel_data *pd = rte_tel_data_alloc();
+		uint64_t pc[FG_PC_MAX];
+		char name[16];
+
+		if (pd == NULL)
+			break;
+		fg_port_counters(dp, p, pc);
+		rte_tel_data_start_dict(pd);
+		for (int c = 0; c < FG_PC_MAX; c++)
+			rte_tel_data_add_dict_u64(pd, fg_port_counter_names[c], pc[c]);
+		snprintf(name, sizeof(name), "port%u", p);
+		rte_tel_data_add_dict_container(d, name, pd, 0);
+	}
 	return 0;
 }
 
@@ -228,6 +242,16 @@ void fg_stats_print(struct fg_dp *dp, FILE *f)
 
 		if (v)
 			fprintf(f, "  drop %-17s %" PRIu64 "\n", fg_drop_names[r], v);
+	}
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		uint64_t pc[FG_PC_MAX];
+
+		if (fg_port_counters(dp, p, pc) < 0)
+			continue;
+		fprintf(f, "  port %u (%s):", p, dp->cfg ? dp->cfg->ports[p].name : "?");
+		for (int c = 0; c < FG_PC_MAX; c++)
+			fprintf(f, " %s %" PRIu64, fg_port_counter_names[c], pc[c]);
+		fprintf(f, "\n");
 	}
 	pthread_mutex_lock(&dp->cfg_lock);
 	const struct fg_lb_table *lb = dp->lb;

@@ -49,24 +49,19 @@ uint32_t fg_maglev_size(uint32_t nbackends)
 	return m;
 }
 
-uint64_t fg_maglev_backend_key(uint32_t id, const uint8_t addr[16],
-			       uint16_t port)
+uint64_t fg_maglev_backend_key(const uint8_t addr[16], uint16_t port)
 {
 	/* FNV-1a over an explicit byte serialisation: endian-independent. */
 	uint64_t h = 0xcbf29ce484222325ULL;
-	uint8_t b[22];
+	uint8_t b[18];
 	unsigned int i;
 
-	b[0] = (uint8_t)(id >> 24);
-	b[1] = (uint8_t)(id >> 16);
-	b[2] = (uint8_t)(id >> 8);
-	b[3] = (uint8_t)id;
 	if (addr)
-		memcpy(b + 4, addr, 16);
+		memcpy(b, addr, 16);
 	else
-		memset(b + 4, 0, 16);
-	b[20] = (uint8_t)(port >> 8);
-	b[21] = (uint8_t)port;
+		memset(b, 0, 16);
+	b[16] = (uint8_t)(port >> 8);
+	b[17] = (uint8_t)port;
 	for (i = 0; i < sizeof(b); i++) {
 		h ^= b[i];
 		h *= 0x100000001b3ULL;
@@ -74,10 +69,32 @@ uint64_t fg_maglev_backend_key(uint32_t id, const uint8_t addr[16],
 	return mix64(h);
 }
 
+/* One backend in round order (see fg_maglev_build). */
+struct order_ent {
+	uint64_t key;
+	uint32_t weight;
+	uint32_t idx;
+};
+
+/* Round order is by key, so the table does not depend on the order of the
+ * caller's array.  Equal keys (which the header asks callers to avoid) fall
+ * back to weight, then to array position. */
+static int cmp_order(const void *a, const void *b)
+{
+	const struct order_ent *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight < y->weight ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
 int fg_maglev_build(const uint32_t *weights, const uint64_t *backend_keys,
 		    uint32_t n, uint32_t M, uint32_t *table)
 {
-	uint32_t *cur, *skip, i, maxw = 0, filled = 0;
+	uint32_t *cur, *skip, r, i, maxw = 0, filled = 0;
+	struct order_ent *order;
 	uint64_t *credit;
 
 	if (table == NULL || M < 3 || M > FG_MAGLEV_MAX_SIZE ||
@@ -95,27 +112,35 @@ int fg_maglev_build(const uint32_t *weights, const uint64_t *backend_keys,
 
 	cur = malloc(sizeof(*cur) * n);
 	skip = malloc(sizeof(*skip) * n);
+	order = malloc(sizeof(*order) * n);
 	credit = calloc(n, sizeof(*credit));
-	if (cur == NULL || skip == NULL || credit == NULL) {
+	if (cur == NULL || skip == NULL || order == NULL || credit == NULL) {
 		free(cur);
 		free(skip);
+		free(order);
 		free(credit);
 		return -ENOMEM;
 	}
+	for (i = 0; i < n; i++)
+		order[i] = (struct order_ent){ backend_keys[i], weights[i], i };
+	qsort(order, n, sizeof(*order), cmp_order);
 	for (i = 0; i < n; i++) {
 		cur[i] = (uint32_t)(mix64(backend_keys[i] ^ SEED_OFFSET) % M);
 		skip[i] = (uint32_t)(mix64(backend_keys[i] ^ SEED_SKIP) %
 				     (M - 1)) + 1;
 	}
 	/*
-	 * Rounds over backends in array order.  A backend earns its weight
-	 * each round and spends maxw per slot, so the heaviest takes one slot
+	 * Rounds over backends in key order (not array order: a restart or an
+	 * apply that lists the same backends in another order, or under other
+	 * ids, must give the same backend in every slot).  A backend earns its
+	 * weight each round and spends maxw per slot, so the heaviest takes one slot
 	 * per round and slot counts end up proportional to weights.  Each
 	 * backend walks its own permutation (offset + j * skip mod M) past
 	 * slots already taken; a free slot always exists until filled == M.
 	 */
 	for (;;) {
-		for (i = 0; i < n; i++) {
+		for (r = 0; r < n; r++) {
+			i = order[r].idx;
 			if (weights[i] == 0)
 				continue;
 			credit[i] += weights[i];
@@ -139,6 +164,7 @@ int fg_maglev_build(const uint32_t *weights, const uint64_t *backend_keys,
 done:
 	free(cur);
 	free(skip);
+	free(order);
 	free(credit);
 	return 0;
 }

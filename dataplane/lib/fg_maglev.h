@@ -3,11 +3,13 @@
  * @file
  * Weighted Maglev consistent hashing (Eisenbud et al., NSDI'16).
  *
- * Each backend has a stable 64-bit key (the daemon uses the backend's
- * config id and address, see fg_maglev_backend_key()).  From two hashes of
- * that key come offset = h1 % M and skip = h2 % (M - 1) + 1; the backend's
+ * Each backend has a stable 64-bit key: its identity, address and port
+ * (fg_maglev_backend_key()), never its id or its position, so a restart or
+ * an apply that lists the same backends in another order or under other
+ * ids gives the same backend in every slot.  From two hashes of that key
+ * come offset = h1 % M and skip = h2 % (M - 1) + 1; the backend's
  * preference list is offset, offset + skip, ... (mod M, M prime, so it is a
- * permutation).  Population goes in rounds over backends in array order;
+ * permutation).  Population goes in rounds over backends in key order;
  * weights are honoured with proportional turns: each round a backend earns
  * its weight as credit and takes one slot per max-weight of credit, so
  * slot counts are proportional to weights (within one slot per backend).
@@ -46,11 +48,11 @@ uint32_t fg_maglev_size(uint32_t nbackends);
 int fg_maglev_is_prime(uint32_t n);
 
 /**
- * Stable key of a backend from its id and address bytes (16 bytes; IPv4
- * in the first 4, rest zero) and port (host order).  Pure.
+ * Stable key of a backend from its address bytes (16 bytes; IPv4 in the
+ * first 4, rest zero) and port (host order).  Ids are deliberately left
+ * out: they are reassigned on start.  Pure.
  */
-uint64_t fg_maglev_backend_key(uint32_t id, const uint8_t addr[16],
-			       uint16_t port);
+uint64_t fg_maglev_backend_key(const uint8_t addr[16], uint16_t port);
 
 /**
  * Builds a weighted Maglev table.
@@ -64,7 +66,9 @@ uint64_t fg_maglev_backend_key(uint32_t id, const uint8_t addr[16],
  * @param M             table size: prime, FG_MAGLEV_MIN_SIZE..MAX.
  *                      (Any prime >= 3 is accepted, for tests.)
  * @param table         M entries: backend index 0..n-1, or FG_MAGLEV_NONE
- *                      everywhere when every weight is 0.
+ *                      everywhere when every weight is 0.  Permuting the
+ *                      input arrays permutes the indexes only: the key in
+ *                      every slot stays the same.
  * @return 0, -EINVAL (M not prime or < 3, NULL arguments with n > 0,
  *   M > FG_MAGLEV_MAX_SIZE), -ENOMEM.
  */

@@ -95,6 +95,16 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
+/* The fake has no devices: only the restart-only fields are checked. */
+static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen, void *ctx)
+{
+	struct fake_dp *d = ctx;
+	pthread_mutex_lock(&d->lock);
+	int rc = fg_config_restart_diff(&d->cfg, cfg, err, errlen);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
 static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen, void *ctx)
 {
 	struct fake_dp *d = ctx;
@@ -243,6 +253,7 @@ int fake_set_health(uint32_t sid, uint32_t bid, bool up, const char *reason, voi
 const struct fg_ctl_ops fake_ops = {
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
+	.config_check = op_config_check,
 	.flows_walk = op_flows_walk,
 	.flows_count = op_flows_count,
 	.stats = op_stats,

@@ -296,6 +296,62 @@ static void test_edit_helpers(void **state)
 	fg_config_free(&c);
 }
 
+/* fg_config_restart_diff: one row per edit of the running config; which
+ * edits need a restart, and that the message names the field. */
+static void edit_capacity(struct fg_config *c) { c->ct_capacity = 1024; }
+static void edit_flood(struct fg_config *c) { c->flood_rate = 7; }
+static void edit_timeout(struct fg_config *c)
+{
+	c->ct_timeouts_ms[fg_flow_state_lookup("UDP")] = 5000;
+}
+static void edit_port_name(struct fg_config *c) { strcpy(c->ports[1].name, "net_x9"); }
+static void edit_port_vlan(struct fg_config *c) { c->ports[0].vlan = 7; }
+static void edit_port_gone(struct fg_config *c) { c->n_ports = 1; }
+static void edit_socket(struct fg_config *c) { strcpy(c->control_socket, "/tmp/o.sock"); }
+static void edit_backend(struct fg_config *c) { c->services[0].backends[0].weight = 3; }
+static void edit_neigh(struct fg_config *c) { c->neigh[0].mac[5] ^= 1; }
+static void edit_gue(struct fg_config *c) { c->gue_port = 7000; }
+static void edit_no_services(struct fg_config *c) { c->n_services = 0; }
+
+static const struct restart_case {
+	const char *name;
+	void (*edit)(struct fg_config *c);
+	int rc;
+	const char *msg_has;
+} restart_cases[] = {
+	{ "capacity", edit_capacity, 1, "conntrack capacity: 1048576 running, 1024" },
+	{ "flood_rate", edit_flood, 1, "conntrack flood_rate: 125000 running, 7" },
+	{ "timeout", edit_timeout, 1, "conntrack timeout udp: 30000ms running, 5000ms" },
+	{ "port name", edit_port_name, 1, "port 1: name 'net_af_packet1' running, 'net_x9'" },
+	{ "port vlan", edit_port_vlan, 1, "port 0 ('net_af_packet0'): its settings" },
+	{ "port removed", edit_port_gone, 1, "ports: 2 running, 1" },
+	{ "control_socket", edit_socket, 1, "control_socket: '/run/flowgate/flowgate.sock'" },
+	{ "backend weight (live)", edit_backend, 0, NULL },
+	{ "neighbour (live)", edit_neigh, 0, NULL },
+	{ "gue_port (live)", edit_gue, 0, NULL },
+	{ "no services (live)", edit_no_services, 0, NULL },
+};
+
+static void test_restart_diff(void **state)
+{
+	(void)state;
+	struct fg_config run;
+	assert_int_equal(fg_config_load(g_full, &run, NULL), 0);
+	for (size_t i = 0; i < sizeof(restart_cases) / sizeof(restart_cases[0]); i++) {
+		const struct restart_case *c = &restart_cases[i];
+		struct fg_config next;
+		char msg[512] = "";
+		assert_int_equal(fg_config_copy(&next, &run), 0);
+		c->edit(&next);
+		int rc = fg_config_restart_diff(&run, &next, msg, sizeof(msg));
+		if (rc != c->rc || (c->msg_has && !strstr(msg, c->msg_has)))
+			fail_msg("case '%s': rc %d (want %d), '%s' (want '%s')", c->name, rc, c->rc,
+				 msg, c->msg_has ? c->msg_has : "");
+		fg_config_free(&next);
+	}
+	fg_config_free(&run);
+}
+
 int main(int argc, char **argv)
 {
 	g_full = argc > 1 ? argv[1] : "tests/control/full.conf";
@@ -306,6 +362,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_stable_ids),
 		cmocka_unit_test(test_edit_helpers),
+		cmocka_unit_test(test_restart_diff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

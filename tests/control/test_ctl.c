@@ -582,13 +582,20 @@ static void test_config_verbs(void **state)
 	assert_non_null(strstr(err, "apply failed"));
 	free(err);
 	assert_true(fg_config_equal(&before, &e->dp.cfg));
-	/* valid: applied, ids of surviving backends unchanged */
+	/* valid: applied, ids of surviving backends unchanged (the file keeps
+	 * the running restart-only settings: everything before the services) */
 	char good[200];
 	snprintf(good, sizeof(good), "%s/good.conf", g_dir);
+	char *full = slurp(g_full);
+	char *svc = strstr(full, "\n# service [NAME]");
+	assert_non_null(svc);
+	svc[1] = 0;
 	f = fopen(good, "w");
+	fputs(full, f);
 	fputs("service infer 10.0.0.100:80/tcp {\n mode dsr-gue;\n backend 10.1.0.11 weight 7;\n"
 	      " backend 10.1.0.99;\n}\n", f);
 	fclose(f);
+	free(full);
 	assert_int_equal(fgctl(&out, NULL, "config apply %s --json", good), 0);
 	d = json_out(out);
 	assert_int_equal(ju(fg_json_root(d), "services"), 1);
@@ -601,6 +608,115 @@ static void test_config_verbs(void **state)
 	/* restore */
 	assert_int_equal(fgctl(NULL, NULL, "config apply %s", g_full), 0);
 	fg_config_free(&before);
+}
+
+/*
+ * config apply replaces the whole config (issue 9, defect 5): a field that
+ * needs a restart is refused by name (exit 1, nothing applied), never shown
+ * by 'config show' while the dataplane keeps the old value; live fields are
+ * applied; a file without services needs --allow-empty.  Each row edits
+ * full.conf (the running config) by replacing every @from with @to.
+ */
+static const struct apply_case {
+	const char *name;
+	const char *from, *to;   /* to NULL: cut the text from @from to the end */
+	const char *args;        /* extra fgctl arguments */
+	int rc;
+	const char *err_has;     /* stderr substring (rc != 0) */
+} apply_cases[] = {
+	{ "ct capacity", "capacity 1048576;", "capacity 1024;", "", 1,
+	  "conntrack capacity: 1048576 running, 1024 in the new config: needs a restart" },
+	{ "flood_rate", "flood_rate 125000;", "flood_rate 5;", "", 1,
+	  "conntrack flood_rate: 125000 running, 5" },
+	{ "timeout", "timeout established 15m;", "timeout established 1m;", "", 1,
+	  "conntrack timeout established: 900000ms running, 60000ms" },
+	{ "renamed port", "net_af_packet1", "net_af_packet7", "", 1,
+	  "port 1: name 'net_af_packet1' running, 'net_af_packet7'" },
+	{ "port settings", "local fd01::1;", "local fd01::2;", "", 1,
+	  "port 1 ('net_af_packet1'): its settings" },
+	{ "control_socket", "control_socket /run/flowgate/flowgate.sock;",
+	  "control_socket /tmp/elsewhere.sock;", "", 1, "control_socket: '/run/flowgate/flowgate.sock'"
+	  " running, '/tmp/elsewhere.sock'" },
+	{ "no services", "\n# service [NAME]", NULL, "", 1,
+	  "the config has no service: applying it would remove every service" },
+	{ "no services, --allow-empty", "\n# service [NAME]", NULL, "--allow-empty", 0, NULL },
+	{ "backend (live)", "backend 10.1.0.20;", "backend 10.1.0.21;", "", 0, NULL },
+	{ "gue_port (live)", "gue_port 6080;   ", "gue_port 6081;   ", "", 0, NULL },
+};
+
+/* @p text with every @p from replaced by @p to (or cut at @p from). */
+static char *edit_text(const char *text, const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = to ? strlen(to) : 0, n = 0;
+	char *out = malloc(strlen(text) * 2 + 64), *o = out;
+	const char *p = text, *q;
+	while ((q = strstr(p, from))) {
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
+		n++;
+		if (!to) {
+			*o++ = '\n';
+			p = q + strlen(q);
+			break;
+		}
+		memcpy(o, to, tl);
+		o += tl;
+		p = q + fl;
+	}
+	strcpy(o, p);
+	if (!n)
+		fail_msg("'%s' not in the text", from);
+	return out;
+}
+
+static void test_config_apply_fields(void **state)
+{
+	struct env *e = *state;
+	char *full = slurp(g_full), path[200], *err, *out;
+	snprintf(path, sizeof(path), "%s/edit.conf", g_dir);
+	for (size_t i = 0; i < sizeof(apply_cases) / sizeof(apply_cases[0]); i++) {
+		const struct apply_case *c = &apply_cases[i];
+		char *text = edit_text(full, c->from, c->to);
+		FILE *f = fopen(path, "w");
+		fputs(text, f);
+		fclose(f);
+		free(text);
+		struct fg_config before;
+		assert_int_equal(fg_config_copy(&before, &e->dp.cfg), 0);
+		unsigned applies = e->dp.applies;
+		int rc = fgctl(NULL, &err, "config apply %s %s", path, c->args);
+		if (rc != c->rc || (c->err_has && !strstr(err, c->err_has)))
+			fail_msg("case '%s': exit %d (want %d), stderr: %s (want '%s')", c->name, rc,
+				 c->rc, err, c->err_has ? c->err_has : "");
+		free(err);
+		if (c->rc) {
+			/* refused: nothing applied, config show unchanged */
+			assert_int_equal(e->dp.applies, applies);
+			assert_true(fg_config_equal(&before, &e->dp.cfg));
+			assert_int_equal(fgctl(&out, NULL, "config show"), 0);
+			struct fg_config shown;
+			assert_int_equal(fg_config_parse(out, strlen(out), "shown", &shown, NULL), 0);
+			if (!fg_config_equal(&shown, &before))
+				fail_msg("case '%s': config show changed after a refused apply", c->name);
+			fg_config_free(&shown);
+			free(out);
+			/* check (daemon running): ok, with the restart note, or the
+			 * same refusal for an empty file (check is not apply) */
+			rc = fgctl(NULL, &err, "config check %s", path);
+			if (c->to) {
+				if (rc != 0 || !strstr(err, "takes effect only on a restart"))
+					fail_msg("case '%s': config check exit %d, stderr %s", c->name,
+						 rc, err);
+			}
+			free(err);
+		} else {
+			assert_int_equal(e->dp.applies, applies + 1);
+		}
+		fg_config_free(&before);
+		/* back to full.conf (with --allow-empty if the row emptied it) */
+		assert_int_equal(fgctl(NULL, NULL, "config apply %s", g_full), 0);
+	}
+	free(full);
 }
 
 static void test_cli_misc(void **state)
@@ -809,6 +925,139 @@ static void test_bad_input(void **state)
 	assert_true(c1.rejected_full >= c0.rejected_full + 1);
 }
 
+/* ---- idle clients (issue 9, defect 8) ---------------------------------- */
+
+static int connect_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* true while the server keeps @p fd open (data waiting counts as open) */
+static bool still_open(int fd)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK);
+	return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+static int fgctl_at(const char *sock, const char *args)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "%s -s %s %s >/dev/null 2>%s", g_fgctl, sock, args, g_err);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+struct idle_case {
+	const char *name;
+	unsigned int max_clients;   /* 0 = server default (64) */
+	int idle_timeout_ms;        /* 0 = server default (30 s) */
+	void (*run)(struct env *e, const char *sock, struct fg_ctl_server *srv);
+};
+
+/* 70 silent clients against the default cap of 64: fgctl still gets in,
+ * by evicting the client idle longest. */
+static void idle_case_lockout(struct env *e, const char *sock, struct fg_ctl_server *srv)
+{
+	int fds[70];
+	struct fg_ctl_counters c;
+	for (int i = 0; i < 70; i++)
+		fds[i] = connect_path(sock);
+	usleep((FG_CTL_EVICT_IDLE_MS + 200) * 1000);
+	if (fgctl_at(sock, "ping") != 0) {
+		char *err = slurp(g_err);
+		fail_msg("fgctl ping behind 70 silent clients failed: %s", err);
+	}
+	fg_ctl_server_counters(srv, &c);
+	assert_true(c.evicted_idle >= 1);
+	assert_int_equal(c.idle_closed, 0); /* 30 s default not reached */
+	for (int i = 0; i < 70; i++)
+		close(fds[i]);
+}
+
+/* at the cap, a client busy a moment ago is not evicted: the new one is
+ * refused instead */
+static void idle_case_cap_busy(struct env *e, const char *sock, struct fg_ctl_server *srv)
+{
+	int fds[4];
+	char line[4096];
+	struct fg_ctl_counters c;
+	for (int i = 0; i < 4; i++)
+		fds[i] = connect_path(sock);
+	usleep(100000);
+	int extra = connect_path(sock);
+	assert_true(read_line(extra, line, sizeof(line)) > 0);
+	assert_non_null(strstr(line, "too many control clients"));
+	close(extra);
+	fg_ctl_server_counters(srv, &c);
+	assert_int_equal(c.evicted_idle, 0);
+	assert_int_equal(c.rejected_full, 1);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+}
+
+/* silent and half-a-request clients are closed after the idle timeout;
+ * a client that keeps talking and a watcher are kept */
+static void idle_case_timeout(struct env *e, const char *sock, struct fg_ctl_server *srv)
+{
+	char line[4096];
+	struct fg_ctl_counters c;
+	int silent = connect_path(sock), partial = connect_path(sock);
+	int talker = connect_path(sock), watcher = connect_path(sock);
+	const char *watch = "{\"v\":1,\"id\":3,\"cmd\":\"flows.watch\"}\n";
+	const char *ping = "{\"v\":1,\"id\":4,\"cmd\":\"ping\"}\n";
+	send_all(partial, "{\"v\":1,\"id\":9,\"cm", 17);
+	send_all(watcher, watch, strlen(watch));
+	for (int i = 0; i < 10; i++) {  /* 1 s of pings, 100 ms apart */
+		send_all(talker, ping, strlen(ping));
+		assert_true(read_line(talker, line, sizeof(line)) > 0);
+		assert_non_null(strstr(line, "\"ok\":true"));
+		usleep(100000);
+	}
+	assert_false(still_open(silent));
+	assert_false(still_open(partial));
+	assert_true(still_open(talker));
+	assert_true(still_open(watcher));
+	fg_ctl_server_counters(srv, &c);
+	assert_int_equal(c.idle_closed, 2);
+	close(silent);
+	close(partial);
+	close(talker);
+	close(watcher);
+	(void)e;
+}
+
+static const struct idle_case idle_cases[] = {
+	{ "70 silent clients, default cap", 0, 0, idle_case_lockout },
+	{ "cap reached by busy clients", 4, 0, idle_case_cap_busy },
+	{ "idle timeout 300 ms", 8, 300, idle_case_timeout },
+};
+
+static void test_idle_clients(void **state)
+{
+	struct env *e = *state;
+	for (size_t i = 0; i < sizeof(idle_cases) / sizeof(idle_cases[0]); i++) {
+		const struct idle_case *ic = &idle_cases[i];
+		char sock[120];
+		struct fg_ctl_server *srv;
+		struct fg_ctl_server_params p = {
+			.socket_path = sock, .ops = &fake_ops, .ctx = &e->dp,
+			.max_clients = ic->max_clients, .idle_timeout_ms = ic->idle_timeout_ms,
+		};
+		snprintf(sock, sizeof(sock), "%s/idle%zu.sock", g_dir, i);
+		assert_int_equal(fg_ctl_server_create(&p, &srv), 0);
+		assert_int_equal(fg_ctl_server_start(srv), 0);
+		print_message("idle case: %s\n", ic->name);
+		ic->run(e, sock, srv);
+		fg_ctl_server_destroy(srv);
+	}
+}
+
 static void test_socket_safety(void **state)
 {
 	(void)state;
@@ -881,8 +1130,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_stats_health_ping),
 		cmocka_unit_test(test_config_verbs),
+		cmocka_unit_test(test_config_apply_fields),
 		cmocka_unit_test(test_cli_misc),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_idle_clients),
 		cmocka_unit_test(test_socket_safety),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);

@@ -52,7 +52,7 @@ class Daemon:
     """
 
     def __init__(self, build, work, tag, inputs, flags, lcores="0,1", eal=(),
-                 vdev_args=""):
+                 vdev_args="", vdevs=()):
         self.fg = os.path.join(build, "dataplane", "flowgate")
         self.fgctl_bin = os.path.join(build, "control", "fgctl")
         self.inp = os.path.join(work, f"{tag}-in.pcap")
@@ -65,8 +65,8 @@ class Daemon:
         self.cmd = [self.fg, "--no-huge", "--no-shconf", "-m", "512",
                     "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l" if "," in lcores
                     or "-" in lcores else "--lcores", lcores] + list(eal) + [
-                    "--no-pci", f"--vdev=net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}",
-                    "--", "-s", self.sock] + flags
+                    "--no-pci", f"--vdev=net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}"
+                    ] + [f"--vdev={v}" for v in vdevs] + ["--", "-s", self.sock] + flags
         self.p = None
 
     def __enter__(self):

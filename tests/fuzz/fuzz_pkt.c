@@ -59,7 +59,7 @@ static int setup(void)
 	for (i = 0; i < NB; i++) {
 		uint8_t a[16] = { 10, 1, 0, (uint8_t)(i + 1) };
 
-		k[i] = fg_maglev_backend_key(i, a, 0);
+		k[i] = fg_maglev_backend_key(a, 0);
 	}
 	if (fg_maglev_build(w, k, NB, M, table))
 		return -1;

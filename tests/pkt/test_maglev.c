@@ -25,7 +25,7 @@ static void keys_for(uint64_t *k, uint32_t n, uint32_t first_id)
 	for (i = 0; i < n; i++) {
 		uint8_t a[16] = { 10, 1, 0, (uint8_t)(first_id + i + 1) };
 
-		k[i] = fg_maglev_backend_key(first_id + i, a, 80);
+		k[i] = fg_maglev_backend_key(a, 80);
 	}
 }
 
@@ -126,13 +126,62 @@ static void t_deterministic(void **st)
 	/* Pinned known answers: the GPU path and other hosts must build the
 	 * very same table.  Changing the algorithm must be deliberate: update
 	 * these and tell the GPU engineer. */
-	assert_int_equal(k[0], 0xec589f957a5bfaf1ULL);
-	assert_int_equal(ct_hash_crc(table, sizeof(table)), 0x23f63845);
-	/* pinned: a change of the algorithm must be deliberate (GPU mirror) */
-	assert_int_equal(fg_maglev_backend_key(1, (uint8_t[16]){ 10, 1, 0, 1 }, 80),
-			 fg_maglev_backend_key(1, (uint8_t[16]){ 10, 1, 0, 1 }, 80));
-	assert_int_not_equal(fg_maglev_backend_key(1, (uint8_t[16]){ 10, 1, 0, 1 }, 80),
-			     fg_maglev_backend_key(2, (uint8_t[16]){ 10, 1, 0, 1 }, 80));
+	assert_int_equal(k[0], 0x1d911ce0872d837bULL);
+	assert_int_equal(ct_hash_crc(table, sizeof(table)), 0x9c141b1f);
+	/* the key is the backend's identity: address and port */
+	assert_int_equal(fg_maglev_backend_key((uint8_t[16]){ 10, 1, 0, 1 }, 80),
+			 fg_maglev_backend_key((uint8_t[16]){ 10, 1, 0, 1 }, 80));
+	assert_int_not_equal(fg_maglev_backend_key((uint8_t[16]){ 10, 1, 0, 1 }, 80),
+			     fg_maglev_backend_key((uint8_t[16]){ 10, 1, 0, 1 }, 81));
+	assert_int_not_equal(fg_maglev_backend_key((uint8_t[16]){ 10, 1, 0, 1 }, 80),
+			     fg_maglev_backend_key((uint8_t[16]){ 10, 1, 0, 2 }, 80));
+}
+
+/*
+ * Issue 9 defect 6: the same backend set, listed in another order (as a
+ * restart after runtime changes does, with ids reassigned), must put the
+ * same backend in every slot.  Table-driven: each row is a permutation of
+ * the reference order; slots are compared by backend key, not by index.
+ */
+#define ORD_N 7
+static const struct order_case {
+	const char *name;
+	uint32_t perm[ORD_N];
+} order_cases[] = {
+	{ "identity",  { 0, 1, 2, 3, 4, 5, 6 } },
+	{ "reversed",  { 6, 5, 4, 3, 2, 1, 0 } },
+	{ "rotated",   { 3, 4, 5, 6, 0, 1, 2 } },
+	{ "swap 0 1",  { 1, 0, 2, 3, 4, 5, 6 } },
+	{ "shuffled",  { 4, 0, 6, 2, 5, 3, 1 } },
+};
+
+static void t_order_independent(void **st)
+{
+	/* unequal weights and a drained one: the round order matters most
+	 * when credits differ */
+	const uint32_t w_ref[ORD_N] = { 5, 1, 9, 3, 3, 0, 7 };
+	uint64_t k_ref[ORD_N];
+	uint32_t c, i;
+
+	keys_for(k_ref, ORD_N, 0);
+	assert_int_equal(fg_maglev_build(w_ref, k_ref, ORD_N, M, table), 0);
+	for (c = 0; c < sizeof(order_cases) / sizeof(order_cases[0]); c++) {
+		const struct order_case *oc = &order_cases[c];
+		uint32_t w[ORD_N], diff = 0;
+		uint64_t k[ORD_N];
+
+		for (i = 0; i < ORD_N; i++) {
+			w[i] = w_ref[oc->perm[i]];
+			k[i] = k_ref[oc->perm[i]];
+		}
+		assert_int_equal(fg_maglev_build(w, k, ORD_N, M, table2), 0);
+		for (i = 0; i < M; i++)
+			if (k[table2[i]] != k_ref[table[i]])
+				diff++;
+		print_message("order %-9s: %u of %u slots name another backend\n",
+			      oc->name, diff, M);
+		assert_int_equal(diff, 0);
+	}
 }
 
 /* Removing backend j of n: its slots move; others should mostly stay. */
@@ -220,6 +269,7 @@ int main(void)
 		cmocka_unit_test(t_weighted),
 		cmocka_unit_test(t_drained),
 		cmocka_unit_test(t_deterministic),
+		cmocka_unit_test(t_order_independent),
 		cmocka_unit_test(t_disruption_remove),
 		cmocka_unit_test(t_disruption_add),
 		cmocka_unit_test(t_big),
