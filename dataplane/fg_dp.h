@@ -443,11 +443,7 @@ int fg_dp_config_load(const char *path, struct fg_config *out);
 int fg_control_start(struct fg_dp *dp, const char *socket_path);
 void fg_control_stop(struct fg_dp *dp);
 
-/* fg_stats.c */
-int fg_stats_telemetry_register(struct fg_dp *dp);
-void fg_stats_print(struct fg_dp *dp, FILE *f);
-uint64_t fg_stats_core_sum(const struct fg_dp *dp, enum fg_core_counter c);
-uint64_t fg_stats_drop_sum(const struct fg_dp *dp, enum fg_drop d);
+/* fg_stats.c, fg_metrics.c: see fg_stats.h and fg_metrics.h */
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,9 @@
 
 #include "fg_config_parse.h"
 #include "fg_dp.h"
+#include "fg_metrics.h"
 #include "fg_proto.h"
+#include "fg_stats.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -44,6 +46,8 @@ static void usage(const char *prog)
 		"      --host-tap[=PREFIX]  host exception path: a kernel TAP per port (PREFIXn,\n"
 		"                           default fg0, fg1...) gets the packets for the host\n"
 		"                           itself (SSH, BGP, ping to a local address)\n"
+		"      --metrics ADDR:PORT  serve Prometheus GET /metrics there (off by default;\n"
+		"                           bind a management address: no authentication)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"  config built from options (when no -c is given):\n"
@@ -435,7 +439,7 @@ static void port_mtus_apply(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS])
 enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
-	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP,
+	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_METRICS,
 };
 
 static const struct option long_opts[] = {
@@ -448,6 +452,7 @@ static const struct option long_opts[] = {
 	{"mbufs", required_argument, NULL, OPT_MBUFS},
 	{"gpu", optional_argument, NULL, OPT_GPU},
 	{"host-tap", optional_argument, NULL, OPT_HOST_TAP},
+	{"metrics", required_argument, NULL, OPT_METRICS},
 	{"service", required_argument, NULL, OPT_SERVICE},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"local", required_argument, NULL, OPT_LOCAL},
@@ -464,7 +469,8 @@ int main(int argc, char **argv)
 	struct fg_dp *dp;
 	struct opt_cfg oc;
 	const char *config_file = NULL, *socket_path = NULL, *gpu_mode = NULL;
-	const char *host_tap = NULL;
+	const char *host_tap = NULL, *metrics_addr = NULL;
+	struct fg_metrics *metrics = NULL;
 	unsigned int want_workers = 0, n_mbufs = 65535;
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
@@ -511,6 +517,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_METRICS: metrics_addr = optarg; break;
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case OPT_HOST_TAP:
 			host_tap = optarg ? optarg : "fg";
@@ -713,10 +720,17 @@ int main(int argc, char **argv)
 		return 1;
 	if (host_tap != NULL && fg_host_setup(dp, host_tap) < 0)
 		return 1;
-	fg_stats_telemetry_register(dp);
+	if (fg_stats_telemetry_register(dp) < 0)
+		fprintf(stderr, "flowgate: warning: some /flowgate/ telemetry commands "
+			"were not registered\n");
 	rc = fg_control_start(dp, socket_path);
 	if (rc < 0)
 		return 1;
+	rc = metrics_addr ? fg_metrics_start(dp, metrics_addr, &metrics) : 0;
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: --metrics %s: %s\n", metrics_addr, strerror(-rc));
+		return 1;
+	}
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -751,6 +765,7 @@ int main(int argc, char **argv)
 	/* control side first, while the workers still answer their mailboxes:
 	 * the health checker applies configs and may walk shards (on_fail
 	 * reset), the control thread may be in a flows walk */
+	fg_metrics_stop(metrics);
 	fg_control_stop(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		__atomic_store_n(&dp->workers[i]->stop, true, __ATOMIC_RELAXED);
