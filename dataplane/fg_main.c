@@ -723,14 +723,14 @@ int main(int argc, char **argv)
 	if (fg_stats_telemetry_register(dp) < 0)
 		fprintf(stderr, "flowgate: warning: some /flowgate/ telemetry commands "
 			"were not registered\n");
-	rc = fg_control_start(dp, socket_path);
-	if (rc < 0)
-		return 1;
 	rc = metrics_addr ? fg_metrics_start(dp, metrics_addr, &metrics) : 0;
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: --metrics %s: %s\n", metrics_addr, strerror(-rc));
 		return 1;
 	}
+	rc = fg_control_start(dp, socket_path);
+	if (rc < 0)
+		return 1;
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

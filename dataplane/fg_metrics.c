@@ -361,7 +361,7 @@ enum fg_metrics_http fg_metrics_http_parse(const char *buf, size_t len)
 	if (eoh == NULL)
 		return len >= FG_METRICS_MAX_REQUEST ? FG_METRICS_HTTP_TOO_LARGE :
 		       FG_METRICS_HTTP_INCOMPLETE;
-	eol = memchr(buf, '\n', (size_t)(eoh - buf) + 1);
+	eol = memchr(buf, '\n', len);  /* the end of headers has one */
 	if (eol == NULL)
 		return FG_METRICS_HTTP_BAD_REQUEST;
 	sp1 = memchr(buf, ' ', (size_t)(eol - buf));
