@@ -19,6 +19,7 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_pdump.h>
 
 #include "fg_config_parse.h"
 #include "fg_dp.h"
@@ -720,6 +721,13 @@ int main(int argc, char **argv)
 		return 1;
 	if (host_tap != NULL && fg_host_setup(dp, host_tap) < 0)
 		return 1;
+	/* dpdk-dumpcap / dpdk-pdump: secondary processes that need the shared
+	 * config, so not under --in-memory / --no-shconf (then this fails) */
+	bool pdump = rte_pdump_init() == 0;
+
+	if (!pdump)
+		printf("flowgate: packet capture (dpdk-dumpcap) unavailable: %s\n",
+		       rte_strerror(rte_errno));
 	if (fg_stats_telemetry_register(dp) < 0)
 		fprintf(stderr, "flowgate: warning: some /flowgate/ telemetry commands "
 			"were not registered\n");
@@ -772,6 +780,8 @@ int main(int argc, char **argv)
 	rte_eal_mp_wait_lcore();
 	fg_stats_print(dp, stdout);
 	fflush(stdout);
+	if (pdump)
+		rte_pdump_uninit();
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		rte_eth_dev_stop(dp->ports[p].port_id);
 		rte_eth_dev_close(dp->ports[p].port_id);
