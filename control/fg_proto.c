@@ -1300,8 +1300,15 @@ bool fg_flow_filter_match(const struct fg_flow_filter *f,
 			return false;
 	}
 	if (f->has_tuple) {
-		if (f->proto != i->proto || f->sport != i->sport || f->dport != i->dport ||
-		    !fg_addr_equal(&f->src, &i->src) || !fg_addr_equal(&f->dst, &i->dst))
+		/* either direction: the client's tuple, or for NAT the reply
+		 * tuple a backend sees (backend:port -> balancer NAT addr:port) */
+		bool fwd = f->sport == i->sport && f->dport == i->dport &&
+			   fg_addr_equal(&f->src, &i->src) && fg_addr_equal(&f->dst, &i->dst);
+		bool reply = i->nat_addr.family && i->backend.family &&
+			     f->sport == i->backend_port && f->dport == i->nat_port &&
+			     fg_addr_equal(&f->src, &i->backend) &&
+			     fg_addr_equal(&f->dst, &i->nat_addr);
+		if (f->proto != i->proto || (!fwd && !reply))
 			return false;
 	}
 	return true;

@@ -342,7 +342,8 @@ struct fg_flow_filter {
 	char state_name[16];  /**< same, by name ("" = any) */
 	int32_t core;         /**< -1 = any */
 	uint64_t limit;       /**< 0 = no limit (list/delete stop after limit matches) */
-	bool has_tuple;       /**< exact request tuple (flows get) */
+	bool has_tuple;       /**< exact tuple (flows get): the client's, or a NAT
+				   flow's reply tuple (backend:port -> nat addr:port) */
 	struct fg_addr src, dst;
 	uint16_t sport, dport;
 	uint8_t proto;
