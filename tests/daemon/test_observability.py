@@ -18,6 +18,9 @@ ports.  It receives several packets per flow; then:
   their keys use [A-Za-z0-9_/] only and decode (fg_stats.h) to the names;
 - the HTTP server: 404 / 405 / 400 / 431, HEAD, concurrent scrapers while
   idle connections are held open, idle connections closed at the timeout;
+- a real Prometheus server (Debian package prometheus; this part is left
+  out when it is not installed) scrapes the daemon, reports the target up
+  and returns the same per-backend packet counts through its query API;
 - a bad --metrics address refuses to start.
 """
 import json
@@ -30,6 +33,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fgdaemon import Daemon  # noqa: E402
@@ -295,6 +300,60 @@ def check_http(port):
         s.close()
 
 
+def check_prometheus(d, port, work):
+    """A real Prometheus scrapes the daemon; its answers match fgctl."""
+    prom = shutil.which("prometheus")
+    if prom is None:
+        print("note: prometheus not installed: real-server scrape not tested")
+        return
+    api = free_port()
+    cfg = os.path.join(work, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: flowgate\n    static_configs:\n"
+                f"      - targets: ['127.0.0.1:{port}']\n")
+    log = open(os.path.join(work, "prometheus.log"), "w")
+    p = subprocess.Popen([prom, f"--config.file={cfg}",
+                          f"--storage.tsdb.path={os.path.join(work, 'tsdb')}",
+                          f"--web.listen-address=127.0.0.1:{api}"],
+                         stdout=log, stderr=subprocess.STDOUT)
+
+    def query(q):
+        url = f"http://127.0.0.1:{api}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return json.loads(r.read())["data"]["result"]
+
+    try:
+        up, deadline = [], time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                up = query('up{job="flowgate"}')
+                if up and up[0]["value"][1] == "1":
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        expect(up and up[0]["value"][1] == "1", f"prometheus target up: {up}")
+        st = d.stats()
+        res = {(r["metric"]["service"], r["metric"]["backend"]): float(r["value"][1])
+               for r in query("flowgate_backend_packets_total")} if up else {}
+        for s in st["services"]:
+            for b in s["backends"]:
+                k = (s["name"] or s["service"], backend_name(b["addr"], b["port"]))
+                expect(res.get(k) == b["packets"],
+                       f"prometheus {k}: {res.get(k)} fgctl {b['packets']}")
+        drops = query('sum(flowgate_drops_total{reason="unknown_vip"})') if up else []
+        expect(drops and float(drops[0]["value"][1]) == 1, f"prometheus drops: {drops}")
+    finally:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="flowgate-obs.")
@@ -311,6 +370,7 @@ def main():
             text = check_agree(d, port, prefix)
             have_promtool = check_promtool(text, work)
             check_http(port)
+            check_prometheus(d, port, work)
             # the parameter of /flowgate/backends scopes to one service
             (one,) = telemetry(prefix, "/flowgate/backends,infer-a.b")
             expect(len(one) == 3 and all(key_unescape(k).startswith("infer-a.b/")
