@@ -649,6 +649,22 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	return 0;
 }
 
+int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
+			  uint64_t *successes, uint64_t *failures)
+{
+	if (g_health == NULL)
+		return -ENOENT;
+	return fg_health_counters(g_health, service_id, backend_id, successes, failures);
+}
+
+int fg_dp_ctl_counters(struct fg_ctl_counters *out)
+{
+	if (g_srv == NULL)
+		return -ENOENT;
+	fg_ctl_server_counters(g_srv, out);
+	return 0;
+}
+
 int fg_control_start(struct fg_dp *dp, const char *socket_path)
 {
 	struct fg_ctl_server_params p;

@@ -49,6 +49,9 @@ static void usage(const char *prog)
 		"                           itself (SSH, BGP, ping to a local address)\n"
 		"      --metrics ADDR:PORT  serve Prometheus GET /metrics there (off by default;\n"
 		"                           bind a management address: no authentication)\n"
+		"      --pdump              let dpdk-dumpcap / dpdk-pdump capture (needs shared\n"
+		"                           hugepage memory; see docs/OBSERVABILITY.md: ending a\n"
+		"                           capture under traffic can crash DPDK 22.11)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"  config built from options (when no -c is given):\n"
@@ -440,7 +443,7 @@ static void port_mtus_apply(struct fg_dp *dp, const uint16_t mtu[FG_MAX_PORTS])
 enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
-	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_METRICS,
+	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_METRICS, OPT_PDUMP,
 };
 
 static const struct option long_opts[] = {
@@ -454,6 +457,7 @@ static const struct option long_opts[] = {
 	{"gpu", optional_argument, NULL, OPT_GPU},
 	{"host-tap", optional_argument, NULL, OPT_HOST_TAP},
 	{"metrics", required_argument, NULL, OPT_METRICS},
+	{"pdump", no_argument, NULL, OPT_PDUMP},
 	{"service", required_argument, NULL, OPT_SERVICE},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"local", required_argument, NULL, OPT_LOCAL},
@@ -472,6 +476,7 @@ int main(int argc, char **argv)
 	const char *config_file = NULL, *socket_path = NULL, *gpu_mode = NULL;
 	const char *host_tap = NULL, *metrics_addr = NULL;
 	struct fg_metrics *metrics = NULL;
+	bool pdump = false;
 	unsigned int want_workers = 0, n_mbufs = 65535;
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
@@ -518,7 +523,19 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
-		case OPT_METRICS: metrics_addr = optarg; break;
+		case OPT_METRICS: {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+
+			metrics_addr = optarg;
+			if (fg_metrics_listen_parse(optarg, &ss, &sl) < 0) {
+				fprintf(stderr, "flowgate: --metrics %s: expected ADDR:PORT "
+					"or [V6ADDR]:PORT, numeric\n", optarg);
+				rc = -EINVAL;
+			}
+			break;
+		}
+		case OPT_PDUMP: pdump = true; break;
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case OPT_HOST_TAP:
 			host_tap = optarg ? optarg : "fg";
@@ -548,6 +565,7 @@ int main(int argc, char **argv)
 		}
 		if (rc < 0) {
 			usage(argv[0]);
+			free(oc.cfg.services);
 			rte_eal_cleanup();
 			return 2;
 		}
@@ -723,11 +741,12 @@ int main(int argc, char **argv)
 		return 1;
 	/* dpdk-dumpcap / dpdk-pdump: secondary processes that need the shared
 	 * config, so not under --in-memory / --no-shconf (then this fails) */
-	bool pdump = rte_pdump_init() == 0;
-
-	if (!pdump)
-		printf("flowgate: packet capture (dpdk-dumpcap) unavailable: %s\n",
-		       rte_strerror(rte_errno));
+	if (pdump && rte_pdump_init() < 0) {
+		fprintf(stderr, "flowgate: --pdump: %s (a capture needs shared "
+			"hugepage memory: a --file-prefix, no --in-memory, --no-shconf "
+			"or --no-huge)\n", rte_strerror(rte_errno));
+		return 1;
+	}
 	if (fg_stats_telemetry_register(dp) < 0)
 		fprintf(stderr, "flowgate: warning: some /flowgate/ telemetry commands "
 			"were not registered\n");

@@ -261,6 +261,19 @@ static void render_backends(FILE *f, const struct fg_stats_snap *sn)
 				"state=\"%s\"} %d\n", lv.service, lv.backend,
 				fg_stats_backend_state_names[st], (int)b->state == st);
 	}
+	family(f, "flowgate_backend_health_checks_total", "counter",
+	       "health-check probes of the backend, by result (checked backends only)");
+	FOR_EACH_BACKEND(sn, s, b) {
+		if (!b->checked)
+			continue;
+		backend_labels(s, b, &lv);
+		fprintf(f, "flowgate_backend_health_checks_total{service=\"%s\",backend=\"%s\","
+			"result=\"success\"} %" PRIu64 "\n", lv.service, lv.backend,
+			b->hc_successes);
+		fprintf(f, "flowgate_backend_health_checks_total{service=\"%s\",backend=\"%s\","
+			"result=\"failure\"} %" PRIu64 "\n", lv.service, lv.backend,
+			b->hc_failures);
+	}
 	for (int c = 0; c < FG_BC_MAX; c++) {
 		family3(f, name, sizeof(name), "flowgate_backend_",
 			fg_backend_counter_names[c], "_total", "counter",
@@ -290,6 +303,17 @@ int fg_metrics_render(struct fg_dp *dp, FILE *f)
 	render_ct(f, sn);
 	render_services(f, sn);
 	render_backends(f, sn);
+	if (sn->has_ctl) {
+		char name[96];
+
+#define FG_X(n) \
+		family3(f, name, sizeof(name), "flowgate_control_", #n, "_total", \
+			"counter", "control socket (fgctl): " #n \
+			" (control/fg_ctl_server.h FG_CTL_COUNTER_LIST)"); \
+		fprintf(f, "%s %" PRIu64 "\n", name, sn->ctl.n);
+		FG_CTL_COUNTER_LIST(FG_X)
+#undef FG_X
+	}
 	fg_stats_snap_free(sn);
 	return ferror(f) ? -EIO : 0;
 }

@@ -159,6 +159,18 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 		fg_stats_snap_free(sn);
 		return rc;
 	}
+	/* the checker's and the control server's own locks, after cfg_lock:
+	 * neither calls back into the dataplane while holding them */
+	for (uint32_t i = 0; i < sn->n_services; i++)
+		for (uint32_t j = 0; j < sn->services[i].n_backends; j++) {
+			struct fg_stats_backend *b = &sn->services[i].backends[j];
+
+			b->checked = b->state != FG_STATS_BE_gone &&
+				     fg_dp_health_counters(sn->services[i].id, b->id,
+							   &b->hc_successes,
+							   &b->hc_failures) == 0;
+		}
+	sn->has_ctl = fg_dp_ctl_counters(&sn->ctl) == 0;
 
 	for (unsigned int i = 0; (flags & FG_STATS_SNAP_CT) && i < dp->n_workers; i++)
 		sn->core[i].has_ct = fg_dp_ct_stats(dp, i, &sn->core[i].ct) == 0;

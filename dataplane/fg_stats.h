@@ -28,6 +28,7 @@
 
 #include "ct.h"
 #include "fg_config.h"
+#include "fg_ctl_server.h"
 #include "fg_dp.h"
 
 #ifdef __cplusplus
@@ -65,6 +66,8 @@ struct fg_stats_backend {
 	enum fg_stats_backend_state state;
 	uint64_t c[FG_BC_MAX];          /**< summed over cores + earlier tables */
 	char addr_str[64];              /**< fg_addr_format(addr) */
+	bool checked;                   /**< health-checked: hc_* are set */
+	uint64_t hc_successes, hc_failures; /**< health probes */
 };
 
 /** One service, with its backends (tombstones last). */
@@ -100,6 +103,8 @@ struct fg_stats_snap {
 	struct fg_stats_core core[FG_MAX_WORKERS];
 	uint32_t n_services;
 	struct fg_stats_service *services;
+	bool has_ctl;                   /**< ctl is set (a control server runs) */
+	struct fg_ctl_counters ctl;     /**< control socket counters */
 };
 
 /** fg_stats_snap_take() flags. */

@@ -21,6 +21,11 @@ ports.  It receives several packets per flow; then:
 - a real Prometheus server (Debian package prometheus; this part is left
   out when it is not installed) scrapes the daemon, reports the target up
   and returns the same per-backend packet counts through its query API;
+- health checks: with a config file, a checked backend whose port is
+  closed goes down; fgctl, telemetry and /metrics all say "down" (they used
+  to disagree: "drained" in telemetry), the probe counters
+  (flowgate_backend_health_checks_total) count successes and failures, and
+  the control socket's counters are exported;
 - a bad --metrics address refuses to start.
 """
 import json
@@ -354,6 +359,64 @@ def check_prometheus(d, port, work):
         log.close()
 
 
+def check_health(build, work):
+    """Health-checked backends: state names and probe counters agree."""
+    up_sock = socket.socket()
+    up_sock.bind(("127.0.0.1", 0))
+    up_sock.listen(64)
+    up_port, down_port, mport = up_sock.getsockname()[1], free_port(), free_port()
+    conf = os.path.join(work, "hc.conf")
+    with open(conf, "w") as f:
+        f.write(f"""port net_pcap0 {{
+    mac 02:00:00:00:00:01;
+    local 10.0.0.1;
+    gateway 10.0.0.254;
+}}
+neighbour 10.0.0.254 02:00:00:00:00:fe;
+service hc-a.1 10.100.0.5:80/tcp {{
+    mode nat;
+    health tcp {{ interval 200ms; timeout 100ms; rise 1; fall 1; }}
+    backend 127.0.0.1:{up_port};
+    backend 127.0.0.1:{down_port};
+}}
+""")
+    d = Daemon(build, work, "hc", frames()[:1], ["-c", conf, "--metrics", f"127.0.0.1:{mport}"])
+    prefix = d.cmd[d.cmd.index("--file-prefix") + 1]
+    try:
+        with d:
+            deadline, st = time.monotonic() + 20, None
+            while time.monotonic() < deadline:
+                st = d.stats()
+                states = {b["port"]: b["state"] for b in st["services"][0]["backends"]}
+                if states == {up_port: "up", down_port: "down"}:
+                    break
+                time.sleep(0.2)
+            expect(states == {up_port: "up", down_port: "down"}, f"health states {states}")
+            (tbe,) = telemetry(prefix, "/flowgate/backends")
+            text = scrape(mport)
+            mx = parse_metrics(text)
+            check_promtool(text, work)   # with the health and control families
+            for port, want in ((up_port, "up"), (down_port, "down")):
+                bn = f"127.0.0.1:{port}"
+                tb = [v for k, v in tbe.items() if key_unescape(k) == f"hc-a.1/{bn}"]
+                expect(len(tb) == 1 and tb[0]["state"] == want,
+                       f"telemetry state of {bn}: {tb}")
+                expect(mx.get(("flowgate_backend_state", frozenset(
+                    {("service", "hc-a.1"), ("backend", bn), ("state", want)}))) == 1,
+                    f"metrics state of {bn} is not {want}")
+                ok = mx.get(("flowgate_backend_health_checks_total", frozenset(
+                    {("service", "hc-a.1"), ("backend", bn), ("result", "success")})))
+                bad = mx.get(("flowgate_backend_health_checks_total", frozenset(
+                    {("service", "hc-a.1"), ("backend", bn), ("result", "failure")})))
+                expect(ok is not None and bad is not None and
+                       (ok >= 1 and bad == 0 if want == "up" else ok == 0 and bad >= 1),
+                       f"probe counters of {bn}: success {ok} failure {bad}")
+            req = mx.get(("flowgate_control_requests_total", frozenset()))
+            expect(req is not None and req >= 1, f"flowgate_control_requests_total {req}")
+    finally:
+        up_sock.close()
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     work = tempfile.mkdtemp(prefix="flowgate-obs.")
@@ -376,13 +439,14 @@ def main():
             expect(len(one) == 3 and all(key_unescape(k).startswith("infer-a.b/")
                                          for k in one), f"backends,infer-a.b: {one}")
         expect("final counters" in d.log, "daemon stopped cleanly")
+        check_health(build, work)
 
         bad = Daemon(build, work, "obsbad", fr[:1], FLAGS + ["--metrics", "nowhere:1"])
         try:
             with bad:
                 expect(False, "--metrics nowhere:1 started")
         except RuntimeError as e:
-            expect(bad.rc == 1 and "flowgate: --metrics nowhere:1: Invalid argument"
+            expect(bad.rc == 2 and "flowgate: --metrics nowhere:1: expected ADDR:PORT"
                    in open(bad.logf).read(), f"bad --metrics: {e}")
     finally:
         if not ERRS:
