@@ -327,6 +327,10 @@ struct fg_flow_info {
 	uint64_t packets, bytes;   /**< both directions summed */
 	uint64_t age_ms;           /**< since the last packet */
 	uint64_t expires_ms;       /**< until expiry */
+	/** flows watch DESTROY events: why the flow ended ("expired", "closed":
+	 *  expired after FIN/RST, "evicted", "deleted"); "" otherwise, and then
+	 *  not written to JSON. */
+	char end_reason[12];
 };
 
 /**

@@ -515,6 +515,17 @@ static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
 			flow_info_fill(&c, &cf, &out[n].flow);
 			snprintf(out[n].type, sizeof(out[n].type), "%s",
 				 ev[j].type == FG_EV_NEW ? "NEW" : "DESTROY");
+			if (ev[j].type == FG_EV_DESTROY) {
+				/* a TCP flow that timed out after its FIN/RST closed */
+				bool closed = ev[j].reason == CT_DESTROY_EXPIRED &&
+					      (cf.e.state == CT_ST_TIME_WAIT ||
+					       cf.e.state == CT_ST_CLOSE);
+
+				snprintf(out[n].flow.end_reason,
+					 sizeof(out[n].flow.end_reason), "%s",
+					 closed ? "closed" : ev[j].reason < CT_DESTROY_MAX ?
+					 ct_destroy_names[ev[j].reason] : "?");
+			}
 		}
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
