@@ -28,6 +28,7 @@ stops cleanly; and without --pdump dumpcap is refused.
 import glob
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -127,6 +128,16 @@ def main():
                 time.sleep(0.05)
             if dc.poll() is not None or not os.path.exists(out):
                 errs.append(f"dpdk-dumpcap rc {dc.poll()}: {dc.communicate()[0]}")
+            # stop the daemon first; its exit with a secondary attached can
+            # take longer than the helper's 20 s under ASan on a busy machine
+            t0 = time.monotonic()
+            d.p.send_signal(signal.SIGINT)
+            try:
+                d.p.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                errs.append("the daemon did not exit within 90 s of SIGINT with "
+                            "dpdk-dumpcap attached")
+            print(f"daemon exit took {time.monotonic() - t0:.1f} s")
         # the daemon stopped cleanly (Daemon.stop checks); dumpcap follows
         try:
             rest = dc.communicate(timeout=30)[0]
