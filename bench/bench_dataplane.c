@@ -6,7 +6,13 @@
  *
  *   flowgate-bench dataplane --flows N --mode dsr-ipip|dsr-gue|nat
  *                            [--workers W] [--new-flows] [--seconds S]
- *                            [--no-testpmd] [--json]
+ *                            [--no-testpmd] [--scrape-ms MS] [--json]
+ *
+ * --scrape-ms MS: a thread beside the workers renders the Prometheus
+ * exposition (fg_metrics_render: the snapshot with every worker's conntrack
+ * counters through its mailbox, what each GET /metrics costs) every MS
+ * milliseconds during the measured window, so runs with and without it
+ * give the scrape's cost to the dataplane (`scrapes` counts them).
  *
  * Traffic: the bench writes a pcap of N distinct 64-byte TCP ACK frames to
  * the mode's VIP (one packet per flow, flows in order; with W workers, W
@@ -42,6 +48,7 @@
 #include <rte_malloc.h>
 
 #include "fg_dp.h"
+#include "fg_metrics.h"
 
 struct gen {
 	struct fg_worker *w;
@@ -332,11 +339,42 @@ static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode,
 	return 0;
 }
 
+struct scraper {
+	struct fg_dp *dp;
+	unsigned int ms;
+	volatile bool stop;
+	uint64_t scrapes;
+	size_t bytes;
+};
+
+/* --scrape-ms: what the metrics thread does per GET, minus the socket */
+static void *scrape_main(void *arg)
+{
+	struct scraper *sc = arg;
+
+	while (!sc->stop) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		if (f != NULL && fg_metrics_render(sc->dp, f) == 0) {
+			fclose(f);
+			sc->scrapes++;
+			sc->bytes = len;
+		} else if (f != NULL) {
+			fclose(f);
+		}
+		free(buf);
+		usleep(sc->ms * 1000u);
+	}
+	return NULL;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: flowgate-bench dataplane --flows N --mode dsr-ipip|"
 		"dsr-gue|nat [--workers W] [--new-flows] [--imix] [--seconds S] "
-		"[--no-testpmd] [--json]\n");
+		"[--no-testpmd] [--scrape-ms MS] [--json]\n");
 }
 
 static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
@@ -359,6 +397,7 @@ int bench_dataplane_main(int argc, char **argv)
 		{"no-testpmd", no_argument, NULL, 'T'},
 		{"imix", no_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},
+		{"scrape-ms", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -367,7 +406,7 @@ int bench_dataplane_main(int argc, char **argv)
 	const char *mode_name = "dsr-ipip";
 	bool new_flows = false, json = false, run_tpmd = true;
 	double seconds = 3, tpmd_before = -1, tpmd_after = -1;
-	unsigned int n_workers = 1;
+	unsigned int n_workers = 1, scrape_ms = 0;
 	int opt;
 
 	optind = 1;
@@ -387,6 +426,7 @@ int bench_dataplane_main(int argc, char **argv)
 		case 'T': run_tpmd = false; break;
 		case 'I': imix = true; break;
 		case 'j': json = true; break;
+		case 'S': scrape_ms = (unsigned int)atoi(optarg); break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -588,6 +628,13 @@ int bench_dataplane_main(int argc, char **argv)
 				rte_delay_us_sleep(10000);
 	}
 
+	struct scraper sc = {.dp = dp, .ms = scrape_ms};
+	pthread_t scrape_thread;
+
+	if (scrape_ms && pthread_create(&scrape_thread, NULL, scrape_main, &sc) != 0) {
+		fprintf(stderr, "flowgate-bench: scrape thread\n");
+		return 1;
+	}
 	uint64_t t0 = rte_rdtsc(), tx0 = sum_cc(dp, FG_CC_tx_packets);
 	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets);
 	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g.generated;
@@ -597,6 +644,10 @@ int bench_dataplane_main(int argc, char **argv)
 	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets);
 	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g.generated;
 
+	if (scrape_ms) {
+		sc.stop = true;
+		pthread_join(scrape_thread, NULL);
+	}
 	g.stop = true;
 	for (unsigned int w = 0; w < n_workers; w++)
 		__atomic_store_n(&dp->workers[w]->stop, true, __ATOMIC_RELAXED);
@@ -636,6 +687,8 @@ int bench_dataplane_main(int argc, char **argv)
 		       tpmd > 0 ? mpps / tpmd : 0);
 		if (new_flows)
 			printf(",\"new_flows_mps\":%.0f", nfps);
+		printf(",\"scrape_ms\":%u,\"scrapes\":%" PRIu64 ",\"scrape_bytes\":%zu",
+		       scrape_ms, sc.scrapes, sc.bytes);
 		printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
 		       mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
 		printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"

@@ -216,6 +216,22 @@ int fg_health_is_up(struct fg_health *h, uint32_t service_id, uint32_t backend_i
 	return r;
 }
 
+int fg_health_counters(struct fg_health *h, uint32_t service_id, uint32_t backend_id,
+		       uint64_t *successes, uint64_t *failures)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&h->lock);
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->t[i].service_id == service_id && h->t[i].backend_id == backend_id) {
+			*successes = h->t[i].successes;
+			*failures = h->t[i].failures;
+			r = 0;
+			break;
+		}
+	pthread_mutex_unlock(&h->lock);
+	return r;
+}
+
 /* ---- probe state machine (called with the lock held) ------------------- */
 
 static void record(struct target *t, bool ok, const char *reason, struct transition *tr,

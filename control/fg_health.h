@@ -82,6 +82,15 @@ int fg_health_update(struct fg_health *h, const struct fg_config *cfg);
 int fg_health_is_up(struct fg_health *h, uint32_t service_id, uint32_t backend_id);
 
 /**
+ * Probe counters of one backend (for /metrics).
+ * @return 0 and *successes / *failures (probes since the backend was first
+ *   checked), or -ENOENT (not checked).
+ * Thread safety: any thread.
+ */
+int fg_health_counters(struct fg_health *h, uint32_t service_id, uint32_t backend_id,
+		       uint64_t *successes, uint64_t *failures);
+
+/**
  * Copies the checker's verdicts into a config: sets
  * fg_backend_cfg::health_down on every backend that is currently down and
  * clears it on all others (unchecked backends count as up).  The daemon's

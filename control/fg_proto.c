@@ -1307,8 +1307,15 @@ bool fg_flow_filter_match(const struct fg_flow_filter *f,
 			return false;
 	}
 	if (f->has_tuple) {
-		if (f->proto != i->proto || f->sport != i->sport || f->dport != i->dport ||
-		    !fg_addr_equal(&f->src, &i->src) || !fg_addr_equal(&f->dst, &i->dst))
+		/* either direction: the client's tuple, or for NAT the reply
+		 * tuple a backend sees (backend:port -> balancer NAT addr:port) */
+		bool fwd = f->sport == i->sport && f->dport == i->dport &&
+			   fg_addr_equal(&f->src, &i->src) && fg_addr_equal(&f->dst, &i->dst);
+		bool reply = i->nat_addr.family && i->backend.family &&
+			     f->sport == i->backend_port && f->dport == i->nat_port &&
+			     fg_addr_equal(&f->src, &i->backend) &&
+			     fg_addr_equal(&f->dst, &i->nat_addr);
+		if (f->proto != i->proto || (!fwd && !reply))
 			return false;
 	}
 	return true;
@@ -1359,6 +1366,8 @@ static void flow_info_to_json_slow(struct fg_json_writer *w, const char *key,
 	fg_jw_u64(w, "age_ms", f->age_ms);
 	fg_jw_u64(w, "expires_ms", f->expires_ms);
 	fg_jw_u64(w, "flags", f->flags);
+	if (f->end_reason[0])
+		fg_jw_str(w, "reason", f->end_reason);
 	fg_jw_obj_close(w);
 }
 
@@ -1403,7 +1412,8 @@ void fg_flow_info_to_json(struct fg_json_writer *w, const char *key,
 {
 	/* A listing writes a million of these: build the object in one buffer
 	 * with constant keys instead of ~25 writer calls (3-4x faster). */
-	if (!json_plain(f->state, sizeof(f->state)) || !json_plain(f->service, sizeof(f->service))) {
+	if (!json_plain(f->state, sizeof(f->state)) || !json_plain(f->service, sizeof(f->service)) ||
+	    f->end_reason[0]) {
 		flow_info_to_json_slow(w, key, f);
 		return;
 	}
@@ -1529,6 +1539,8 @@ int fg_flow_info_from_json(const struct fg_json *o, struct fg_flow_info *f)
 	f->backend_port = (uint16_t)u;
 	if (!fg_json_get_u64(o, "nat_port", &u) && u <= 65535)
 		f->nat_port = (uint16_t)u;
+	if (!fg_json_get_str(o, "reason", &s))
+		snprintf(f->end_reason, sizeof(f->end_reason), "%s", s);
 	if (fg_json_get_i64(o, "core", &i) || i < -1 || i > INT32_MAX)
 		return -EINVAL;
 	f->core = (int32_t)i;

@@ -330,6 +330,10 @@ struct fg_flow_info {
 	uint64_t packets, bytes;   /**< both directions summed */
 	uint64_t age_ms;           /**< since the last packet */
 	uint64_t expires_ms;       /**< until expiry */
+	/** flows watch DESTROY events: why the flow ended ("expired", "closed":
+	 *  expired after FIN/RST, "evicted", "deleted"); "" otherwise, and then
+	 *  not written to JSON. */
+	char end_reason[12];
 };
 
 /**
@@ -345,7 +349,8 @@ struct fg_flow_filter {
 	char state_name[16];  /**< same, by name ("" = any) */
 	int32_t core;         /**< -1 = any */
 	uint64_t limit;       /**< 0 = no limit (list/delete stop after limit matches) */
-	bool has_tuple;       /**< exact request tuple (flows get) */
+	bool has_tuple;       /**< exact tuple (flows get): the client's, or a NAT
+				   flow's reply tuple (backend:port -> nat addr:port) */
 	struct fg_addr src, dst;
 	uint16_t sport, dport;
 	uint8_t proto;

@@ -601,8 +601,12 @@ static int item_watch(const struct fg_proto_resp *resp, const char *line, size_t
 		printf("%s\n", w.buf ? w.buf : "{}");
 		fg_jw_fini(&w);
 	} else {
+		const char *why = NULL;
+
 		printf("[%-7s] ", resp->event ? resp->event : "?");
 		print_flow_row(resp->data);
+		if (!fg_json_get_str(resp->data, "reason", &why))
+			printf("%-10s  reason: %s\n", "", why);
 	}
 	fflush(stdout);
 	return 0;

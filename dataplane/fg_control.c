@@ -18,6 +18,7 @@
 #include "fg_dp.h"
 #include "fg_health.h"
 #include "fg_proto.h"
+#include "fg_stats.h"
 
 #define MBOX_TIMEOUT_US (30ull * 1000 * 1000)
 
@@ -444,35 +445,19 @@ static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen
 
 /* ------------------------------------------------------------- stats */
 
+/* Renders the snapshot (fg_stats.h) that telemetry and /metrics render
+ * too: one source for names, states and sums. */
 static void write_core(struct fg_json_writer *w, const char *key,
-		       const struct fg_dp *dp, int core)
+		       const struct fg_stats_core *c)
 {
 	fg_jw_obj_open(w, key);
-	for (int c = 0; c < FG_CC_MAX; c++) {
-		uint64_t v = 0;
-
-		for (unsigned int i = 0; i < dp->n_workers; i++)
-			if (core < 0 || (unsigned int)core == i)
-				v += dp->workers[i]->cc[c];
-		fg_jw_u64(w, fg_core_counter_names[c], v);
-	}
-	for (int c = 0; c < FG_DC_MAX; c++) {
-		uint64_t v = 0;
-
-		for (unsigned int i = 0; i < dp->n_workers; i++)
-			if (core < 0 || (unsigned int)core == i)
-				v += dp->workers[i]->dc[c];
-		fg_jw_u64(w, fg_dp_counter_names[c], v);
-	}
+	for (int i = 0; i < FG_CC_MAX; i++)
+		fg_jw_u64(w, fg_core_counter_names[i], c->cc[i]);
+	for (int i = 0; i < FG_DC_MAX; i++)
+		fg_jw_u64(w, fg_dp_counter_names[i], c->dc[i]);
 	fg_jw_obj_open(w, "drops_by_reason");
-	for (int r = 1; r < FG_DROP_MAX; r++) {
-		uint64_t v = 0;
-
-		for (unsigned int i = 0; i < dp->n_workers; i++)
-			if (core < 0 || (unsigned int)core == i)
-				v += dp->workers[i]->drops[r];
-		fg_jw_u64(w, fg_drop_names[r], v);
-	}
+	for (int r = 1; r < FG_DROP_MAX; r++)
+		fg_jw_u64(w, fg_drop_names[r], c->drops[r]);
 	fg_jw_obj_close(w);
 	fg_jw_obj_close(w);
 }
@@ -481,70 +466,53 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 		    void *ctx)
 {
 	struct fg_dp *dp = ctx;
-	int idx = -1;
+	struct fg_stats_snap *sn;
+	int rc = fg_stats_snap_take(dp, service, 0, &sn);
 
-	pthread_mutex_lock(&dp->cfg_lock);
-	const struct fg_lb_table *lb = dp->lb;
-
-	if (service != NULL) {
-		idx = fg_config_find_service(lb->cfg, service);
-		if (idx < 0) {
-			pthread_mutex_unlock(&dp->cfg_lock);
-			return -ENOENT;
-		}
-	}
+	if (rc < 0)
+		return rc;
 	fg_jw_obj_open(w, NULL);
-	fg_jw_u64(w, "workers", dp->n_workers);
-	fg_jw_bool(w, "sw_rss", dp->sw_rss);
-	write_core(w, "total", dp, -1);
+	fg_jw_u64(w, "workers", sn->n_workers);
+	fg_jw_bool(w, "sw_rss", sn->sw_rss);
+	write_core(w, "total", &sn->total);
 	if (per_core) {
 		fg_jw_arr_open(w, "per_core");
-		for (unsigned int i = 0; i < dp->n_workers; i++)
-			write_core(w, NULL, dp, (int)i);
+		for (unsigned int i = 0; i < sn->n_workers; i++)
+			write_core(w, NULL, &sn->core[i]);
 		fg_jw_arr_close(w);
 	}
 	fg_jw_arr_open(w, "ports");
-	for (unsigned int p = 0; p < dp->n_ports; p++) {
-		uint64_t pc[FG_PC_MAX];
-
-		fg_port_counters(dp, p, pc);
+	for (unsigned int p = 0; p < sn->n_ports; p++) {
 		fg_jw_obj_open(w, NULL);
 		fg_jw_u64(w, "port", p);
-		fg_jw_str(w, "name", dp->cfg->ports[p].name);
+		fg_jw_str(w, "name", sn->port[p].name);
 		for (int c = 0; c < FG_PC_MAX; c++)
-			fg_jw_u64(w, fg_port_counter_names[c], pc[c]);
+			fg_jw_u64(w, fg_port_counter_names[c], sn->port[p].c[c]);
 		fg_jw_obj_close(w);
 	}
 	fg_jw_arr_close(w);
 	fg_jw_arr_open(w, "services");
-	for (uint32_t i = 0; i < lb->n_services; i++) {
-		const struct fg_lb_service *s = &lb->services[i];
-		char buf[96];
+	for (uint32_t i = 0; i < sn->n_services; i++) {
+		const struct fg_stats_service *s = &sn->services[i];
 
-		if (idx >= 0 && (uint32_t)idx != i)
-			continue;
 		fg_jw_obj_open(w, NULL);
 		fg_jw_u64(w, "id", s->id);
 		fg_jw_str(w, "name", s->name);
-		fg_jw_str(w, "service", fg_service_spec_format(&s->vip,
-			  rte_be_to_cpu_16(s->port_be), s->proto, buf, sizeof(buf)));
+		fg_jw_str(w, "service", s->spec);
 		for (int c = 0; c < FG_SC_MAX; c++)
-			fg_jw_u64(w, fg_service_counter_names[c],
-				  fg_lb_svc_counter(lb, dp->n_workers, s, c));
+			fg_jw_u64(w, fg_service_counter_names[c], s->c[c]);
 		fg_jw_arr_open(w, "backends");
 		for (uint32_t j = 0; j < s->n_backends; j++) {
-			const struct fg_lb_backend *b = &s->backends[j];
+			const struct fg_stats_backend *b = &s->backends[j];
 
 			fg_jw_obj_open(w, NULL);
 			fg_jw_u64(w, "id", b->id);
-			fg_jw_str(w, "addr", fg_addr_format(&b->addr, buf, sizeof(buf)));
-			fg_jw_u64(w, "port", rte_be_to_cpu_16(b->port_be));
+			fg_jw_str(w, "addr", b->addr_str);
+			fg_jw_u64(w, "port", b->port);
 			fg_jw_u64(w, "weight", b->weight);
-			fg_jw_str(w, "state", b->gone ? "gone" : b->usable ? "up" :
-				  b->health_down ? "down" : "drained");
+			fg_jw_str(w, "state", fg_stats_backend_state_names[b->state]);
 			for (int c = 0; c < FG_BC_MAX; c++)
-				fg_jw_u64(w, fg_backend_counter_names[c],
-					  fg_lb_be_counter(lb, dp->n_workers, b, c));
+				fg_jw_u64(w, fg_backend_counter_names[c], b->c[c]);
 			fg_jw_obj_close(w);
 		}
 		fg_jw_arr_close(w);
@@ -552,7 +520,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 	}
 	fg_jw_arr_close(w);
 	fg_jw_obj_close(w);
-	pthread_mutex_unlock(&dp->cfg_lock);
+	fg_stats_snap_free(sn);
 	return fg_jw_error(w);
 }
 
@@ -609,6 +577,17 @@ static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
 			flow_info_fill(&c, &cf, &out[n].flow);
 			snprintf(out[n].type, sizeof(out[n].type), "%s",
 				 ev[j].type == FG_EV_NEW ? "NEW" : "DESTROY");
+			if (ev[j].type == FG_EV_DESTROY) {
+				/* a TCP flow that timed out after its FIN/RST closed */
+				bool closed = ev[j].reason == CT_DESTROY_EXPIRED &&
+					      (cf.e.state == CT_ST_TIME_WAIT ||
+					       cf.e.state == CT_ST_CLOSE);
+
+				snprintf(out[n].flow.end_reason,
+					 sizeof(out[n].flow.end_reason), "%s",
+					 closed ? "closed" : ev[j].reason < CT_DESTROY_MAX ?
+					 ct_destroy_names[ev[j].reason] : "?");
+			}
 		}
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
@@ -741,6 +720,22 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 			       "backend %s deleted\n", (long long)n, name, addr);
 	}
 	fflush(stdout);
+	return 0;
+}
+
+int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
+			  uint64_t *successes, uint64_t *failures)
+{
+	if (g_health == NULL)
+		return -ENOENT;
+	return fg_health_counters(g_health, service_id, backend_id, successes, failures);
+}
+
+int fg_dp_ctl_counters(struct fg_ctl_counters *out)
+{
+	if (g_srv == NULL)
+		return -ENOENT;
+	fg_ctl_server_counters(g_srv, out);
 	return 0;
 }
 

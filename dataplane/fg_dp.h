@@ -527,17 +527,21 @@ int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out);
 /** Loads a config file with control/fg_config_parse (errors printed as
  *  file:line: reason).  @return 0 or -errno. */
 int fg_dp_config_load(const char *path, struct fg_config *out);
+/** Health-check probe counters of a backend, from the running checker.
+ *  Any non-worker thread.  @return 0, or -ENOENT (no checker / not checked). */
+int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
+			  uint64_t *successes, uint64_t *failures);
+struct fg_ctl_counters;
+/** Control socket counters.  Any non-worker thread.  @return 0, or
+ *  -ENOENT (no control server). */
+int fg_dp_ctl_counters(struct fg_ctl_counters *out);
 /** Creates the control socket and starts its thread; @p idle_timeout_ms
  *  as fg_ctl_server_params::idle_timeout_ms (0 = default, < 0 = never).
  *  @return 0 or -errno. */
 int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms);
 void fg_control_stop(struct fg_dp *dp);
 
-/* fg_stats.c */
-int fg_stats_telemetry_register(struct fg_dp *dp);
-void fg_stats_print(struct fg_dp *dp, FILE *f);
-uint64_t fg_stats_core_sum(const struct fg_dp *dp, enum fg_core_counter c);
-uint64_t fg_stats_drop_sum(const struct fg_dp *dp, enum fg_drop d);
+/* fg_stats.c, fg_metrics.c: see fg_stats.h and fg_metrics.h */
 
 #ifdef __cplusplus
 }

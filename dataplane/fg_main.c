@@ -19,10 +19,13 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_pdump.h>
 
 #include "fg_config_parse.h"
 #include "fg_dp.h"
+#include "fg_metrics.h"
 #include "fg_proto.h"
+#include "fg_stats.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -46,6 +49,11 @@ static void usage(const char *prog)
 		"                           itself (SSH, BGP, ping to a local address)\n"
 		"      --ctl-idle-timeout SEC  close control clients silent this long (default 30,\n"
 		"                           0 = never; flows watch clients are exempt)\n"
+		"      --metrics ADDR:PORT  serve Prometheus GET /metrics there (off by default;\n"
+		"                           bind a management address: no authentication)\n"
+		"      --pdump              let dpdk-dumpcap / dpdk-pdump capture (needs shared\n"
+		"                           hugepage memory; see docs/OBSERVABILITY.md: ending a\n"
+		"                           capture under traffic can crash DPDK 22.11)\n"
 		"      --gpu[=graph|persistent]  parse and hash bursts on the GPU (CUDA builds;\n"
 		"                           default launch mode graph; see gpu/fg_gpu.h)\n"
 		"      --icmp-rate N        ICMP errors (frag-needed, packet-too-big,\n"
@@ -441,7 +449,7 @@ enum {
 	OPT_WORKERS = 256, OPT_SW_RSS, OPT_CT_CAP, OPT_MBUFS, OPT_GPU,
 	OPT_SERVICE, OPT_BACKEND, OPT_LOCAL, OPT_GATEWAY, OPT_NEIGH,
 	OPT_PORT_MAC, OPT_FLOOD, OPT_MTU, OPT_HOST_TAP, OPT_ICMP_RATE,
-	OPT_CTL_IDLE,
+	OPT_CTL_IDLE, OPT_METRICS, OPT_PDUMP,
 };
 
 static const struct option long_opts[] = {
@@ -454,6 +462,8 @@ static const struct option long_opts[] = {
 	{"mbufs", required_argument, NULL, OPT_MBUFS},
 	{"gpu", optional_argument, NULL, OPT_GPU},
 	{"host-tap", optional_argument, NULL, OPT_HOST_TAP},
+	{"metrics", required_argument, NULL, OPT_METRICS},
+	{"pdump", no_argument, NULL, OPT_PDUMP},
 	{"service", required_argument, NULL, OPT_SERVICE},
 	{"backend", required_argument, NULL, OPT_BACKEND},
 	{"local", required_argument, NULL, OPT_LOCAL},
@@ -472,7 +482,9 @@ int main(int argc, char **argv)
 	struct fg_dp *dp;
 	struct opt_cfg oc;
 	const char *config_file = NULL, *socket_path = NULL, *gpu_mode = NULL;
-	const char *host_tap = NULL;
+	const char *host_tap = NULL, *metrics_addr = NULL;
+	struct fg_metrics *metrics = NULL;
+	bool pdump = false;
 	unsigned int want_workers = 0, n_mbufs = 65535;
 	uint16_t port_mtu[FG_MAX_PORTS] = {0};
 	int sw_rss = -1, rc, opt;
@@ -534,6 +546,19 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_METRICS: {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+
+			metrics_addr = optarg;
+			if (fg_metrics_listen_parse(optarg, &ss, &sl) < 0) {
+				fprintf(stderr, "flowgate: --metrics %s: expected ADDR:PORT "
+					"or [V6ADDR]:PORT, numeric\n", optarg);
+				rc = -EINVAL;
+			}
+			break;
+		}
+		case OPT_PDUMP: pdump = true; break;
 		case OPT_MBUFS: n_mbufs = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case OPT_ICMP_RATE: {
 			char *end;
@@ -575,6 +600,7 @@ int main(int argc, char **argv)
 		}
 		if (rc < 0) {
 			usage(argv[0]);
+			free(oc.cfg.services);
 			rte_eal_cleanup();
 			return 2;
 		}
@@ -742,7 +768,22 @@ int main(int argc, char **argv)
 		return 1;
 	if (host_tap != NULL && fg_host_setup(dp, host_tap) < 0)
 		return 1;
-	fg_stats_telemetry_register(dp);
+	/* dpdk-dumpcap / dpdk-pdump: secondary processes that need the shared
+	 * config, so not under --in-memory / --no-shconf (then this fails) */
+	if (pdump && rte_pdump_init() < 0) {
+		fprintf(stderr, "flowgate: --pdump: %s (a capture needs shared "
+			"hugepage memory: a --file-prefix, no --in-memory, --no-shconf "
+			"or --no-huge)\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	if (fg_stats_telemetry_register(dp) < 0)
+		fprintf(stderr, "flowgate: warning: some /flowgate/ telemetry commands "
+			"were not registered\n");
+	rc = metrics_addr ? fg_metrics_start(dp, metrics_addr, &metrics) : 0;
+	if (rc < 0) {
+		fprintf(stderr, "flowgate: --metrics %s: %s\n", metrics_addr, strerror(-rc));
+		return 1;
+	}
 	rc = fg_control_start(dp, socket_path, ctl_idle_ms);
 	if (rc < 0)
 		return 1;
@@ -780,12 +821,15 @@ int main(int argc, char **argv)
 	/* control side first, while the workers still answer their mailboxes:
 	 * the health checker applies configs and may walk shards (on_fail
 	 * reset), the control thread may be in a flows walk */
+	fg_metrics_stop(metrics);
 	fg_control_stop(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		__atomic_store_n(&dp->workers[i]->stop, true, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
 	fg_stats_print(dp, stdout);
 	fflush(stdout);
+	if (pdump)
+		rte_pdump_uninit();
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		rte_eth_dev_stop(dp->ports[p].port_id);
 		rte_eth_dev_close(dp->ports[p].port_id);

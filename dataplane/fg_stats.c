@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Counters: per-core plain uint64_t arrays (struct fg_worker, and the
- * per-core rows of struct fg_lb_table), summed on read.  Exposed as DPDK
- * telemetry commands under /flowgate/ and printed at exit.
+ * The stats model (fg_stats.h): the snapshot every reader renders, the
+ * /flowgate/ telemetry commands and the counters printed at exit.
  *
- * Readers run on the telemetry thread: they take fg_dp::cfg_lock so the
- * service table they walk is not freed under them (the lock is never taken
- * on the packet path), and read the workers' counters racily, which is fine
- * for 64-bit aligned counters on the supported 64-bit targets.
+ * Readers run on control-side threads (control, telemetry, metrics): they
+ * take fg_dp::cfg_lock so the service table they walk is not freed under
+ * them (the lock is never taken on the packet path), and read the workers'
+ * counters racily, which is fine for 64-bit aligned counters on the
+ * supported 64-bit targets.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,199 +16,395 @@
 
 #include <rte_telemetry.h>
 
+#include "fg_config_parse.h"
 #include "fg_dp.h"
 #include "fg_proto.h"
+#include "fg_stats.h"
+
+const char *const fg_stats_backend_state_names[FG_STATS_BE_MAX] = {
+#define FG_X(n, d) #n,
+	FG_STATS_BACKEND_STATE_LIST(FG_X)
+#undef FG_X
+};
+
+const char *const fg_stats_backend_state_help[FG_STATS_BE_MAX] = {
+#define FG_X(n, d) d,
+	FG_STATS_BACKEND_STATE_LIST(FG_X)
+#undef FG_X
+};
+
+const char *const fg_dp_counter_help[FG_DC_MAX] = {
+#define FG_X(n, d) d,
+	FG_DP_COUNTER_LIST(FG_X)
+#undef FG_X
+};
+
+enum fg_stats_backend_state fg_stats_backend_state(const struct fg_lb_backend *b)
+{
+	if (b->gone)
+		return FG_STATS_BE_gone;
+	if (b->usable)
+		return FG_STATS_BE_up;
+	return b->health_down ? FG_STATS_BE_down : FG_STATS_BE_drained;
+}
+
+/* ----------------------------------------------------------- snapshot */
+
+static void core_add(struct fg_stats_core *sum, const struct fg_stats_core *c)
+{
+	for (int i = 0; i < FG_CC_MAX; i++)
+		sum->cc[i] += c->cc[i];
+	for (int i = 0; i < FG_DC_MAX; i++)
+		sum->dc[i] += c->dc[i];
+	for (int i = 0; i < FG_DROP_MAX; i++)
+		sum->drops[i] += c->drops[i];
+	if (!c->has_ct)
+		return;
+	sum->has_ct = true;
+#define CT_X(n) sum->ct.n += c->ct.n;
+	CT_COUNTER_LIST(CT_X)
+#undef CT_X
+	for (int i = 0; i < CT_INSFAIL_MAX; i++)
+		sum->ct.insert_fail_by[i] += c->ct.insert_fail_by[i];
+	for (int i = 0; i < CT_EVICT_MAX; i++)
+		sum->ct.evictions[i] += c->ct.evictions[i];
+	for (int i = 0; i < CT_ST_MAX; i++) {
+		sum->ct.expired[i] += c->ct.expired[i];
+		sum->ct.live[i] += c->ct.live[i];
+	}
+}
+
+static void service_fill(const struct fg_lb_table *lb, unsigned int n_workers,
+			 const struct fg_lb_service *s, struct fg_stats_service *o)
+{
+	o->id = s->id;
+	snprintf(o->name, sizeof(o->name), "%s", s->name);
+	fg_service_spec_format(&s->vip, rte_be_to_cpu_16(s->port_be), s->proto,
+			       o->spec, sizeof(o->spec));
+	o->label = o->name[0] ? o->name : o->spec;
+	o->mode = fg_mode_name(s->mode);
+	o->sched = fg_sched_name(s->sched);
+	o->n_live = s->n_live;
+	o->n_usable = s->n_usable;
+	for (int c = 0; c < FG_SC_MAX; c++)
+		o->c[c] = fg_lb_svc_counter(lb, n_workers, s, c);
+	for (uint32_t j = 0; j < o->n_backends; j++) {
+		const struct fg_lb_backend *b = &s->backends[j];
+		struct fg_stats_backend *ob = &o->backends[j];
+
+		ob->id = b->id;
+		ob->addr = b->addr;
+		ob->port = rte_be_to_cpu_16(b->port_be);
+		ob->weight = b->weight;
+		ob->state = fg_stats_backend_state(b);
+		fg_addr_format(&b->addr, ob->addr_str, sizeof(ob->addr_str));
+		for (int c = 0; c < FG_BC_MAX; c++)
+			ob->c[c] = fg_lb_be_counter(lb, n_workers, b, c);
+	}
+}
+
+int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags,
+		       struct fg_stats_snap **out)
+{
+	struct fg_stats_snap *sn = calloc(1, sizeof(*sn));
+	int rc = 0, only = -1;
+
+	if (sn == NULL)
+		return -ENOMEM;
+	sn->n_workers = dp->n_workers;
+	sn->sw_rss = dp->sw_rss;
+	sn->ct_capacity = dp->ct_capacity;
+	for (unsigned int i = 0; i < dp->n_workers; i++) {
+		const struct fg_worker *w = dp->workers[i];
+		struct fg_stats_core *c = &sn->core[i];
+
+		memcpy(c->cc, w->cc, sizeof(c->cc));
+		memcpy(c->dc, w->dc, sizeof(c->dc));
+		memcpy(c->drops, w->drops, sizeof(c->drops));
+	}
+
+	sn->n_ports = dp->n_ports;
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		snprintf(sn->port[p].name, sizeof(sn->port[p].name), "%s",
+			 dp->cfg ? dp->cfg->ports[p].name : "");
+		sn->port[p].ok = fg_port_counters(dp, p, sn->port[p].c) == 0;
+	}
+	pthread_mutex_lock(&dp->cfg_lock);
+	const struct fg_lb_table *lb = dp->lb;
+
+	if (service != NULL) {
+		only = lb ? fg_config_find_service(lb->cfg, service) : -ENOENT;
+		if (only < 0)
+			rc = -ENOENT;
+	}
+	uint32_t n = lb == NULL || rc < 0 ? 0 : only >= 0 ? 1 : lb->n_services;
+
+	if (n) {
+		sn->services = calloc(n, sizeof(*sn->services));
+		if (sn->services == NULL)
+			rc = -ENOMEM;
+	}
+	for (uint32_t i = 0, k = 0; rc == 0 && k < n; i++) {
+		const struct fg_lb_service *s = &lb->services[i];
+		struct fg_stats_service *o = &sn->services[k];
+
+		if (only >= 0 && (uint32_t)only != i)
+			continue;
+		o->backends = calloc(s->n_backends ? s->n_backends : 1,
+				     sizeof(*o->backends));
+		if (o->backends == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		o->n_backends = s->n_backends;
+		service_fill(lb, dp->n_workers, s, o);
+		sn->n_services = ++k;
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	if (rc < 0) {
+		fg_stats_snap_free(sn);
+		return rc;
+	}
+	/* the checker's and the control server's own locks, after cfg_lock:
+	 * neither calls back into the dataplane while holding them */
+	for (uint32_t i = 0; i < sn->n_services; i++)
+		for (uint32_t j = 0; j < sn->services[i].n_backends; j++) {
+			struct fg_stats_backend *b = &sn->services[i].backends[j];
+
+			b->checked = b->state != FG_STATS_BE_gone &&
+				     fg_dp_health_counters(sn->services[i].id, b->id,
+							   &b->hc_successes,
+							   &b->hc_failures) == 0;
+		}
+	sn->has_ctl = fg_dp_ctl_counters(&sn->ctl) == 0;
+
+	for (unsigned int i = 0; (flags & FG_STATS_SNAP_CT) && i < dp->n_workers; i++)
+		sn->core[i].has_ct = fg_dp_ct_stats(dp, i, &sn->core[i].ct) == 0;
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		core_add(&sn->total, &sn->core[i]);
+	*out = sn;
+	return 0;
+}
+
+void fg_stats_snap_free(struct fg_stats_snap *s)
+{
+	if (s == NULL)
+		return;
+	for (uint32_t i = 0; i < s->n_services; i++)
+		free(s->services[i].backends);
+	free(s->services);
+	free(s);
+}
+
+int fg_stats_key_escape(const char *in, char *out, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			     (*p >= '0' && *p <= '9');
+		size_t need = plain ? 1 : 3;
+
+		if (o + need >= len)
+			return -ENAMETOOLONG;
+		if (plain) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '_';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	if (o >= len)
+		return -ENAMETOOLONG;
+	out[o] = '\0';
+	return (int)o;
+}
+
+/* ---------------------------------------------------------- telemetry */
 
 static struct fg_dp *g_dp;
 
-uint64_t fg_stats_core_sum(const struct fg_dp *dp, enum fg_core_counter c)
-{
-	uint64_t s = 0;
-
-	for (unsigned int i = 0; i < dp->n_workers; i++)
-		s += dp->workers[i]->cc[c];
-	return s;
-}
-
-uint64_t fg_stats_drop_sum(const struct fg_dp *dp, enum fg_drop d)
-{
-	uint64_t s = 0;
-
-	for (unsigned int i = 0; i < dp->n_workers; i++)
-		s += dp->workers[i]->drops[d];
-	return s;
-}
-
-static uint64_t dc_sum(const struct fg_dp *dp, enum fg_dp_counter c)
-{
-	uint64_t s = 0;
-
-	for (unsigned int i = 0; i < dp->n_workers; i++)
-		s += dp->workers[i]->dc[c];
-	return s;
-}
-
-static void svc_label(const struct fg_lb_service *s, char *buf, size_t len)
-{
-	if (s->name[0])
-		snprintf(buf, len, "%s", s->name);
-	else
-		fg_service_spec_format(&s->vip, rte_be_to_cpu_16(s->port_be),
-				       s->proto, buf, len);
-}
-
 static int tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct fg_dp *dp = g_dp;
-	struct rte_tel_data *drops = rte_tel_data_alloc();
+	struct fg_stats_snap *sn;
+	struct rte_tel_data *drops;
+	int rc = fg_stats_snap_take(g_dp, NULL, 0, &sn);
 
-	if (drops == NULL)
+	if (rc < 0)
+		return rc;
+	drops = rte_tel_data_alloc();
+	if (drops == NULL) {
+		fg_stats_snap_free(sn);
 		return -ENOMEM;
+	}
 	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "workers", dp->n_workers);
-	rte_tel_data_add_dict_u64(d, "sw_rss", dp->sw_rss);
+	rte_tel_data_add_dict_u64(d, "workers", sn->n_workers);
+	rte_tel_data_add_dict_u64(d, "sw_rss", sn->sw_rss);
 	for (int c = 0; c < FG_CC_MAX; c++)
-		rte_tel_data_add_dict_u64(d, fg_core_counter_names[c],
-					  fg_stats_core_sum(dp, c));
+		rte_tel_data_add_dict_u64(d, fg_core_counter_names[c], sn->total.cc[c]);
 	for (int c = 0; c < FG_DC_MAX; c++)
-		rte_tel_data_add_dict_u64(d, fg_dp_counter_names[c], dc_sum(dp, c));
+		rte_tel_data_add_dict_u64(d, fg_dp_counter_names[c], sn->total.dc[c]);
 	rte_tel_data_start_dict(drops);
 	for (int r = 1; r < FG_DROP_MAX; r++)
-		rte_tel_data_add_dict_u64(drops, fg_drop_names[r],
-					  fg_stats_drop_sum(dp, r));
+		rte_tel_data_add_dict_u64(drops, fg_drop_names[r], sn->total.drops[r]);
 	rte_tel_data_add_dict_container(d, "drops_by_reason", drops, 0);
-	for (unsigned int p = 0; p < dp->n_ports; p++) {
+	for (unsigned int p = 0; p < sn->n_ports; p++) {
 		struct rte_tel_data *pd = rte_tel_data_alloc();
-		uint64_t pc[FG_PC_MAX];
 		char name[16];
 
 		if (pd == NULL)
 			break;
-		fg_port_counters(dp, p, pc);
 		rte_tel_data_start_dict(pd);
 		for (int c = 0; c < FG_PC_MAX; c++)
-			rte_tel_data_add_dict_u64(pd, fg_port_counter_names[c], pc[c]);
+			rte_tel_data_add_dict_u64(pd, fg_port_counter_names[c],
+						  sn->port[p].c[c]);
 		snprintf(name, sizeof(name), "port%u", p);
 		rte_tel_data_add_dict_container(d, name, pd, 0);
 	}
+	fg_stats_snap_free(sn);
 	return 0;
 }
 
 static int tel_services(const char *cmd, const char *params,
 			struct rte_tel_data *d)
 {
-	struct fg_dp *dp = g_dp;
+	struct fg_stats_snap *sn;
+	int rc = fg_stats_snap_take(g_dp, NULL, 0, &sn);
 
+	if (rc < 0)
+		return rc;
 	rte_tel_data_start_dict(d);
-	pthread_mutex_lock(&dp->cfg_lock);
-	const struct fg_lb_table *lb = dp->lb;
+	for (uint32_t i = 0; i < sn->n_services; i++) {
+		const struct fg_stats_service *s = &sn->services[i];
+		struct rte_tel_data *sd;
+		char key[RTE_TEL_MAX_STRING_LEN];
 
-	for (uint32_t i = 0; lb && i < lb->n_services; i++) {
-		const struct fg_lb_service *s = &lb->services[i];
-		struct rte_tel_data *sd = rte_tel_data_alloc();
-		char name[96];
-
+		if (fg_stats_key_escape(s->label, key, sizeof(key)) < 0)
+			snprintf(key, sizeof(key), "id%u", s->id);
+		sd = rte_tel_data_alloc();
 		if (sd == NULL)
 			break;
 		rte_tel_data_start_dict(sd);
 		rte_tel_data_add_dict_u64(sd, "id", s->id);
-		rte_tel_data_add_dict_string(sd, "mode", s->mode == FG_MODE_NAT ? "nat" :
-					     s->mode == FG_MODE_DSR_GUE ? "dsr-gue" :
-					     "dsr-ipip");
+		rte_tel_data_add_dict_string(sd, "name", s->name);
+		rte_tel_data_add_dict_string(sd, "service", s->spec);
+		rte_tel_data_add_dict_string(sd, "mode", s->mode);
+		rte_tel_data_add_dict_string(sd, "sched", s->sched);
 		rte_tel_data_add_dict_u64(sd, "backends", s->n_live);
 		rte_tel_data_add_dict_u64(sd, "usable_backends", s->n_usable);
 		for (int c = 0; c < FG_SC_MAX; c++)
-			rte_tel_data_add_dict_u64(sd, fg_service_counter_names[c],
-						  fg_lb_svc_counter(lb, dp->n_workers, s, c));
-		svc_label(s, name, sizeof(name));
-		rte_tel_data_add_dict_container(d, name, sd, 0);
+			rte_tel_data_add_dict_u64(sd, fg_service_counter_names[c], s->c[c]);
+		if (rte_tel_data_add_dict_container(d, key, sd, 0) < 0)
+			rte_tel_data_free(sd);
 	}
-	pthread_mutex_unlock(&dp->cfg_lock);
+	fg_stats_snap_free(sn);
 	return 0;
 }
 
 static int tel_backends(const char *cmd, const char *params,
 			struct rte_tel_data *d)
 {
-	struct fg_dp *dp = g_dp;
+	struct fg_stats_snap *sn;
+	int rc = fg_stats_snap_take(g_dp, params && params[0] ? params : NULL, 0, &sn);
 
 	rte_tel_data_start_dict(d);
-	pthread_mutex_lock(&dp->cfg_lock);
-	const struct fg_lb_table *lb = dp->lb;
+	if (rc == -ENOENT)
+		return 0;       /* no such service: an empty dict */
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < sn->n_services; i++) {
+		const struct fg_stats_service *s = &sn->services[i];
+		char skey[RTE_TEL_MAX_STRING_LEN];
 
-	for (uint32_t i = 0; lb && i < lb->n_services; i++) {
-		const struct fg_lb_service *s = &lb->services[i];
-		char sname[96];
-
-		svc_label(s, sname, sizeof(sname));
-		if (params && params[0] && strcmp(params, sname) != 0)
-			continue;
+		if (fg_stats_key_escape(s->label, skey, sizeof(skey)) < 0)
+			snprintf(skey, sizeof(skey), "id%u", s->id);
 		for (uint32_t j = 0; j < s->n_backends; j++) {
-			const struct fg_lb_backend *b = &s->backends[j];
-			struct rte_tel_data *bd = rte_tel_data_alloc();
-			char addr[64], name[RTE_TEL_MAX_STRING_LEN + 64];
+			const struct fg_stats_backend *b = &s->backends[j];
+			struct rte_tel_data *bd;
+			char bname[80], bkey[RTE_TEL_MAX_STRING_LEN], key[2 * RTE_TEL_MAX_STRING_LEN];
 
+			if (b->port)
+				snprintf(bname, sizeof(bname), b->addr.family == AF_INET6 ?
+					 "[%s]:%u" : "%s:%u", b->addr_str, b->port);
+			else
+				snprintf(bname, sizeof(bname), "%s", b->addr_str);
+			/* service/backend, or service/id<N> where that is too long */
+			if (fg_stats_key_escape(bname, bkey, sizeof(bkey)) < 0 ||
+			    strlen(skey) + 1 + strlen(bkey) >= RTE_TEL_MAX_STRING_LEN)
+				snprintf(bkey, sizeof(bkey), "id%u", b->id);
+			snprintf(key, sizeof(key), "%s/%s", skey, bkey);
+			bd = rte_tel_data_alloc();
 			if (bd == NULL)
 				break;
 			rte_tel_data_start_dict(bd);
 			rte_tel_data_add_dict_u64(bd, "id", b->id);
+			rte_tel_data_add_dict_string(bd, "service", s->label);
+			rte_tel_data_add_dict_string(bd, "addr", b->addr_str);
+			rte_tel_data_add_dict_u64(bd, "port", b->port);
 			rte_tel_data_add_dict_u64(bd, "weight", b->weight);
-			rte_tel_data_add_dict_string(bd, "state", b->gone ? "gone" :
-						     b->usable ? "up" : "drained");
+			rte_tel_data_add_dict_string(bd, "state",
+						     fg_stats_backend_state_names[b->state]);
 			for (int c = 0; c < FG_BC_MAX; c++)
 				rte_tel_data_add_dict_u64(bd, fg_backend_counter_names[c],
-					fg_lb_be_counter(lb, dp->n_workers, b, c));
-			fg_addr_format(&b->addr, addr, sizeof(addr));
-			snprintf(name, sizeof(name), "%s|%s", sname, addr);
-			rte_tel_data_add_dict_container(d, name, bd, 0);
+							  b->c[c]);
+			if (rte_tel_data_add_dict_container(d, key, bd, 0) < 0)
+				rte_tel_data_free(bd);
 		}
 	}
-	pthread_mutex_unlock(&dp->cfg_lock);
+	fg_stats_snap_free(sn);
 	return 0;
 }
 
 static int tel_ct(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct fg_dp *dp = g_dp;
+	struct fg_stats_snap *sn;
 	uint64_t live = 0;
+	int rc = fg_stats_snap_take(g_dp, NULL, FG_STATS_SNAP_CT, &sn);
 
+	if (rc < 0)
+		return rc;
 	rte_tel_data_start_dict(d);
-	for (unsigned int i = 0; i < dp->n_workers; i++) {
-		struct rte_tel_data *cd = rte_tel_data_alloc();
-		struct ct_stats st;
+	for (unsigned int i = 0; i < sn->n_workers; i++) {
+		const struct ct_stats *st = &sn->core[i].ct;
+		struct rte_tel_data *cd;
 		char name[16];
-
-		if (cd == NULL)
-			break;
-		if (fg_dp_ct_stats(dp, i, &st) < 0) {
-			rte_tel_data_free(cd);
-			continue;
-		}
-		rte_tel_data_start_dict(cd);
 		uint64_t n = 0;
 
+		if (!sn->core[i].has_ct)
+			continue;
+		cd = rte_tel_data_alloc();
+		if (cd == NULL)
+			break;
+		rte_tel_data_start_dict(cd);
 		for (int s = 1; s < CT_ST_MAX; s++) {
-			n += st.live[s];
-			if (st.live[s])
-				rte_tel_data_add_dict_u64(cd, ct_state_names[s], st.live[s]);
+			n += st->live[s];
+			if (st->live[s])
+				rte_tel_data_add_dict_u64(cd, ct_state_names[s], st->live[s]);
 		}
 		rte_tel_data_add_dict_u64(cd, "live", n);
-#define CT_X(c) rte_tel_data_add_dict_u64(cd, #c, st.c);
+		rte_tel_data_add_dict_u64(cd, "capacity", sn->ct_capacity);
+#define CT_X(c) rte_tel_data_add_dict_u64(cd, #c, st->c);
 		CT_COUNTER_LIST(CT_X)
 #undef CT_X
 		for (int r = 0; r < CT_INSFAIL_MAX; r++)
 			rte_tel_data_add_dict_u64(cd, ct_insfail_names[r],
-						  st.insert_fail_by[r]);
+						  st->insert_fail_by[r]);
 		for (int r = 0; r < CT_EVICT_MAX; r++)
-			rte_tel_data_add_dict_u64(cd, ct_evict_names[r], st.evictions[r]);
+			rte_tel_data_add_dict_u64(cd, ct_evict_names[r], st->evictions[r]);
 		live += n;
 		snprintf(name, sizeof(name), "core%u", i);
-		rte_tel_data_add_dict_container(d, name, cd, 0);
+		if (rte_tel_data_add_dict_container(d, name, cd, 0) < 0)
+			rte_tel_data_free(cd);
 	}
 	rte_tel_data_add_dict_u64(d, "live", live);
+	fg_stats_snap_free(sn);
 	return 0;
 }
 
+/* Help texts must stay under RTE_TEL_MAX_STRING_LEN (128) bytes, or the
+ * command is not registered. */
 int fg_stats_telemetry_register(struct fg_dp *dp)
 {
 	g_dp = dp;
@@ -216,9 +412,11 @@ int fg_stats_telemetry_register(struct fg_dp *dp)
 			"flowgate per-core counters summed, drops by reason. No parameters");
 
 	rc |= rte_telemetry_register_cmd("/flowgate/services", tel_services,
-			"flowgate per-service counters. No parameters");
+			"flowgate services, keyed by name (or VIP:PORT/PROTO) with bytes "
+			"outside [A-Za-z0-9] as _XX hex");
 	rc |= rte_telemetry_register_cmd("/flowgate/backends", tel_backends,
-			"flowgate per-backend counters. Parameter: service name or VIP:PORT/PROTO (optional)");
+			"flowgate backends, keyed <service key>/<escaped addr[:port]>. "
+			"Parameter: service (optional)");
 	rc |= rte_telemetry_register_cmd("/flowgate/ct", tel_ct,
 			"flowgate conntrack per core: live flows by state, counters. No parameters");
 	return rc ? -EINVAL : 0;
@@ -226,57 +424,45 @@ int fg_stats_telemetry_register(struct fg_dp *dp)
 
 void fg_stats_print(struct fg_dp *dp, FILE *f)
 {
-	fprintf(f, "flowgate: final counters (%u workers, %s)\n", dp->n_workers,
-		dp->sw_rss ? "software RSS" : "hardware RSS / single worker");
+	struct fg_stats_snap *sn;
+
+	if (fg_stats_snap_take(dp, NULL, 0, &sn) < 0) {
+		fprintf(f, "flowgate: final counters: out of memory\n");
+		return;
+	}
+	fprintf(f, "flowgate: final counters (%u workers, %s)\n", sn->n_workers,
+		sn->sw_rss ? "software RSS" : "hardware RSS / single worker");
 	for (int c = 0; c < FG_CC_MAX; c++)
 		fprintf(f, "  %-22s %" PRIu64 "\n", fg_core_counter_names[c],
-			fg_stats_core_sum(dp, c));
-	for (int c = 0; c < FG_DC_MAX; c++) {
-		uint64_t v = dc_sum(dp, c);
-
-		if (v)
-			fprintf(f, "  %-22s %" PRIu64 "\n", fg_dp_counter_names[c], v);
-	}
-	for (int r = 1; r < FG_DROP_MAX; r++) {
-		uint64_t v = fg_stats_drop_sum(dp, r);
-
-		if (v)
-			fprintf(f, "  drop %-17s %" PRIu64 "\n", fg_drop_names[r], v);
-	}
-	for (unsigned int p = 0; p < dp->n_ports; p++) {
-		uint64_t pc[FG_PC_MAX];
-
-		if (fg_port_counters(dp, p, pc) < 0)
+			sn->total.cc[c]);
+	for (int c = 0; c < FG_DC_MAX; c++)
+		if (sn->total.dc[c])
+			fprintf(f, "  %-22s %" PRIu64 "\n", fg_dp_counter_names[c],
+				sn->total.dc[c]);
+	for (int r = 1; r < FG_DROP_MAX; r++)
+		if (sn->total.drops[r])
+			fprintf(f, "  drop %-17s %" PRIu64 "\n", fg_drop_names[r],
+				sn->total.drops[r]);
+	for (unsigned int p = 0; p < sn->n_ports; p++) {
+		if (!sn->port[p].ok)
 			continue;
-		fprintf(f, "  port %u (%s):", p, dp->cfg ? dp->cfg->ports[p].name : "?");
+		fprintf(f, "  port %u (%s):", p, sn->port[p].name);
 		for (int c = 0; c < FG_PC_MAX; c++)
-			fprintf(f, " %s %" PRIu64, fg_port_counter_names[c], pc[c]);
+			fprintf(f, " %s %" PRIu64, fg_port_counter_names[c],
+				sn->port[p].c[c]);
 		fprintf(f, "\n");
 	}
-	pthread_mutex_lock(&dp->cfg_lock);
-	const struct fg_lb_table *lb = dp->lb;
+	for (uint32_t i = 0; i < sn->n_services; i++) {
+		const struct fg_stats_service *s = &sn->services[i];
 
-	for (uint32_t i = 0; lb && i < lb->n_services; i++) {
-		const struct fg_lb_service *s = &lb->services[i];
-		char name[96];
-
-		svc_label(s, name, sizeof(name));
 		fprintf(f, "  service %s: packets %" PRIu64 " new_flows %" PRIu64
-			" drops %" PRIu64 "\n", name,
-			fg_lb_svc_counter(lb, dp->n_workers, s, FG_SC_packets),
-			fg_lb_svc_counter(lb, dp->n_workers, s, FG_SC_new_flows),
-			fg_lb_svc_counter(lb, dp->n_workers, s, FG_SC_drops));
-		for (uint32_t j = 0; j < s->n_backends; j++) {
-			char addr[64];
-
-			fg_addr_format(&s->backends[j].addr, addr, sizeof(addr));
+			" drops %" PRIu64 "\n", s->label, s->c[FG_SC_packets],
+			s->c[FG_SC_new_flows], s->c[FG_SC_drops]);
+		for (uint32_t j = 0; j < s->n_backends; j++)
 			fprintf(f, "    backend %-20s packets %" PRIu64 " new_flows %"
-				PRIu64 "\n", addr,
-				fg_lb_be_counter(lb, dp->n_workers, &s->backends[j],
-						 FG_BC_packets),
-				fg_lb_be_counter(lb, dp->n_workers, &s->backends[j],
-						 FG_BC_new_flows));
-		}
+				PRIu64 "\n", s->backends[j].addr_str,
+				s->backends[j].c[FG_BC_packets],
+				s->backends[j].c[FG_BC_new_flows]);
 	}
-	pthread_mutex_unlock(&dp->cfg_lock);
+	fg_stats_snap_free(sn);
 }

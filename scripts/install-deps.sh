@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       libdpdk-dev dpdk dpdk-dev libbpf-dev libelf-dev zlib1g-dev libcmocka-dev
       libpcap-dev libnuma-dev libsystemd-dev iproute2 iputils-ping procps
-      python3 python3-matplotlib curl)
+      python3 python3-matplotlib curl prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
