@@ -10,9 +10,12 @@ Every input packet carries a tag (magic + packet id) in its L4 payload (in
 the quoted packet of ICMP errors, at the start of the data of later IP
 fragments), so every output frame names the input it came from, whatever
 the rewrite (IPIP, GUE, NAT, NAT of ICMP errors).  The input is fed to
-net_pcap through a FIFO, round by round: the checker reads each round's
-output before it writes the next one, so NAT replies from the backends use
-the NAT ports the daemon actually picked (as a backend would).
+net_pcap through a FIFO, round by round (~2,000 packets): the checker
+reads each round's output before it writes the next one, so NAT replies
+from the backends use the NAT ports the daemon actually picked (as a
+backend would).  A round is padded to whole RX bursts with filler frames
+(unknown ethertype, counted as such), plus two filler bursts so that
+worker 0, which blocks in the FIFO read, passes its TX flush timer.
 
 Runs (each a fresh daemon; --packets is split between them):
   mix1 / mix2     1 worker / 2 software-RSS workers; DSR IPIP + GUE, NAT;
@@ -30,6 +33,9 @@ Runs (each a fresh daemon; --packets is split between them):
   natx1           NAT port exhaustion and wrap-around: more concurrent NAT
                   flows to one backend than it has local ports, replies to
                   every one (only when the budget allows: >= 400,000).
+  neigh1          on-link clients without a gateway (the client's MAC is
+                  learned from its ARP request): NAT clients before and
+                  after 5,000 spoofed ARP requests.
 
 Invariants checked on every output frame / counter:
   (a) all packets of a flow (and ICMP errors about it, later fragments)
@@ -205,7 +211,7 @@ OUT, DROP, ANY = 0, 1, 2
 # classes of flows
 LEGIT, SPOOF, INFLOOD = 0, 1, 2
 # what a packet that may be refused under pressure drops as
-MAY_DROP = ("ct_full", "ct_flood", "nat_no_port", "reply_untracked")
+MAY_DROP = ("ct_full", "ct_flood", "nat_no_port", "reply_untracked", "no_neighbor")
 
 
 class Flow:
@@ -246,7 +252,6 @@ class Checker:
         self.owner = {}       # NAT tuple -> flow
         self.errs = []
         self.pend = {}        # pending name -> list of failures
-        self.pend_seen = {}
         self.outputs = 0
         self.generated = 0
         self.seen = bytearray()
@@ -459,10 +464,8 @@ class Checker:
             pid = self.new_pid(None, DROP, ("reply_untracked",), "untracked reply")
             return frame(ipx(src, dst, 6, l4seg(6, src, dst, 8080, r.randrange(1024, 65536), tag(pid), ACK)))
         if k == 2:   # ICMP error about a NAT flow nobody has
-            nsv = [s for s in self.svcs_live if s.nat]
-            f = Flow(-1, r.choice(nsv), self.client_ip(False), r.randrange(1024, 65536), SPOOF)
-            f.svc = r.choice(nsv)
-            f.cl = self.client_ip(f.svc.v6)
+            nsv = r.choice([s for s in self.svcs_live if s.nat])
+            f = Flow(-1, nsv, self.client_ip(nsv.v6), r.randrange(1024, 65536), SPOOF)
             return self.icmp_client_side(f, DROP, "icmp-err untracked NAT")
         if k == 3:   # later fragment of nothing
             pid = self.new_pid(None, DROP, ("frag_later_untracked",), "orphan later fragment")
@@ -490,9 +493,10 @@ class Checker:
         lcores = "0@0,1@1" if self.workers == 1 else "0@0,1@0,2@1"
         flags = ["--mbufs", "16383", "--ct-capacity", str(self.ct_capacity),
                  "--port-mac", "0,02:00:00:00:00:01",
-                 "--local", "10.0.0.1", "--local", "fd00::1",
-                 "--gateway", "10.0.0.254", "--gateway", "fd00::fe",
-                 "--neigh", "10.0.0.254,02:00:00:00:00:fe", "--neigh", "fd00::fe,02:00:00:00:00:fe"]
+                 "--local", "10.0.0.1", "--local", "fd00::1"]
+        flags += getattr(self, "l3_flags", [
+            "--gateway", "10.0.0.254", "--gateway", "fd00::fe",
+            "--neigh", "10.0.0.254,02:00:00:00:00:fe", "--neigh", "fd00::fe,02:00:00:00:00:fe"])
         if self.workers > 1:
             flags += ["--sw-rss", "on"]
         for s in self.services:
@@ -528,10 +532,16 @@ class Checker:
             return ""
 
     def stats(self):
-        for attempt in range(3):
+        """fgctl stats --json over one kept connection.  The control thread
+        may itself wait for worker 0 (an RCU grace period after a
+        neighbour table update) while worker 0 waits in the FIFO for the
+        rest of its burst: then one more burst of filler unblocks both."""
+        t0 = time.monotonic()
+        while True:
             try:
                 if self.ctl is None:
                     self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    self.ctl.settimeout(0.25)
                     self.ctl.connect(self.sock)
                     self.ctl_f = self.ctl.makefile("rb")
                 self.ctl.sendall(b'{"v":1,"id":1,"cmd":"stats","args":{}}\n')
@@ -539,10 +549,17 @@ class Checker:
                 if not line:
                     raise OSError("control connection closed")
                 return json.loads(line)["data"]["total"]
-            except (OSError, ValueError):
-                self.ctl = None
-                time.sleep(0.05)
-        raise RuntimeError(f"fgctl stats failed:\n{self.log()}")
+            except (OSError, ValueError) as e:
+                if self.ctl is not None:
+                    self.ctl.close()
+                    self.ctl = None
+                if self.p.poll() is not None or time.monotonic() - t0 > 120:
+                    raise RuntimeError(f"fgctl stats failed ({e}):\n{self.log()}")
+                if isinstance(e, socket.timeout):
+                    self.nfill += 32
+                    self.write([FILLER] * 32)
+                else:
+                    time.sleep(0.05)
 
     def write(self, frames):
         buf = b"".join(struct.pack("<IIII", 0, 0, len(x), len(x)) + x for x in frames)
@@ -884,8 +901,6 @@ class Checker:
             else:
                 for rsn in reasons:
                     maybe[rsn] = maybe.get(rsn, 0) + 1
-        if self.pkts and self.nfill and "(d)" and missing_out and getattr(self, "flood_pid", None):
-            pass
         for pid in missing_out[:15]:
             f, _, _, note = self.pkts[pid]
             tag_ = "(d) " if f is not None and f.kind == LEGIT and self.flood_started(pid) else ""
@@ -973,14 +988,25 @@ def run_mix(a, name, workers, total, seed, pending, work):
 
 def run_flood(a, name, workers, total, seed, pending, work):
     svcs = [Svc(t) for t in SERVICES]
-    cap = 8192 if total >= 60_000 else 2048
-    n_est = 600 if total >= 60_000 else 200
+    # The flood overfills the table (>= 3x its size), but between a new
+    # client's SYN and its handshake's end (<= 2 rounds) it inserts fewer
+    # unassured entries of the family than the table holds: then early
+    # drop must never take a new client's entry before it is established
+    # (spoofed SYNs are older).  IPv6 has a quarter of the slots: a fifth
+    # of the spoofed packets.
+    small = total < 60_000
+    cap = 4096 if small else 8192
+    n_est = 200 if small else 600
+    # each worker has its own table and gets its share of the flood
+    n_spoof = (768 if small else 1536) * workers
     c = Checker(a, name, workers, svcs, seed, cap, pending)
     c.svcs_live = [s for s in svcs if not s.drained]
     c.drain = None
     c.arp_sent = 0
     r = c.rng
     tcp_svcs = [s for s in c.svcs_live if s.proto == 6]
+    tcp4 = [s for s in tcp_svcs if not s.v6]
+    tcp6 = [s for s in tcp_svcs if s.v6]
     est = []
     c.start(work)
     t0 = time.monotonic()
@@ -1012,15 +1038,16 @@ def run_flood(a, name, workers, total, seed, pending, work):
         newf = {"SYN": [], "ACK": [], "SYN after ACK": []}
         acked = False
         spent = 0
-        budget = max(total - len(c.pkts) - n_est * 11, 3 * cap)
+        budget = max(total - len(c.pkts) - n_est * 11, 4 * cap * workers)
         phase = 0
         while spent < budget:
             kind = "SYN" if (phase // 8) % 2 == 0 else "ACK"
             phase += 1
             acked = acked or kind == "ACK"
             frames = []
-            for _ in range(int(per_round * 0.75)):
-                frames.append(c.spoof(r.choice(tcp_svcs), SYN if kind == "SYN" else ACK))
+            for _ in range(n_spoof):
+                fam = tcp6 if r.random() < 0.2 else tcp4
+                frames.append(c.spoof(r.choice(fam), SYN if kind == "SYN" else ACK))
             talk(est, int(per_round * 0.12))
             live = [f for f in est if f.steps]
             frames += c.step_flows(live, int(per_round * 0.2))
@@ -1037,7 +1064,6 @@ def run_flood(a, name, workers, total, seed, pending, work):
             c.round(frames)
             spent += len(frames)
         # 3. after the flood: everything established still works
-        c.after_pid = len(c.pkts)
         for _ in range(6):
             talk(est, len(est))
             live = [f for f in est if f.steps]
@@ -1071,12 +1097,88 @@ def run_flood(a, name, workers, total, seed, pending, work):
     return c, st, time.monotonic() - t0
 
 
+def arp_request(mac, spa, tpa):
+    return frame_l2(b"\xff" * 6 + mac + b"\x08\x06" + struct.pack(
+        "!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, mac, spa, b"\0" * 6, tpa))
+
+
+def frame_l2(f):
+    return f + b"\0" * (60 - len(f)) if len(f) < 60 else f
+
+
+def run_neigh(a, name, workers, total, seed, pending, work):
+    """On-link clients (no gateway): each asks for the local address with
+    ARP, then connects through NAT; the replies need the client's learned
+    MAC.  Then 5,000 spoofed ARP requests, then new on-link clients."""
+    svcs = [Svc(t) for t in SERVICES if t[0] == "nat4t"]
+    c = Checker(a, name, workers, svcs, seed, 1 << 16, pending)
+    c.svcs_live = svcs
+    c.drain = None
+    c.arp_sent = 0
+    c.l3_flags = [x for b in B4[:2] for x in ("--neigh", f"{ipaddress.ip_address(b)},02:00:00:00:00:fe")]
+    r = c.rng
+    n = max(50, min(300, total // 40))
+    c.start(work)
+    t0 = time.monotonic()
+
+    def clients(k, base, kind):
+        fl, frames = [], []
+        for i in range(k):
+            f = Flow(len(c.flows), svcs[0], A(f"10.0.{base + i // 250}.{1 + i % 250}"),
+                     r.randrange(1024, 65536), kind)
+            c.flows.append(f)
+            mac = bytes([2, 0xaa, 0, base, i >> 8, i & 255])
+            frames.append(arp_request(mac, f.cl, LOCAL4))
+            c.arp_sent += 1
+            f.steps = c.script_tcp(f, data=2, close=True, reopen=False)
+            fl.append(f)
+        return fl, frames
+
+    def drive(fl, frames):
+        c.round(frames)   # ARP first: learned before the flows start
+        act = list(fl)
+        for _ in range(40):
+            if not act:
+                break
+            c.round(c.step_flows(act, 10 ** 6))
+            act = [f for f in act if f.steps and not (f.steps[0] == "NAT" and f.nat is None
+                                                      and c.rounds > 30)]
+
+    try:
+        before, frames = clients(n, 1, LEGIT)
+        drive(before, frames)
+        spoofed = [arp_request(bytes([2, 0xbb, 0, 0, i >> 8, i & 255]),
+                               A(f"10.0.{100 + i // 250}.{1 + i % 250}"), LOCAL4) for i in range(5000)]
+        c.arp_sent += len(spoofed)
+        for i in range(0, len(spoofed), 1024):
+            c.round(spoofed[i:i + 1024])
+        after, frames = clients(n, 50, INFLOOD)
+        c.neigh_pid = len(c.pkts)
+        drive(after, frames)
+        st = c.round([])
+    finally:
+        c.stop()
+    bad = 0
+    for f in after:
+        pids = [i for i in range(c.neigh_pid, len(c.pkts)) if c.pkts[i][0] is f]
+        if not f.established or not all(c.seen[i] for i in pids):
+            bad += 1
+    print(f"  [{name}] on-link NAT clients after 5,000 spoofed ARP requests: "
+          f"{len(after) - bad} ok, {bad} failed (no_neighbor "
+          f"{st['drops_by_reason'].get('no_neighbor')})")
+    if bad:
+        c.pfail("neigh-flood", f"{bad}/{len(after)} new on-link NAT clients failed after "
+                f"5,000 spoofed ARP requests")
+    c.final_check(st)
+    return c, st, time.monotonic() - t0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build")
     ap.add_argument("--packets", type=int, default=int(os.environ.get("FG_INV_PACKETS", 1_000_000)))
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--only", help="comma-separated runs (mix1,mix2,flood1,flood2,natx1)")
+    ap.add_argument("--only", help="comma-separated runs (mix1,mix2,flood1,flood2,natx1,neigh1)")
     ap.add_argument("--pending", default=os.environ.get("FG_INV_PENDING", ""),
                     help="pending checks to enforce (comma-separated, or all)")
     ap.add_argument("--keep", help="keep pcaps and logs here")
@@ -1087,8 +1189,10 @@ def main():
     pending = set(PENDING_ALL) if a.pending == "all" else set(filter(None, a.pending.split(",")))
     print(f"invariant checker: seed {seed} (replay: {os.path.basename(sys.argv[0])} "
           f"{a.build} --packets {a.packets} --seed {seed})")
+    fl = 0.14 if a.packets >= 400_000 else 0.18
     runs = [("mix1", run_mix, 1, 0.28), ("mix2", run_mix, 2, 0.28),
-            ("flood1", run_flood, 1, 0.14), ("flood2", run_flood, 2, 0.14)]
+            ("flood1", run_flood, 1, fl), ("flood2", run_flood, 2, fl),
+            ("neigh1", run_neigh, 1, 0.02)]
     if a.packets >= 400_000:
         runs.append(("natx1", run_natx, 1, 0.16))
     else:
@@ -1162,10 +1266,7 @@ def run_natx(a, name, workers, total, seed, pending, work):
                 active.append(f)
                 made += 1
             frames += c.step_flows(active, 10 ** 6)
-            # replies to the flows that got a port (and a second datagram)
-            for f in list(active):
-                if f.kind == LEGIT and not f.steps:
-                    pass
+            # replies to the flows that got a port
             active[:] = [f for f in active if f.steps]
             got = [f for f in c.flows[-4000:] if f.nat and not getattr(f, "name", None)]
             for f in got:
