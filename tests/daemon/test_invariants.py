@@ -30,7 +30,7 @@ Runs (each a fresh daemon; --packets is split between them):
                   spoofed SYN and ACK floods (3x the table) while the
                   established connections keep talking and new clients
                   connect.
-  natx1           NAT port exhaustion and wrap-around: more concurrent NAT
+  natx1 / natx2   NAT port exhaustion and wrap-around: more concurrent NAT
                   flows to one backend than it has local ports, replies to
                   every one (only when the budget allows: >= 400,000).
   neigh1          on-link clients without a gateway (the client's MAC is
@@ -1247,7 +1247,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--packets", type=int, default=int(os.environ.get("FG_INV_PACKETS", 1_000_000)))
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--only", help="comma-separated runs (mix1,mix2,flood1,flood2,natx1,neigh1)")
+    ap.add_argument("--only", help="comma-separated runs (mix1,mix2,flood1,flood2,neigh1,natx1,natx2)")
     ap.add_argument("--pending", default=os.environ.get("FG_INV_PENDING", ""),
                     help="pending checks to enforce (comma-separated, or all)")
     ap.add_argument("--keep", help="keep pcaps and logs here")
@@ -1263,9 +1263,9 @@ def main():
             ("flood1", run_flood, 1, fl), ("flood2", run_flood, 2, fl),
             ("neigh1", run_neigh, 1, 0.02)]
     if a.packets >= 400_000:
-        runs.append(("natx1", run_natx, 1, 0.16))
+        runs += [("natx1", run_natx, 1, 0.16), ("natx2", run_natx, 2, 0.16)]
     else:
-        print("natx1 (NAT port exhaustion) needs --packets >= 400000: not run")
+        print("natx1/natx2 (NAT port exhaustion) need --packets >= 400000: not run")
     norm = sum(x[3] for x in runs)
     runs = [(n, f, w, sh / norm) for n, f, w, sh in runs]
     if a.only:
