@@ -1321,9 +1321,26 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 
 /* Software RSS owner of a first fragment: the hash of its addresses alone,
  * as its later fragments (ports 0) hash and as NICs hash IP fragments, so
- * the worker that holds the fragment-follow entry sees them all. */
-static inline uint16_t frag_owner(const struct fg_pkt *p, const uint16_t *reta)
+ * the worker that holds the fragment-follow entry sees them all.  Except
+ * for a NAT service: its flows live on the owner of their 5-tuple (the
+ * NAT port was picked so that the reply hashes there) and NAT forwards no
+ * later fragment, so a first fragment goes where its flow is; by the
+ * address hash it would open a second NAT flow with another local port on
+ * another worker (seen by tests/daemon/test_invariants.py, 2 workers). */
+static inline uint16_t frag_owner(const struct fg_lb_table *lb,
+				  const struct fg_pkt *p, const uint16_t *reta)
 {
+	if (p->kind == FG_PK_FLOW && lb != NULL) {
+		uint8_t af = p->family == CT_V6 ? AF_INET6 : AF_INET;
+		const struct fg_lb_service *s = p->family == CT_V4 ?
+			fg_lb_service_find(lb, af, &p->key.k4.daddr, p->key.k4.dport,
+					   p->key.k4.proto) :
+			fg_lb_service_find(lb, af, p->key.k6.daddr, p->key.k6.dport,
+					   p->key.k6.proto);
+
+		if (s != NULL && s->mode == FG_MODE_NAT)
+			return fg_rss_queue(fg_rss_hash(p), reta);
+	}
 	uint32_t h = p->family == CT_V4 ?
 		fg_rss_hash_v4(p->key.k4.saddr, p->key.k4.daddr, 0, 0) :
 		fg_rss_hash_v6(p->key.k6.saddr, p->key.k6.daddr, 0, 0);
@@ -1423,7 +1440,7 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		}
 		if (dispatch) {
 			uint16_t owner = unlikely(p->flags & FG_PF_FRAG) ?
-					 frag_owner(p, w->dp->reta) :
+					 frag_owner(lb, p, w->dp->reta) :
 					 pr->parsed == FG_PARSED_GPU ? pr->gpu_owner :
 					 fg_rss_queue(fg_rss_hash(p), w->dp->reta);
 
