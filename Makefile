@@ -6,6 +6,8 @@
 #                namespace end-to-end, short fuzz run)
 #   make demo    real load-balancing run in network namespaces + fgctl output
 #   make bench   benchmarks that fit this machine -> bench/results, RESULTS.md
+#   make test-clean-root   what CI runs (.ci/run): `make test` and `make demo`
+#                in a clean Debian 12 root (debootstrap minbase), CUDA on the host
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -14,7 +16,7 @@ FUZZ_BUILD ?= build-fuzz
 HUGEPAGES ?= 1024
 NINJA ?= ninja
 
-.PHONY: all deps hugepages build build-asan build-fuzz test demo bench clean
+.PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench clean
 
 all: build
 
@@ -49,6 +51,9 @@ test: build build-asan build-fuzz hugepages
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 1 --no-suite e2e --no-suite slow
 	meson test -C $(FUZZ_BUILD) --print-errorlogs --num-processes 1 --suite fuzz
+
+test-clean-root:
+	@bash .ci/run
 
 demo: build hugepages
 	@scripts/demo.sh $(BUILD)
