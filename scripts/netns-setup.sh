@@ -20,13 +20,34 @@
 # VIPs: 10.99.100.1 (DSR IPIP), 10.99.100.2 (NAT), 10.99.100.3 (DSR GUE),
 #       fd99:100::1 (DSR IP6IP6), fd99:100::2 (NAT v6).  All port 80/tcp.
 # MACs are fixed (02:00:00:99:00:XX) so flowgate can get static neighbours.
-set -euo pipefail
+#
+# Exits non-zero with a sentence naming the step when one fails (the
+# caller tears down with netns-teardown.sh PREFIX).  Offloads are read back
+# after `ethtool -K`: a veth that keeps TX checksum offload hands flowgate
+# packets with partial checksums, which the backends drop.
+set -eEuo pipefail
 P=${1:?usage: netns-setup.sh PREFIX DECAP_OBJ}
 DECAP=${2:?usage: netns-setup.sh PREFIX DECAP_OBJ}
 NB=3
+trap 'echo "netns-setup: FAIL: \`$BASH_COMMAND\` exited $? (line $LINENO); the network $P is incomplete" >&2' ERR
+fail() { trap - ERR; echo "netns-setup: FAIL: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || fail "needs root (network namespaces)"
+for t in ip ethtool sysctl; do
+	command -v $t >/dev/null || fail "$t is not installed (scripts/install-deps.sh installs it)"
+done
 
 nse() { ip netns exec "$1" "${@:2}"; }
-nooffload() { nse "$1" ethtool -K "$2" rx off tx off tso off gso off gro off >/dev/null 2>&1 || true; }
+OFFLOADS="rx-checksumming tx-checksumming tcp-segmentation-offload generic-segmentation-offload generic-receive-offload"
+nooffload() { # ns dev: checksum and segmentation offloads off, read back
+	local out feats f
+	out=$(nse "$1" ethtool -K "$2" rx off tx off tso off gso off gro off 2>&1) || true
+	feats=$(nse "$1" ethtool -k "$2" 2>&1) || fail "ethtool -k $2 in $1: $feats"
+	for f in $OFFLOADS; do
+		grep -q "^$f: off" <<< "$feats" \
+			|| fail "$f still on for $2 in $1 after \`ethtool -K $2 rx off tx off tso off gso off gro off\` ($out): clients would send partial checksums"
+	done
+}
 
 ip netns add "$P-sw"
 nse "$P-sw" ip link add br0 type bridge
@@ -71,10 +92,22 @@ nse "$P-c" ip route add 10.99.100.0/24 dev eth0
 nse "$P-c" ip -6 route add fd99:100::/64 dev eth0
 nse "$P-c" sysctl -qw net.ipv4.ip_local_port_range="10000 60999"
 
+# kernel decapsulation needs ipip, ip6tnl and fou (GUE); probe all three in
+# the client namespace, else every backend decapsulates with TC BPF
 kernel_tunnels=0
-if ip netns exec "$P-c" ip link add fgprobe type ipip 2>/dev/null; then
-	ip netns exec "$P-c" ip link del fgprobe
-	kernel_tunnels=1
+if nse "$P-c" ip link add fgprobe type ipip 2>/dev/null; then
+	nse "$P-c" ip link del fgprobe
+	if nse "$P-c" ip link add fgprobe6 type ip6tnl 2>/dev/null; then
+		nse "$P-c" ip link del fgprobe6
+		if nse "$P-c" ip fou add port 6080 gue 2>/dev/null; then
+			nse "$P-c" ip fou del port 6080
+			kernel_tunnels=1
+		fi
+	fi
+fi
+if [ $kernel_tunnels = 0 ]; then
+	[ -s "$DECAP" ] || fail "no kernel ipip/ip6tnl/fou here and no TC decap object $DECAP"
+	command -v tc >/dev/null || fail "tc is not installed (iproute2)"
 fi
 
 for i in $(seq 1 $NB); do
@@ -94,8 +127,9 @@ for i in $(seq 1 $NB); do
 		nse "$ns" ip link set tunl0 up 2>/dev/null || nse "$ns" ip link add tunl0 type ipip
 		nse "$ns" ip link set tunl0 up
 		nse "$ns" sysctl -qw net.ipv4.conf.tunl0.rp_filter=0
-		nse "$ns" ip link set ip6tnl0 up 2>/dev/null || true
-		nse "$ns" ip fou add port 6080 gue 2>/dev/null || true
+		nse "$ns" ip link set ip6tnl0 up 2>/dev/null || nse "$ns" ip link add ip6tnl0 type ip6tnl mode ip6ip6
+		nse "$ns" ip link set ip6tnl0 up
+		nse "$ns" ip fou add port 6080 gue
 	else
 		nse "$ns" tc qdisc add dev eth0 clsact
 		nse "$ns" tc filter add dev eth0 ingress bpf direct-action obj "$DECAP" sec tc
