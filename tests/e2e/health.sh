@@ -109,8 +109,9 @@ import json, sys
 try:
     h = json.load(sys.stdin)
     st = {b["service"].split()[0]: b for b in h["backends"] if b["backend"].startswith("10.99.0.12")}
-    print(" ".join(f"{st[s][\"state\"]} {st[s][\"successes\"]} {st[s][\"failures\"]}" for s in ("dsr4", "nat4")))
-except (ValueError, KeyError) as e:
+    print(" ".join("%s %d %d" % (st[s]["state"], st[s]["successes"], st[s]["failures"])
+                   for s in ("dsr4", "nat4")))
+except (ValueError, KeyError, TypeError):
     print("? 0 0 ? 0 0")'
 }
 b2_state() { local h; h=($(b2_health)); echo "${h[0]} ${h[3]}"; }
