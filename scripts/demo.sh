@@ -53,7 +53,7 @@ trap 'exit 130' INT TERM HUP
 "$HERE/scripts/netns-teardown.sh" --sweep
 mkdir -p "$RUN"
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+step() { printf '\n\033[1m== %s\033[0m  [%d s]\n' "$*" $(( $(date +%s) - T0 )); }
 
 step "memory: --no-huge -m 512, no hugepages reserved"
 echo "flowgate takes 512 MiB of ordinary memory: its port is net_af_packet on a veth, which copies"
@@ -134,8 +134,19 @@ step "flow table:  fgctl flows list --state ESTABLISHED --limit 20"
 "$FGCTL" -s "$RUN/ctl.sock" flows list --state ESTABLISHED --limit 20 || fail "fgctl flows list"
 step "fgctl flows count --per-core"
 "$FGCTL" -s "$RUN/ctl.sock" flows count --per-core || fail "fgctl flows count"
-step "per-backend counters:  fgctl stats"
-"$FGCTL" -s "$RUN/ctl.sock" stats || fail "fgctl stats"
+step "per-backend counters:  fgctl --json stats (all of it: fgctl stats)"
+"$FGCTL" -s "$RUN/ctl.sock" --json stats > "$RUN/stats.json" || fail "fgctl stats: $(head -c 300 "$RUN/stats.json")"
+python3 - "$RUN/stats.json" <<'PY' || fail "fgctl stats printed no per-backend counters"
+import json, sys
+st = json.load(open(sys.argv[1]))
+print(f"{'service':8s} {'backend':12s} {'weight':>6s} {'state':>6s} {'new_flows':>10s} {'packets':>9s}")
+for s in st["services"]:
+    for b in s["backends"]:
+        print(f"{s['name']:8s} {b['addr']:12s} {b['weight']:6d} {b['state']:>6s} {b['new_flows']:10d} {b['packets']:9d}")
+t = st["total"]
+print(f"total: rx {t['rx_packets']} tx {t['tx_packets']} new_flows {t['new_flows']} drops {t['drops']} "
+      f"{ {k: v for k, v in t['drops_by_reason'].items() if v} }")
+PY
 kill "$HOLD" 2>/dev/null; HOLD=
 
 step "stop flowgate (SIGTERM): final counters"
@@ -143,7 +154,7 @@ kill -TERM "$(cat "$RUN/flowgate.pid")"
 for _ in $(seq 50); do grep -q "stopped cleanly" "$RUN/flowgate.log" && break; sleep 0.1; done
 grep -q "stopped cleanly" "$RUN/flowgate.log" || echo "demo: flowgate did not say it stopped cleanly"
 rm -f "$RUN/flowgate.pid"
-sed -n '/final counters/,$p' "$RUN/flowgate.log" | head -40
+sed -n '/final counters/,/^  service/p' "$RUN/flowgate.log" | grep -vE ' 0$' | head -30
 
 echo
 pct=$(python3 -c "print(f'{100 * $ok / max($total, 1):.2f}')")

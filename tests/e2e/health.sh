@@ -19,6 +19,8 @@
 #         `fall` failures mark it down: down within fall + 1 rounds;
 #   up:   at most 1 check fails after the server listens again (one in
 #         flight), then `rise` successes mark it up: up within rise + 1.
+# "After" counts from a snapshot of the counters (`fgctl --json health`)
+# taken right after the kill / once the server listens.
 # The waits give up after fall + 10 (rise + 10) rounds of the checker's,
 # and a 120 s guard only against a hang.  Wall-clock times are printed, not
 # asserted.  Root only (77 otherwise).
@@ -103,8 +105,8 @@ grep -q "flowgate: running" "$RUN/flowgate.log" || die "flowgate did not start"
 
 # backend 10.99.0.12 on both services, from the checker's own counters:
 # "dsr4_state dsr4_successes dsr4_failures nat4_state nat4_successes nat4_failures"
-b2_health() {
-	ctl --json health 2>/dev/null | python3 -c '
+b2_health() { # [FILE: a saved `fgctl --json health`]
+	{ if [ -n "${1:-}" ]; then cat "$1"; else ctl --json health 2>/dev/null; fi; } | python3 -c '
 import json, sys
 try:
     h = json.load(sys.stdin)
@@ -137,7 +139,10 @@ wait_b2() {
 		sleep 0.02
 	done
 }
-b2_counters() { local h; h=($(b2_health)); echo "${h[1]} ${h[2]} ${h[4]} ${h[5]}"; }
+# counters from a snapshot: fgctl alone (fast), parsed later, so the
+# snapshot is taken right at the change (python's start-up would delay it)
+b2_counters() { local h; h=($(b2_health "$1")); echo "${h[1]} ${h[2]} ${h[4]} ${h[5]}"; }
+snap() { ctl --json health > "$RUN/hc-$1.json" 2>/dev/null; }
 traffic() { # label -> all connections must succeed
 	for vip in 10.99.100.1 10.99.100.2; do
 		ip netns exec "$P-c" timeout 60 python3 "$HERE/tests/e2e/load_client.py" "$vip" \
@@ -177,7 +182,9 @@ keep_before=$(b2_flows dsr4); reset_before=$(b2_flows nat4)
 echo "  backend 2: $c connections, tracked flows dsr4 $keep_before nat4 $reset_before"
 
 echo "health: step 2: stop backend 2's server"
-base=$(b2_counters); kill -TERM "$(cat "$RUN/stub2.pid")"
+stub2=$(cat "$RUN/stub2.pid")
+kill -TERM "$stub2"; snap kill
+base=$(b2_counters "$RUN/hc-kill.json")
 r=$(wait_b2 "down down" "$base" $(( FALL + 10 ))) || { echo "  FAIL: backend 2 not marked down: $r"; fail=1; }
 echo "  marked down: checks since the kill: $r"
 # down within fall + 1 rounds: at most one check (in flight at the kill)
@@ -199,7 +206,8 @@ echo "  backend 2 new_flows (dsr4 nat4) before $nf0, after traffic while down $n
 [ "$nf0" = "$nf1" ] || { echo "  FAIL: new flows reached backend 2 while down"; fail=1; }
 
 echo "health: step 3: restart backend 2's server"
-stub_start 2; base=$(b2_counters)
+stub_start 2; snap listen
+base=$(b2_counters "$RUN/hc-listen.json")
 r=$(wait_b2 "up up" "$base" $(( RISE + 10 ))) || { echo "  FAIL: backend 2 not marked up: $r"; fail=1; }
 echo "  marked up: checks since the server listens: $r"
 # up within rise + 1 rounds: at most one check (in flight) failed after the
