@@ -15,7 +15,7 @@
 #   run dir     /tmp/flowgate-PREFIX (logs, control socket, pid files)
 #   DPDK        /var/run/dpdk/PREFIX (EAL runtime dir, sockets),
 #               /dev/hugepages/PREFIXmap_* (hugepage files)
-# --sweep leaves a prefix alone while its OWNER_PID runs.
+# --sweep leaves a prefix alone while its OWNER_PID runs (not a zombie).
 # Safe to call twice.  Exit status 1, with a sentence, if something could
 # not be removed.
 set -u
@@ -46,6 +46,12 @@ teardown() { # PREFIX
 	fi
 }
 
+alive() { # PID: runs (a zombie, killed but not yet reaped, does not)
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
+}
+
 if [ "${1:-}" = --sweep ]; then
 	prefixes=$( {
 		ip netns list 2>/dev/null | awk '{print $1}'
@@ -54,7 +60,7 @@ if [ "${1:-}" = --sweep ]; then
 	} | sed 's/-\(sw\|lb\|c\|b[0-9]*\)$//' | grep -E "^($KINDS)[0-9]*\$" | sort -u)
 	for P in $prefixes; do
 		owner=${P##*[a-z]}
-		if [ -n "$owner" ] && [ -d "/proc/$owner" ]; then continue; fi
+		if [ -n "$owner" ] && alive "$owner"; then continue; fi
 		echo "netns-teardown: removing leftovers of $P (owner ${owner:-unknown} is gone)"
 		teardown "$P"
 	done
