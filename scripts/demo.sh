@@ -126,7 +126,7 @@ print(f"hold: {len(socks)} open", flush=True)
 time.sleep(120)
 PY
 HOLD=$!
-for _ in $(seq 100); do grep -q "open" "$RUN/hold.out" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "open" "$RUN/hold.out" && break; sleep 0.1; done
 cat "$RUN/hold.out"
 sleep 0.3
 
@@ -151,7 +151,7 @@ kill "$HOLD" 2>/dev/null; HOLD=
 
 step "stop flowgate (SIGTERM): final counters"
 kill -TERM "$(cat "$RUN/flowgate.pid")"
-for _ in $(seq 50); do grep -q "stopped cleanly" "$RUN/flowgate.log" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "stopped cleanly" "$RUN/flowgate.log" && break; sleep 0.1; done
 grep -q "stopped cleanly" "$RUN/flowgate.log" || echo "demo: flowgate did not say it stopped cleanly"
 rm -f "$RUN/flowgate.pid"
 sed -n '/final counters/,/^  service/p' "$RUN/flowgate.log" | grep -vE ' 0$' | head -30

@@ -35,8 +35,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" || exit 1
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || exit 1
+	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
+	|| { echo "e2e: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || { echo "e2e: FAIL: network setup (the line above says which step)"; exit 1; }
 
 fail=0
 run() { # vip dsr?
@@ -59,7 +60,7 @@ stop_flowgate() {
 	local pid
 	pid=$(cat "$RUN/flowgate.pid")
 	kill -TERM "$pid"
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done  # 30 s guard
 	if kill -0 "$pid" 2>/dev/null; then
 		echo "FAIL: flowgate ($W workers) did not stop on SIGTERM"; fail=1
 		kill -KILL "$pid" 2>/dev/null

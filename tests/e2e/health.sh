@@ -59,15 +59,16 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 ctl() { "$FGCTL" -s "$RUN/ctl.sock" "$@"; }
 
 clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" || exit 1
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" >/dev/null || exit 1
+	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
+	|| { echo "health: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" >/dev/null || { echo "health: FAIL: network setup (the line above says which step)"; exit 1; }
 
 stub_start() { # i
 	: > "$RUN/stub$1.out"
 	ip netns exec "$P-b$1" python3 "$HERE/tests/e2e/http_stub.py" --name "gpu$1" \
 		--log "$RUN/b$1.log" >> "$RUN/stub$1.out" 2>&1 &
 	echo $! > "$RUN/stub$1.pid"
-	for _ in $(seq 100); do grep -q listening "$RUN/stub$1.out" && return 0; sleep 0.05; done
+	for _ in $(seq 600); do grep -q listening "$RUN/stub$1.out" && return 0; sleep 0.05; done  # 30 s guard
 	die "stub $1 did not start"
 }
 for i in 1 2 3; do : > "$RUN/b$i.log"; stub_start $i; done
@@ -96,7 +97,7 @@ ip netns exec "$P-lb" "$BUILD/dataplane/flowgate" --no-huge -m 512 \
 	--file-prefix "$P" -l 0,1 --no-pci --vdev=net_af_packet0,iface=lb0 -- \
 	-c "$RUN/flowgate.conf" > "$RUN/flowgate.log" 2>&1 &
 FG_PID=$!
-for _ in $(seq 200); do
+for _ in $(seq 600); do   # 60 s: a guard against a hang
 	grep -q "flowgate: running" "$RUN/flowgate.log" && break
 	kill -0 "$FG_PID" 2>/dev/null || die "flowgate exited"
 	sleep 0.1
@@ -145,13 +146,21 @@ b2_counters() { local h; h=($(b2_health "$1")); echo "${h[1]} ${h[2]} ${h[4]} ${
 snap() { ctl --json health > "$RUN/hc-$1.json" 2>/dev/null; }
 traffic() { # label -> all connections must succeed
 	for vip in 10.99.100.1 10.99.100.2; do
-		ip netns exec "$P-c" timeout 60 python3 "$HERE/tests/e2e/load_client.py" "$vip" \
-			-n "$N" -c 16 --timeout 5 -o "$RUN/res.json" > /dev/null
-		python3 - "$RUN/res.json" "$1 $vip" "$N" <<'PY' || fail=1
+		rm -f "$RUN/res.json"
+		ip netns exec "$P-c" timeout 70 python3 "$HERE/tests/e2e/load_client.py" "$vip" \
+			-n "$N" -c 16 --timeout 5 --max-failures 20 --deadline 60 -o "$RUN/res.json" > "$RUN/client.out" 2>&1
+		python3 - "$RUN/res.json" "$1 $vip" "$N" <<'PY' || { fail=1; tail -3 "$RUN/client.out"; }
 import json, sys
-r = json.load(open(sys.argv[1]))
-ok = r.get("ok", r.get("succeeded", 0))
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(f"  FAIL: {sys.argv[2]}: no result from load_client.py ({e})")
+    sys.exit(1)
+ok = r["ok"]
 print(f"  {sys.argv[2]}: {ok}/{sys.argv[3]} connections ok")
+if ok != int(sys.argv[3]):
+    print(f"  FAIL: errors {r['errors']}; first failing requests {r['first_failures']}"
+          + (f"; stopped early: {r['stopped']}" if r.get("stopped") else ""))
 sys.exit(0 if ok == int(sys.argv[3]) else 1)
 PY
 	done
@@ -226,7 +235,7 @@ echo "  backend 2 connections from the client: $c0 -> $c1"
 ctl health | sed 's/^/  /' | head -8
 
 kill -TERM "$FG_PID"
-for _ in $(seq 50); do kill -0 "$FG_PID" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 300); do kill -0 "$FG_PID" 2>/dev/null || break; sleep 0.1; done  # 30 s guard
 if kill -0 "$FG_PID" 2>/dev/null; then
 	echo "  FAIL: flowgate did not stop on SIGTERM"; fail=1; kill -KILL "$FG_PID"
 else

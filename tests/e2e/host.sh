@@ -41,8 +41,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" || exit 1
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || exit 1
+	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
+	|| { echo "host: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || { echo "host: FAIL: network setup (the line above says which step)"; exit 1; }
 if ! FG_WORKERS=1 "$HERE/scripts/netns-flowgate.sh" "$P" "$BUILD" "$RUN" --host-tap; then
 	# a sandbox without TUN support: not a flowgate failure
 	grep -q "host-tap: cannot create TAP" "$RUN/flowgate.log" && { echo "host: SKIP, no TAP here: $(grep 'cannot create TAP' "$RUN/flowgate.log")"; exit 77; }
@@ -110,7 +111,7 @@ sys.exit(1 if bad else 0)
 PY
 pid=$(cat "$RUN/flowgate.pid")
 kill -TERM "$pid"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done  # 30 s guard
 rm -f "$RUN/flowgate.pid"
 grep -q "flowgate: stopped cleanly" "$RUN/flowgate.log" || { echo "FAIL: no clean stop"; tail -20 "$RUN/flowgate.log"; fail=1; }
 lb ip link show fg0 >/dev/null 2>&1 && { echo "FAIL: TAP fg0 left behind"; fail=1; }
