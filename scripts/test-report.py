@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Which suites ran, from meson's own log: per suite, how many tests
-passed, failed, timed out, were skipped.
+passed, failed, timed out, were skipped (a test in two suites counts in
+both).
 
     scripts/test-report.py BUILD_DIR LABEL"""
 import json
@@ -15,9 +16,11 @@ def main():
         with open(f"{build}/meson-logs/testlog.json") as f:
             for line in f:
                 t = json.loads(line)
-                for s in t.get("suite") or ["(none)"]:
-                    s = s.split(":", 1)[-1]
-                    suites.setdefault(s, {}).setdefault(t["result"], []).append(t["name"])
+                # "project:suite1+suite2 / test" (meson 1.0 names a test so)
+                head, _, name = t["name"].rpartition(" / ")
+                for s in (t.get("suite") or head.split(":", 1)[-1].split("+")):
+                    s = s.split(":", 1)[-1] or "(none)"
+                    suites.setdefault(s, {}).setdefault(t["result"], []).append(name)
     except (OSError, ValueError) as e:
         print(f"make test: {label}: no meson test log ({e})")
         return 0
