@@ -6,6 +6,8 @@
 #                namespace end-to-end, short fuzz run)
 #   make demo    real load-balancing run in network namespaces + fgctl output
 #   make bench   benchmarks that fit this machine -> bench/results, RESULTS.md
+#   make test-clean-root   what CI runs (.ci/run): `make test` and `make demo`
+#                in a clean Debian 12 root (debootstrap minbase), CUDA on the host
 
 SHELL := /bin/bash
 BUILD ?= build
@@ -14,7 +16,7 @@ FUZZ_BUILD ?= build-fuzz
 HUGEPAGES ?= 1024
 NINJA ?= ninja
 
-.PHONY: all deps hugepages build build-asan build-fuzz test demo bench clean
+.PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench clean
 
 all: build
 
@@ -44,13 +46,25 @@ $(FUZZ_BUILD)/build.ninja:
 build-fuzz: deps $(FUZZ_BUILD)/build.ninja
 	$(NINJA) -C $(FUZZ_BUILD)
 
-test: build build-asan build-fuzz hugepages
-	meson test -C $(BUILD) --print-errorlogs --num-processes 1
+# Tests use --no-huge: no hugepages reserved.  After each meson run, which
+# suites ran (scripts/test-report.py), whether they passed or not.
+test: build build-asan build-fuzz
+	meson test -C $(BUILD) --print-errorlogs --num-processes 1; rc=$$?; \
+		scripts/test-report.py $(BUILD) "release build"; exit $$rc
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 1 --no-suite e2e --no-suite slow
-	meson test -C $(FUZZ_BUILD) --print-errorlogs --num-processes 1 --suite fuzz
+		meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 1 --no-suite e2e --no-suite slow; rc=$$?; \
+		scripts/test-report.py $(ASAN_BUILD) "ASan/UBSan build (no e2e, slow)"; exit $$rc
+	meson test -C $(FUZZ_BUILD) --print-errorlogs --num-processes 1 --suite fuzz; rc=$$?; \
+		scripts/test-report.py $(FUZZ_BUILD) "fuzz build"; exit $$rc
+	@echo "make test: PASS (release: every suite; ASan/UBSan: all but e2e and slow; fuzz)"
 
-demo: build hugepages
+test-clean-root:
+	@bash .ci/run
+
+# only what the demo runs (not CUDA, bench or tests); --no-huge, so no
+# hugepages reserved (scripts/demo.sh says why)
+demo: deps $(BUILD)/build.ninja
+	$(NINJA) -C $(BUILD) dataplane/flowgate control/fgctl
 	@scripts/demo.sh $(BUILD)
 
 bench: HUGEPAGES = 6144

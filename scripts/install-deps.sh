@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages flowgate needs, only those missing.
+#
+# PKGS is the one list of every package whose commands the Makefile,
+# scripts/, tests/, bench/tools/, pktgen-scripts/, .ci/ and the demo run
+# (besides the Essential/required packages every Debian root has).  The
+# `deps` test (tests/deps/check_deps.py, first in `make test`) reads this
+# list and fails, naming the command and the file, when a command those
+# files run comes from a package that is not here.
+#
+#   ethtool      netns-setup.sh turns veth checksum/segmentation offloads off
+#                (without it clients send partial checksums: every request fails)
+#   debootstrap  .ci/run builds the clean Debian 12 root `make test` runs in
+#   git, xz-utils  bench/tools/fg_results.py, scripts/device-*-pack.sh
 set -euo pipefail
 PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       libdpdk-dev dpdk dpdk-dev libbpf-dev libelf-dev zlib1g-dev libcmocka-dev
       libpcap-dev libnuma-dev libsystemd-dev iproute2 iputils-ping procps
-      python3 python3-matplotlib curl prometheus)
+      ethtool python3 python3-matplotlib curl git xz-utils debootstrap prometheus)
+[[ ${1:-} == --list ]] && { printf '%s\n' "${PKGS[@]}"; exit 0; }
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
-  if [[ $(id -u) -ne 0 ]]; then echo "install-deps: need root to apt-get install" >&2; exit 1; fi
+  if [[ $(id -u) -ne 0 ]]; then echo "install-deps: need root to apt-get install ${missing[*]}" >&2; exit 1; fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq || true
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt-get update -qq || echo "install-deps: apt-get update failed; trying the cached package lists" >&2
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || { echo "install-deps: apt-get install of ${missing[*]} failed" >&2; exit 1; }
 fi

@@ -15,7 +15,7 @@
 #
 # Writes RUN_DIR/flowgate.log, RUN_DIR/flowgate.pid, RUN_DIR/ctl.sock,
 # RUN_DIR/bN.log (connections each backend served).  Returns once flowgate
-# runs, or fails after 20 s.  EAL file prefix: PREFIX (telemetry:
+# runs, or fails after 60 s (a busy machine starts it slowly).  EAL file prefix: PREFIX (telemetry:
 # dpdk-telemetry.py -f PREFIX).
 set -euo pipefail
 P=${1:?usage}; BUILD=${2:?usage}; RUN=${3:?usage}; shift 3
@@ -61,13 +61,14 @@ ip netns exec "$P-lb" "$FG" --no-huge -m 512 --file-prefix "$P" "${lcores[@]}" \
 	--no-pci --vdev="net_af_packet0,iface=lb0,qpairs=$W" -- "${args[@]}" "$@" \
 	> "$RUN/flowgate.log" 2>&1 &
 echo $! > "$RUN/flowgate.pid"
-for _ in $(seq 200); do
+for _ in $(seq 600); do   # 60 s: a guard against a hang, not a bound
 	grep -q "flowgate: running" "$RUN/flowgate.log" 2>/dev/null && break
 	kill -0 "$(cat "$RUN/flowgate.pid")" 2>/dev/null || { cat "$RUN/flowgate.log" >&2; exit 1; }
 	sleep 0.1
 done
 grep -q "flowgate: running" "$RUN/flowgate.log" || { echo "netns-flowgate: flowgate did not start" >&2; cat "$RUN/flowgate.log" >&2; exit 1; }
-# stubs listening?
+# stubs listening? (python's start-up is slow on a busy machine: 30 s)
 for i in 1 2 3; do
-	for _ in $(seq 50); do grep -q listening "$RUN/stub$i.out" && break; sleep 0.1; done
+	for _ in $(seq 300); do grep -q listening "$RUN/stub$i.out" && break; sleep 0.1; done
+	grep -q listening "$RUN/stub$i.out" || { echo "netns-flowgate: FAIL: the HTTP stub of $P-b$i does not listen: $(tail -3 "$RUN/stub$i.out")" >&2; exit 1; }
 done

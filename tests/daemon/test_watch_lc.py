@@ -7,7 +7,13 @@
 flowgate runs in a namespace of its own with net_pcap receiving from a veth
 (rx_iface_in) so packets can be injected after `fgctl flows watch` is
 attached; output goes to a pcap file.  Service: DSR, scheduler lc, two
-backends of weight 1; conntrack syn_sent timeout 1 s.
+backends of weight 1; conntrack syn_sent timeout 5 s.
+
+Each step waits for its effect (flow counts and states read back through
+fgctl, events in the watch output) instead of sleeping a fixed time, so a
+busy machine slows it down without failing it.  Namespace fgw<PID>, files
+in /tmp/flowgate-fgw<PID>: scripts/netns-teardown.sh --sweep removes them
+if this test is killed.
 
   1. 20 SYNs                      -> 10 flows per backend (least-connections)
   2. ACK the flows of backend A   -> ESTABLISHED (long timeout)
@@ -38,7 +44,7 @@ VIP = "10.100.0.5"
 CONF = """control_socket {sock};
 conntrack {{
     capacity 4096;
-    timeout syn_sent 1s;
+    timeout syn_sent 5s;
     timeout established 10m;
 }}
 port net_pcap0 {{
@@ -91,6 +97,34 @@ class Netns:
         return ["ip", "netns", "exec", self.name] + list(c)
 
 
+def wait_for(get, done, timeout=20.0):
+    """Polls get() until done(value) or @timeout s (a guard against a hang,
+    not a bound the test asserts); returns the last value."""
+    end = time.monotonic() + timeout
+    v = get()
+    while not done(v) and time.monotonic() < end:
+        time.sleep(0.1)
+        v = get()
+    return v
+
+
+def deliver(ns, ids, flags, get, mine, rounds=5):
+    """Injects frame(i, flags) for @ids until get() (flows, filtered by
+    mine) holds each of them: on a busy machine the capture side may miss
+    a frame, and a TCP client would retransmit it too.  Returns the flows."""
+    ids = list(ids)
+    fl = []
+    for _ in range(rounds):
+        have = {int(f["sport"]) - 20000 for f in fl if mine(f)}
+        todo = [i for i in ids if i not in have]
+        if not todo:
+            break
+        inject(ns, [frame(i, flags) for i in todo])
+        fl = wait_for(get, lambda v: {int(f["sport"]) - 20000 for f in v if mine(f)} >= set(ids),
+                      timeout=2.0)
+    return [f for f in fl if mine(f)]
+
+
 def inject(ns, frames):
     """Sends @frames into fgw1 (arrive on fgw0, flowgate's RX)."""
     path = tempfile.mktemp(prefix="fgw-inject.")
@@ -128,7 +162,10 @@ def main():
     build = os.path.abspath(sys.argv[1])
     fg = os.path.join(build, "dataplane", "flowgate")
     fgctl = os.path.join(build, "control", "fgctl")
-    work = tempfile.mkdtemp(prefix="flowgate-watch.")
+    root = os.path.dirname(os.path.dirname(HERE))
+    subprocess.run([os.path.join(root, "scripts", "netns-teardown.sh"), "--sweep"], check=False)
+    work = f"/tmp/flowgate-fgw{os.getpid()}"
+    os.makedirs(work, exist_ok=True)
     sock = os.path.join(work, "ctl.sock")
     conf = os.path.join(work, "lc.conf")
     with open(conf, "w") as f:
@@ -167,11 +204,17 @@ def main():
             wout = open(os.path.join(work, "watch.json"), "w")
             watch = subprocess.Popen([fgctl, "-s", sock, "--json", "flows", "watch"],
                                      stdout=wout, stderr=subprocess.STDOUT)
-            time.sleep(0.5)
+
+            def watchers():
+                r = subprocess.run([fgctl, "-s", sock, "--json", "ping"],
+                                   capture_output=True, text=True, timeout=20)
+                try:
+                    return json.loads(r.stdout)["control"]["watchers"]
+                except (ValueError, KeyError, TypeError):
+                    return 0
+            expect(wait_for(watchers, lambda n: n >= 1) >= 1, "fgctl flows watch did not attach")
             # 1. 20 SYNs
-            inject(ns, [frame(i, 0x02) for i in range(20)])
-            time.sleep(0.3)
-            fl = flows()
+            fl = deliver(ns, range(20), 0x02, lambda: flows(), lambda f: True)
             per = {}
             for f in fl:
                 per.setdefault(f["backend"], []).append(f)
@@ -183,25 +226,23 @@ def main():
             a_ids = [int(f["sport"]) - 20000 for f in per.get(a_addr, [])]
             b_ids = [int(f["sport"]) - 20000 for f in per.get(b_addr, [])]
             # 2. establish A's flows
-            inject(ns, [frame(i, 0x10) for i in a_ids])
-            time.sleep(0.2)
-            # 3. B's SYN_SENT flows expire (1 s)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and len(flows()) > len(a_ids):
-                time.sleep(0.2)
-            left = flows()
+            est = deliver(ns, a_ids, 0x10, lambda: flows("--state", "ESTABLISHED"), lambda f: True)
+            expect(len(est) == len(a_ids), f"phase 2: {len(est)} of A's {len(a_ids)} flows ESTABLISHED")
+            # 3. B's SYN_SENT flows expire (5 s)
+            left = wait_for(lambda: flows(), lambda v: len(v) <= len(a_ids), timeout=30)
             expect(len(left) == len(a_ids) and all(f["backend"] == a_addr for f in left),
                    f"phase 3: {len(left)} flows left, expected A's {len(a_ids)} "
                    f"({[f['state'] for f in left][:5]})")
             # 4. 10 new SYNs: least-connections must send all to B
-            inject(ns, [frame(i, 0x02) for i in range(100, 110)])
-            time.sleep(0.3)
-            new = [f for f in flows() if int(f["sport"]) >= 20100]
+            new = deliver(ns, range(100, 110), 0x02, lambda: flows(),
+                          lambda f: int(f["sport"]) >= 20100)
             on_b = sum(1 for f in new if f["backend"] == b_addr)
             expect(len(new) == 10 and on_b == 10,
                    f"phase 4: {on_b}/{len(new)} new flows on the emptier backend "
                    f"{b_addr} (least-connections must count expired flows out)")
-            time.sleep(0.3)
+            # every event written: 30 NEW + B's DESTROYs
+            wait_for(lambda: open(os.path.join(work, "watch.json")).read().count('"event"'),
+                     lambda n: n >= 30 + len(b_ids))
             watch.send_signal(signal.SIGINT)
             watch.wait(timeout=10)
             wout.close()
@@ -239,6 +280,7 @@ def main():
         if errs:
             print(open(os.path.join(work, "flowgate.log")).read()[-1500:])
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(f"/var/run/dpdk/{ns_name}", ignore_errors=True)
     print(f"flows watch + least-connections: {'FAIL' if errs else 'ok'}")
     return 1 if errs else 0
 

@@ -18,11 +18,18 @@ def main():
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--dsr", action="store_true", help="backends see the client's port")
     a = ap.parse_args()
-    res = json.load(open(a.result))
+    try:
+        with open(a.result) as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"  FAIL: no result from load_client.py ({a.result}: {e}); its output is above")
+        return 1
     w = [float(x) for x in a.weights.split(",")]
     errs = []
     if res["ok"] != a.n or res["failed"]:
-        errs.append(f"{res['ok']}/{a.n} connections succeeded, errors: {res['errors']}")
+        errs.append(f"{res['ok']}/{a.n} connections to {res.get('vip')} succeeded, errors: "
+                    f"{res['errors']}; first failing requests: {res.get('first_failures')}"
+                    + (f"; stopped early: {res['stopped']}" if res.get("stopped") else ""))
     for i, wi in enumerate(w):
         name = f"gpu{i + 1}"
         got = res["per_worker"].get(name, 0)
@@ -33,8 +40,16 @@ def main():
     conns = {}
     lines = 0
     for i, path in enumerate(a.logs):
-        for line in open(path):
+        try:
+            log = open(path).read().splitlines()
+        except OSError as e:
+            errs.append(f"gpu{i + 1}: no backend log ({e})")
+            continue
+        for line in log:
             f = line.split()
+            if len(f) < 2:
+                errs.append(f"gpu{i + 1}: unreadable log line {line!r}")
+                continue
             addr, port = f[0], f[1]
             conn = f[2] if len(f) > 2 and f[2] != "-" else None
             lines += 1

@@ -14,34 +14,42 @@ BUILD=$(cd "${1:?usage: e2e.sh BUILD_DIR [N]}" && pwd)
 # 500) is then a 3.7-sigma bound, so a correct balancer fails it ~never
 N=${2:-${FG_E2E_N:-3000}}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
+# everything this run creates is named after P (namespaces, run dir, EAL
+# prefix); a run killed by meson's timeout is cleaned by the next one's sweep
 P=fge2e$$
-RUN=$(mktemp -d /tmp/flowgate-e2e.XXXXXX)
+RUN=/tmp/flowgate-$P
 
 [ "$(id -u)" = 0 ] || { echo "e2e: needs root (network namespaces)"; exit 77; }
-for t in ip tc python3 clang; do
-	command -v $t >/dev/null || { echo "e2e: $t missing"; exit 77; }
+for t in ip tc ethtool python3 clang; do
+	command -v $t >/dev/null || { echo "e2e: FAIL: $t is not installed (scripts/install-deps.sh installs it)"; exit 1; }
 done
+"$HERE/scripts/netns-teardown.sh" --sweep
+mkdir -p "$RUN"
 
 cleanup() {
-	if [ -f "$RUN/flowgate.pid" ]; then kill -TERM "$(cat "$RUN/flowgate.pid")" 2>/dev/null; fi
-	sleep 0.5
+	if [ -f "$RUN/flowgate.pid" ]; then kill -TERM "$(cat "$RUN/flowgate.pid")" 2>/dev/null; sleep 0.5; fi
+	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "e2e: logs kept in /tmp/flowgate-kept-$P"; fi
 	"$HERE/scripts/netns-teardown.sh" "$P"
-	if [ -n "${FG_E2E_KEEP:-}" ]; then echo "e2e: logs kept in $RUN"; else rm -rf "$RUN"; fi
-	rm -rf "/var/run/dpdk/$P"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
 
 clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" || exit 1
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || exit 1
+	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
+	|| { echo "e2e: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || { echo "e2e: FAIL: network setup (the line above says which step)"; exit 1; }
 
 fail=0
 run() { # vip dsr?
 	local vip=$1 flag=$2
 	for i in 1 2 3; do : > "$RUN/b$i.log"; done
-	ip netns exec "$P-c" timeout 90 python3 "$HERE/tests/e2e/load_client.py" "$vip" \
-		-n "$N" -c 32 --timeout 5 -o "$RUN/res.json" > /dev/null
+	rm -f "$RUN/res.json"
+	# a broken path fails fast (50 failures) instead of timing out N times
+	local rc=0
+	ip netns exec "$P-c" timeout 100 python3 "$HERE/tests/e2e/load_client.py" "$vip" \
+		-n "$N" -c 32 --timeout 5 --max-failures 50 --deadline 90 -o "$RUN/res.json" \
+		> "$RUN/client.out" 2>&1 || rc=$?
+	[ -s "$RUN/res.json" ] || { echo "FAIL: load_client.py to $vip exited $rc without a result:"; tail -5 "$RUN/client.out"; }
 	sleep 0.3   # let the stubs flush their last log lines
 	echo -n "workers=$W "
 	python3 "$HERE/tests/e2e/check_run.py" "$RUN/res.json" --n "$N" $flag \
@@ -52,7 +60,7 @@ stop_flowgate() {
 	local pid
 	pid=$(cat "$RUN/flowgate.pid")
 	kill -TERM "$pid"
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done  # 30 s guard
 	if kill -0 "$pid" 2>/dev/null; then
 		echo "FAIL: flowgate ($W workers) did not stop on SIGTERM"; fail=1
 		kill -KILL "$pid" 2>/dev/null
@@ -87,10 +95,15 @@ run 10.99.100.1 --dsr
 run fd99:100::1 --dsr
 run 10.99.100.2 ""
 run fd99:100::2 ""
-"$BUILD/control/fgctl" -s "$RUN/ctl.sock" --json stats --per-core > "$RUN/percore.json" 2>&1 || true
+"$BUILD/control/fgctl" -s "$RUN/ctl.sock" --json stats --per-core > "$RUN/percore.json" 2>&1 \
+	|| echo "FAIL: fgctl stats --per-core exited $?: $(head -c 300 "$RUN/percore.json")"
 python3 - "$RUN/percore.json" <<'PY' || fail=1
 import json, sys
-st = json.load(open(sys.argv[1]))
+try:
+    st = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(f"  FAIL: no per-core stats from fgctl ({e})")
+    sys.exit(1)
 pc = st["per_core"]
 nf = [c["new_flows"] for c in pc]
 print(f"workers=2 per-core new_flows {nf}, dispatched {[c['dispatched'] for c in pc]}, "

@@ -17,28 +17,33 @@
 set -uo pipefail
 BUILD=$(cd "${1:?usage: host.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
+# everything this run creates is named after P (namespaces and the TAP in
+# them, run dir, EAL prefix); a run killed by meson's timeout is cleaned by
+# the next one's sweep
 P=fgh$$
-RUN=$(mktemp -d /tmp/flowgate-host.XXXXXX)
+RUN=/tmp/flowgate-$P
 
 [ "$(id -u)" = 0 ] || { echo "host: needs root (network namespaces, TAP)"; exit 77; }
 [ -c /dev/net/tun ] || { echo "host: no /dev/net/tun"; exit 77; }
-for t in ip tc python3 clang ping; do
-	command -v $t >/dev/null || { echo "host: $t missing"; exit 77; }
+for t in ip tc ethtool python3 clang ping; do
+	command -v $t >/dev/null || { echo "host: FAIL: $t is not installed (scripts/install-deps.sh installs it)"; exit 1; }
 done
+"$HERE/scripts/netns-teardown.sh" --sweep
+mkdir -p "$RUN"
 
 cleanup() {
 	[ -n "${SRV:-}" ] && kill "$SRV" 2>/dev/null
 	if [ -f "$RUN/flowgate.pid" ]; then kill -TERM "$(cat "$RUN/flowgate.pid")" 2>/dev/null; sleep 0.5; fi
+	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "host: logs kept in /tmp/flowgate-kept-$P"; fi
 	"$HERE/scripts/netns-teardown.sh" "$P"
-	if [ -n "${FG_E2E_KEEP:-}" ]; then echo "host: logs kept in $RUN"; else rm -rf "$RUN"; fi
-	rm -rf "/var/run/dpdk/$P"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
 
 clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" || exit 1
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || exit 1
+	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
+	|| { echo "host: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || { echo "host: FAIL: network setup (the line above says which step)"; exit 1; }
 if ! FG_WORKERS=1 "$HERE/scripts/netns-flowgate.sh" "$P" "$BUILD" "$RUN" --host-tap; then
 	# a sandbox without TUN support: not a flowgate failure
 	grep -q "host-tap: cannot create TAP" "$RUN/flowgate.log" && { echo "host: SKIP, no TAP here: $(grep 'cannot create TAP' "$RUN/flowgate.log")"; exit 77; }
@@ -83,14 +88,21 @@ PY
 lb ip neigh show 10.99.0.2 dev fg0 | grep -q 02:00:00:99:00:02 \
 	&& echo "ok   the kernel resolved the client through flowgate (ARP reply handed to the TAP)" \
 	|| { echo "FAIL: kernel neighbour of 10.99.0.2: $(lb ip neigh show dev fg0)"; fail=1; }
-ip netns exec "$P-c" timeout 30 python3 "$HERE/tests/e2e/load_client.py" 10.99.100.1 \
-	-n 200 -c 8 --timeout 5 -o "$RUN/res.json" > /dev/null
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["ok"]==200 else 1)' "$RUN/res.json" \
-	&& echo "ok   200/200 connections through the DSR VIP meanwhile" || { echo "FAIL: VIP traffic: $(cat "$RUN/res.json")"; fail=1; }
-"$BUILD/control/fgctl" -s "$RUN/ctl.sock" --json stats > "$RUN/stats.json" || fail=1
+ip netns exec "$P-c" timeout 40 python3 "$HERE/tests/e2e/load_client.py" 10.99.100.1 \
+	-n 200 -c 8 --timeout 5 --max-failures 20 --deadline 30 -o "$RUN/res.json" > "$RUN/client.out" 2>&1
+python3 "$HERE/tests/e2e/check_run.py" "$RUN/res.json" --n 200 --dsr --tolerance 10 \
+	--logs "$RUN/b1.log" "$RUN/b2.log" "$RUN/b3.log" > "$RUN/check.out" \
+	&& echo "ok   200/200 connections through the DSR VIP meanwhile" \
+	|| { echo "FAIL: VIP traffic:"; cat "$RUN/check.out"; fail=1; }
+"$BUILD/control/fgctl" -s "$RUN/ctl.sock" --json stats > "$RUN/stats.json" \
+	|| { echo "FAIL: fgctl stats exited $?: $(head -c 300 "$RUN/stats.json")"; fail=1; }
 python3 - "$RUN/stats.json" <<'PY' || fail=1
 import json, sys
-t = json.load(open(sys.argv[1]))["total"]
+try:
+    t = json.load(open(sys.argv[1]))["total"]
+except (OSError, ValueError, KeyError) as e:
+    print(f"FAIL: no stats from fgctl ({e!r})")
+    sys.exit(1)
 print(f"     host_packets {t['host_packets']}, host_to_wire {t['host_to_wire']}, "
       f"host_ring_full {t['host_ring_full']}, host_unhandled {t['drops_by_reason']['host_unhandled']}")
 bad = t["host_packets"] < 25 or t["host_to_wire"] < 25 or t["host_ring_full"] != 0
@@ -99,7 +111,7 @@ sys.exit(1 if bad else 0)
 PY
 pid=$(cat "$RUN/flowgate.pid")
 kill -TERM "$pid"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done  # 30 s guard
 rm -f "$RUN/flowgate.pid"
 grep -q "flowgate: stopped cleanly" "$RUN/flowgate.log" || { echo "FAIL: no clean stop"; tail -20 "$RUN/flowgate.log"; fail=1; }
 lb ip link show fg0 >/dev/null 2>&1 && { echo "FAIL: TAP fg0 left behind"; fail=1; }
