@@ -53,12 +53,13 @@ def skip(why):
     sys.exit(77)
 
 
-def hugetlbfs_dir():
-    """The hugetlbfs mount to use (/dev/hugepages first) and free MiB."""
+def hugetlbfs_dir(own=None):
+    """The hugetlbfs mount to use (/dev/hugepages, else @own: not another
+    process's mount) and the free MiB of 2 MiB pages."""
     mounts = [ln.split()[1] for ln in open("/proc/mounts") if ln.split()[2] == "hugetlbfs"]
-    if not mounts:
+    d = "/dev/hugepages" if "/dev/hugepages" in mounts else own if own in mounts else None
+    if d is None:
         return None, 0
-    d = "/dev/hugepages" if "/dev/hugepages" in mounts else mounts[0]
     info = dict(ln.split(":", 1) for ln in open("/proc/meminfo"))
     free = int(info["HugePages_Free"].split()[0])
     size_kb = int(info["Hugepagesize"].split()[0])
@@ -90,10 +91,54 @@ def main():
     dumpcap = shutil.which("dpdk-dumpcap")
     if dumpcap is None:
         skip("dpdk-dumpcap not found (Debian package dpdk)")
-    hdir, free_mib = hugetlbfs_dir()
-    if hdir is None or free_mib < 200:
-        skip(f"dpdk-dumpcap needs the daemon on shared hugepages and there are "
-             f"{free_mib} MiB free on {hdir or 'no hugetlbfs mount'} (run make hugepages)")
+    with HugepagesFor(200) as hdir:
+        return run(build, dumpcap, hdir)
+
+
+class HugepagesFor:
+    """At least MIB of free 2 MiB hugepages on a hugetlbfs mount for the
+    test: as root, reserves what is missing (and mounts a private hugetlbfs
+    when there is none) and gives both back on exit; otherwise skips."""
+
+    NR = "/proc/sys/vm/nr_hugepages"
+
+    def __init__(self, mib):
+        self.mib, self.added, self.mnt = mib, 0, None
+
+    def __enter__(self):
+        hdir, free_mib = hugetlbfs_dir()
+        if (hdir is None or free_mib < self.mib) and os.geteuid() == 0:
+            if free_mib < self.mib:
+                want = (self.mib - free_mib + 1) // 2
+                have = int(open(self.NR).read())
+                with open(self.NR, "w") as f:
+                    f.write(str(have + want))
+                self.added = int(open(self.NR).read()) - have
+            if hdir is None:
+                self.mnt = tempfile.mkdtemp(prefix="flowgate-pdump-huge.")
+                subprocess.run(["mount", "-t", "hugetlbfs", "nodev", self.mnt], check=False)
+            hdir, free_mib = hugetlbfs_dir(self.mnt)
+        if hdir is None or free_mib < self.mib:
+            self.__exit__()
+            skip(f"dpdk-dumpcap needs the daemon on shared hugepages and there are "
+                 f"{free_mib} MiB free on {hdir or 'no hugetlbfs mount'} (not root, "
+                 f"or the kernel could not reserve them)")
+        return hdir
+
+    def __exit__(self, *exc):
+        if self.mnt:
+            subprocess.run(["umount", self.mnt], check=False)
+            os.rmdir(self.mnt)
+            self.mnt = None
+        if self.added > 0:
+            have = int(open(self.NR).read())
+            with open(self.NR, "w") as f:
+                f.write(str(max(0, have - self.added)))
+            self.added = 0
+        return False
+
+
+def run(build, dumpcap, hdir):
     inputs = [eth(LB, NH, 0x0800, ipv4(ip(f"172.16.0.{i + 1}"), ip("10.100.0.1"), 6,
                                        tcp(ip(f"172.16.0.{i + 1}"), ip("10.100.0.1"),
                                            30000 + i, 80, 0x02)))
