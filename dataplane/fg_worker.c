@@ -159,12 +159,16 @@ static void to_host(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m
 		drop(w, o, m, why);
 }
 
-/* ARP / ND replies: learned; the host's kernel may be waiting for them. */
+/* ARP / ND replies: learned; the host's kernel may be waiting for them.
+ * Not a drop (nothing went wrong), but counted: every input is accounted
+ * for (fg_counters.h, "Accounting"). */
 static inline void consumed_reply(struct fg_worker *w, struct burst_out *o,
 				  struct rte_mbuf *m)
 {
-	if (!host_enqueue(w, m))
-		o->free[o->n_free++] = m;
+	if (host_enqueue(w, m))
+		return;
+	w->cc[FG_CC_arp_replies_consumed]++;
+	o->free[o->n_free++] = m;
 }
 
 static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
