@@ -47,7 +47,8 @@ Invariants checked on every output frame / counter:
       (and ICMP error from the backend side) returns to its own client,
       from the VIP;
   (c) every input is accounted for exactly once: each tag leaves at most
-      once; inputs = tagged outputs + ARP/ND answers + drops; packets with
+      once; inputs = forwarded tagged outputs + ARP/ND answers + drops +
+      host + arp_replies_consumed; outputs = tx_packets; packets with
       a known verdict leave / are absent as expected and every drop
       reason counter equals the drops expected for it plus the packets
       that may drop for that reason (flood, exhaustion) and did;
