@@ -58,6 +58,9 @@ extern "C" {
 /** An ARP reply / neighbour advertisement is learned only for an address a
  *  worker solicited within this many seconds (or a configured gateway). */
 #define FG_NEIGH_SOLICIT_WINDOW_S 3
+/** Addresses each worker remembers having solicited: sets x ways. */
+#define FG_SOLICIT_SETS 256
+#define FG_SOLICIT_WAYS 4
 /** Backends removed by an apply are remembered this long (seconds) so
  *  flows pinned to them can still be forwarded (FG_FAIL_KEEP). */
 #define FG_TOMBSTONE_S 900
@@ -343,9 +346,12 @@ struct fg_worker {
 	/* rate limit for ARP/NS we originate; also what we asked for: an
 	 * ARP reply / NA is learned only if some worker solicited its address
 	 * (other workers read these, racily: a torn read only delays or
-	 * refuses one learn, and the table is confirmed again later) */
-	uint64_t solicit_tsc[64];
-	uint8_t solicit_addr[64][16];
+	 * refuses one learn, and the table is confirmed again later).
+	 * Set-associative, oldest way replaced: a direct-mapped 64 forgot
+	 * most of a burst of new on-link NAT clients before their answers
+	 * came (neigh_unsolicited), and their first replies dropped. */
+	uint64_t solicit_tsc[FG_SOLICIT_SETS][FG_SOLICIT_WAYS];
+	uint8_t solicit_addr[FG_SOLICIT_SETS][FG_SOLICIT_WAYS][16];
 	/* token bucket of generated ICMP errors / RSTs (fg_dp::icmp_rate):
 	 * credit in TSC ticks, one packet costs hz / rate */
 	uint64_t icmp_credit;

@@ -159,12 +159,16 @@ static void to_host(struct fg_worker *w, struct burst_out *o, struct rte_mbuf *m
 		drop(w, o, m, why);
 }
 
-/* ARP / ND replies: learned; the host's kernel may be waiting for them. */
+/* ARP / ND replies: learned; the host's kernel may be waiting for them.
+ * Not a drop (nothing went wrong), but counted: every input is accounted
+ * for (fg_counters.h, "Accounting"). */
 static inline void consumed_reply(struct fg_worker *w, struct burst_out *o,
 				  struct rte_mbuf *m)
 {
-	if (!host_enqueue(w, m))
-		o->free[o->n_free++] = m;
+	if (host_enqueue(w, m))
+		return;
+	w->cc[FG_CC_arp_replies_consumed]++;
+	o->free[o->n_free++] = m;
 }
 
 static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
@@ -183,21 +187,28 @@ static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
 /* ----------------------------------------------------------- neighbours */
 
 /* Sends an ARP request / neighbour solicitation for @p addr, at most once a
- * second per address (a small direct-mapped cache). */
+ * second per address (fg_worker::solicit_addr, set-associative). */
 static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
 		    const uint8_t *addr, uint64_t now)
 {
 	struct fg_port *pt = &w->dp->ports[port];
 	uint32_t alen = af == AF_INET6 ? 16 : 4;
-	uint32_t slot = ct_hash_crc(addr, alen) & 63;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1), way = 0;
 	struct rte_mbuf *m;
 	uint8_t *d;
 
-	if (memcmp(w->solicit_addr[slot], addr, alen) == 0 &&
-	    now - w->solicit_tsc[slot] < w->dp->hz)
-		return;
-	memcpy(w->solicit_addr[slot], addr, alen);
-	w->solicit_tsc[slot] = now;
+	for (uint32_t i = 0; i < FG_SOLICIT_WAYS; i++) {
+		if (memcmp(w->solicit_addr[set][i], addr, alen) == 0) {
+			if (now - w->solicit_tsc[set][i] < w->dp->hz)
+				return;
+			way = i;
+			break;
+		}
+		if (w->solicit_tsc[set][i] < w->solicit_tsc[set][way])
+			way = i;   /* else the oldest */
+	}
+	memcpy(w->solicit_addr[set][way], addr, alen);
+	w->solicit_tsc[set][way] = now;
 	m = rte_pktmbuf_alloc(w->dp->pool[rte_socket_id() < RTE_MAX_NUMA_NODES ?
 							  rte_socket_id() : 0]);
 	if (m == NULL)
@@ -350,15 +361,18 @@ static bool solicited(const struct fg_worker *w, uint8_t af, const uint8_t *addr
 		      uint64_t now)
 {
 	uint32_t alen = af == AF_INET6 ? 16 : 4;
-	uint32_t slot = ct_hash_crc(addr, alen) & 63;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1);
 	uint64_t win = FG_NEIGH_SOLICIT_WINDOW_S * w->dp->hz;
 
 	for (unsigned int i = 0; i < w->dp->n_workers; i++) {
 		const struct fg_worker *o = w->dp->workers[i];
 
-		if (o != NULL && memcmp(o->solicit_addr[slot], addr, alen) == 0 &&
-		    (int64_t)(now - o->solicit_tsc[slot]) < (int64_t)win)
-			return true;
+		if (o == NULL)
+			continue;
+		for (uint32_t k = 0; k < FG_SOLICIT_WAYS; k++)
+			if (memcmp(o->solicit_addr[set][k], addr, alen) == 0 &&
+			    (int64_t)(now - o->solicit_tsc[set][k]) < (int64_t)win)
+				return true;
 	}
 	return false;
 }
@@ -1024,6 +1038,39 @@ static int nat_local(const struct fg_dp *dp, uint8_t af, uint32_t k)
 	return -1;
 }
 
+/* True when some port has a gateway of @p af: then everything without a
+ * neighbour entry of its own, NAT clients included, is reached through it. */
+static inline bool has_gateway(const struct fg_worker *w, uint8_t af)
+{
+	for (unsigned int p = 0; p < w->dp->n_ports; p++) {
+		const struct fg_port_cfg *pc = &w->dp->ports[p].cfg;
+
+		if ((af == AF_INET6 ? pc->gateway6.family : pc->gateway.family) == af)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * NAT without a gateway: the replies of a new flow go to its client on the
+ * link, whose MAC is learned only from a reply to our own solicitation
+ * (learn(): requests are never learned, issue 9 defect 4).  Soliciting
+ * when the first reply needs the MAC dropped that reply (no_neighbor) on
+ * every new on-link client; soliciting now, when the flow opens, has the
+ * client's answer learned a round trip before the backend's first reply.
+ * It sends nothing that the first reply would not have sent (the same
+ * solicit(), same per-address limit), and a spoofed source learns nothing:
+ * only a host that answers for the address does.
+ */
+static void nat_resolve_client(struct fg_worker *w, const struct fg_neigh_table *nt,
+			       uint8_t af, const uint8_t *client, uint64_t now)
+{
+	const struct rte_ether_addr *mac;
+	uint16_t port;
+
+	(void)next_hop(w, nt, af, client, &port, &mac, now);
+}
+
 /* Full NAT: picks a local port whose reply hashes to this worker and that
  * no tracked reply uses, inserts the reply entry and links it. */
 static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
@@ -1305,6 +1352,8 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 				      rc == -ENOSPC ? FG_DROP_ct_full : FG_DROP_nat_no_port);
 			return;
 		}
+		if (unlikely(!has_gateway(w, af)))
+			nat_resolve_client(w, nt, af, saddr, now);
 	}
 	w->cc[FG_CC_new_flows]++;
 	svc_count(w, lb, s, FG_SC_new_flows, 1);
@@ -1313,7 +1362,6 @@ static void flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		w->lc_active[b->stat_idx]++;
 	if (unlikely(w->watch))
 		watch_post(w, FG_EV_NEW, p->family, key, e, 0);
-	RTE_SET_USED(saddr);
 	flow_forward(w, lb, nt, o, m, p, e, s, b, now);
 }
 

@@ -14,7 +14,11 @@
  * ## Accounting
  * Every received packet (rx_packets) ends as exactly one of: an output
  * (forwarded, or answered in place: ARP / ND replies), a packet handed to
- * the host (host_packets), or one drop reason (drops = their sum).
+ * the host (host_packets), one drop reason (drops = their sum), or,
+ * for an ARP reply / neighbour advertisement that the workers learn from
+ * (or ignore) and the host does not take, arp_replies_consumed:
+ *   rx_packets = forwarded + answered + host_packets + drops
+ *                + arp_replies_consumed.
  * Packets the workers *generate* in addition are counted in tx_packets
  * and, each kind, in a core counter of their own, so a checker can
  * subtract them:
@@ -123,6 +127,7 @@ enum fg_drop {
 	X(arp_replies,  "ARP replies sent") \
 	X(nd_adverts,   "neighbour advertisements sent") \
 	X(host_packets, "packets handed to the host exception port") \
+	X(arp_replies_consumed, "ARP replies / neighbour advertisements received, learned from (or ignored) and freed: no output, no drop") \
 	X(dispatched,   "packets handed to another core by software RSS") \
 	X(drops,        "packets dropped (sum of drop reasons)")
 

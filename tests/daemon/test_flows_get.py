@@ -69,14 +69,12 @@ def main():
                        f"{got.get('src')}:{got.get('sport')}" == client,
                        f"reply-tuple get {back} -> {lb}: {rep}")
             f = nat[0]
-            # a port no flow of this (backend, NAT address) holds: ports are
-            # handed out in sequence, so nat_port + 1 may be another flow's
-            used = {g["nat_port"] for g in nat if g["backend"] == f["backend"] and
-                    g["backend_port"] == f["backend_port"] and
-                    g["nat_addr"] == f["nat_addr"]}
-            wrong = next(p for p in range(1024, 65536) if p not in used)
-            rc, _ = get(f"{f['backend']}:{f['backend_port']}",
-                        f"{f['nat_addr']}:{wrong}")
+            # a port no NAT flow holds (the allocator hands out ports in
+            # order: nat_port + 1 is most often the next flow's)
+            used = {g["nat_port"] for g in nat}
+            wrong = next(p for p in range(f["nat_port"] + 1, f["nat_port"] + 65536)
+                         if p % 65536 >= 1024 and p % 65536 not in used) % 65536
+            rc, _ = get(f"{f['backend']}:{f['backend_port']}", f"{f['nat_addr']}:{wrong}")
             expect(rc != 0, "a wrong NAT port found a flow")
             dsr = [f for f in flows if f["service"] == "dsr4"]
             expect(len(dsr) == 1, f"one DSR flow: {dsr}")

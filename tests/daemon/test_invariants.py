@@ -47,16 +47,17 @@ Invariants checked on every output frame / counter:
       (and ICMP error from the backend side) returns to its own client,
       from the VIP;
   (c) every input is accounted for exactly once: each tag leaves at most
-      once; inputs = tagged outputs + ARP/ND answers + drops; packets with
+      once; inputs = forwarded tagged outputs + ARP/ND answers + drops +
+      host + arp_replies_consumed; outputs = tx_packets; packets with
       a known verdict leave / are absent as expected and every drop
       reason counter equals the drops expected for it plus the packets
       that may drop for that reason (flood, exhaustion) and did;
   (d) under a spoofed flood, every packet of an established connection
       (both directions) still leaves, on the same backend / NAT tuple.
 
-Pending scenarios (defects being fixed on other branches, issue 9): they
-are generated and their outcome is printed as PENDING, but only fail the
-run with --pending NAME (or --pending all, or FG_INV_PENDING=...):
+Checks of the issue 9 fixes (written while the fixes were pending on other
+branches; all enforced by default now: --pending none, or
+FG_INV_PENDING=none, only reports them):
   midflow-unassured  NAT drops non-SYN packets without an entry (spoofed
                      ACKs are not forwarded) and new clients connect
                      during a spoofed ACK flood (defect 2)
@@ -68,11 +69,14 @@ run with --pending NAME (or --pending all, or FG_INV_PENDING=...):
   neigh-flood        new NAT clients still connect after 5,000 spoofed ARP
                      requests (defect 4)
 
-Packets these fixes touch (spoofed, oversize, drained-service packets) may
-already be counted under a drop reason this checker does not know, and a
-generated ICMP / RST may stand for its input, so (c) holds before and after
-the fixes.  Enabling a pending check: FG_INV_PENDING=all make test, or
-add '--pending', 'NAME' to the test's args in tests/daemon/meson.build.
+With the fixes, (c) is exact (dataplane/lib/fg_counters.h, "Accounting"):
+a NAT TCP packet other than a SYN without an entry drops as nat_not_syn
+(spoofed ACKs; a client's data that overtook its SYN in a shuffled flood
+round); an oversize packet drops as encap_too_big and its mbuf may carry
+the ICMP error that quotes it; a SYN to the drained service drops as
+no_backend and may become an RST; generated errors are subtracted by their
+counters, answers + icmp_ratelimited = inputs that ask for one; ARP
+replies the clients send count as arp_replies_consumed.
 
 On failure the seed is printed; --seed S replays the same traffic (the
 daemon's timing may still differ between runs: bursts, 2-worker order).
@@ -219,13 +223,13 @@ OUT, DROP, ANY = 0, 1, 2
 LEGIT, SPOOF, INFLOOD = 0, 1, 2
 # what a packet that may be refused under pressure drops as
 MAY_DROP = ("ct_full", "ct_flood", "nat_no_port", "reply_untracked", "no_neighbor")
-# a drop reason that the pending fixes may add (NAT non-SYN without an
-# entry, ICMP / RST answers): spoofed, oversize and drained-service packets
-# may also be counted under a reason this checker does not know yet
-NEW_REASON = "*"
-KNOWN_REASONS = ("unknown_ethertype", "icmp_unrelated", "frag_later_untracked", "unknown_vip",
-                 "no_backend", "encap_too_big", "reply_untracked", "ct_full", "ct_flood",
-                 "nat_no_port", "no_neighbor", "dispatch_full", "tx_full", "no_headroom")
+# what a new NAT flow may be refused as (table full, flood, no port)
+NAT_REFUSED = ("ct_full", "ct_flood", "nat_no_port")
+# inputs the dataplane answers with an error it generates (fg_counters.h,
+# "Accounting"): the input counts as this drop, its mbuf carries the
+# answer (ICMP quoting it, so tagged; an RST is not), unless the worker's
+# rate limit (icmp_ratelimited) leaves it a plain drop
+ANSWERED = {"oversize": "encap_too_big", "SYN to drained service": "no_backend"}
 
 
 class Flow:
@@ -317,7 +321,10 @@ class Checker:
     def cpkt(self, f, flags=0, expect=OUT, reasons=(), note="", size=0, seq=1):
         """client -> VIP"""
         if f.kind == INFLOOD and expect == OUT:
-            expect, reasons = ANY, MAY_DROP
+            # its SYN may have been refused (flood, full table): the NAT
+            # then drops the rest of the handshake as nat_not_syn
+            nat_rest = f.svc.nat and f.svc.proto == 6 and flags != SYN
+            expect, reasons = ANY, MAY_DROP + (("nat_not_syn",) if nat_rest else ())
         pid = self.new_pid(f, expect, reasons, note)
         s = f.svc
         pay = tag(pid) + (b"\x5a" * size)
@@ -326,9 +333,12 @@ class Checker:
 
     def rpkt(self, f, flags=0, expect=OUT, note="reply"):
         """backend -> local:nat_port (NAT reply direction)"""
-        if f.kind == INFLOOD or self.onlink:
-            expect = ANY     # refused flow / client MAC being resolved
-        pid = self.new_pid(f, expect, MAY_DROP if expect == ANY else (), note)
+        reasons = ()
+        if f.kind == INFLOOD:
+            expect, reasons = ANY, MAY_DROP      # refused flow
+        elif self.onlink:
+            expect, reasons = ANY, ("no_neighbor",)   # client MAC being resolved
+        pid = self.new_pid(f, expect, reasons, note)
         s = f.svc
         local, port = f.nat
         return frame(ipx(f.backend, local, s.proto, l4seg(s.proto, f.backend, local, f.bport, port,
@@ -346,8 +356,14 @@ class Checker:
         return frame(icmp_err(r, s.vip, q, s.v6))
 
     def icmp_backend_side(self, f, note="icmp-err backend side"):
-        pid = self.new_pid(f, ANY if f.kind == INFLOOD else OUT,
-                           MAY_DROP + ("icmp_unrelated",) if f.kind == INFLOOD else (), note)
+        """towards the client, like a reply (rpkt)"""
+        if f.kind == INFLOOD:
+            expect, reasons = ANY, MAY_DROP + ("icmp_unrelated",)
+        elif self.onlink:
+            expect, reasons = ANY, ("no_neighbor",)
+        else:
+            expect, reasons = OUT, ()
+        pid = self.new_pid(f, expect, reasons, note)
         s = f.svc
         local, port = f.nat
         q = ipx(local, f.backend, s.proto, l4seg(s.proto, local, f.backend, port, f.bport, tag(pid), ACK), 60)
@@ -448,9 +464,28 @@ class Checker:
         """1500-byte IP packet: fits the client's MTU, not the tunnel's"""
         s = f.svc
         hdr = (40 if s.v6 else 20) + 20
-        pid = self.new_pid(f, ANY, ("encap_too_big", NEW_REASON), "oversize")
+        pid = self.new_pid(f, DROP, ("encap_too_big",), "oversize")
         pay = tag(pid) + b"\x33" * (1500 - hdr - TAGLEN)
         return frame(ipx(f.cl, s.vip, 6, l4seg(6, f.cl, s.vip, f.cport, s.port, pay, PSH | ACK)))
+
+    def overtaken(self, frames):
+        """After a shuffle of one round's frames: a NAT client's data that
+        now comes before its SYN finds no entry and must drop as
+        nat_not_syn (NAT opens flows only on a SYN), as in a network that
+        reorders; the connection itself must still work."""
+        syn_seen = set()
+        for fr in frames:
+            i = fr.find(MAGIC)
+            if i < 0:
+                continue
+            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
+            f, expect, reasons, note = self.pkts[pid]
+            if f is None or f.fid < 0 or not f.svc.nat or f.svc.proto != 6:
+                continue
+            if note in ("SYN", "SYN retransmit"):
+                syn_seen.add(f.fid)
+            elif note == "pipelined data" and f.fid not in syn_seen:
+                self.pkts[pid] = (f, DROP, ("nat_not_syn",), "pipelined data before its SYN")
 
     def close(self, f):
         f.closed = True
@@ -462,9 +497,22 @@ class Checker:
 
     # -------------------------------------------------------- single packets
     def spoof(self, svc, flags, kind=SPOOF):
+        """a packet from a forged client, on a tuple no flow has: DSR
+        forwards it (tracked, or by Maglev alone when the table refuses
+        it); NAT tracks a SYN (or refuses it under pressure) and drops
+        anything else as nat_not_syn (no entry is created for it)"""
         f = self.new_flow(svc, kind)
-        return self.cpkt(f, flags, expect=ANY, reasons=MAY_DROP + (NEW_REASON,),
-                         note="spoofed " + ("SYN" if flags == SYN else "ACK"))
+        if svc.proto == 17:
+            note = "spoofed datagram"
+        else:
+            note = "spoofed " + ("SYN" if flags == SYN else "ACK")
+        if not svc.nat:
+            expect, reasons = OUT, ()
+        elif svc.proto == 6 and flags != SYN:
+            expect, reasons = DROP, ("nat_not_syn",)
+        else:
+            expect, reasons = ANY, NAT_REFUSED
+        return self.cpkt(f, flags, expect=expect, reasons=reasons, note=note)
 
     def noise(self):
         """one packet with a known verdict (or none), no flow behind it"""
@@ -493,7 +541,7 @@ class Checker:
             return frame(ip4(cl, svc.vip, 17, data, ident=7, frag=64))
         if k == 4 and self.drain:
             f = self.new_flow(self.drain)
-            return self.cpkt(f, SYN, expect=ANY, reasons=("no_backend", NEW_REASON),
+            return self.cpkt(f, SYN, expect=DROP, reasons=("no_backend",),
                              note="SYN to drained service")
         return self.spoof(svc, r.choice((SYN, ACK)))
 
@@ -623,7 +671,8 @@ class Checker:
         self.write([FILLER] * 32)
         n = self.written
         st = self.wait("processing", lambda s: s["rx_packets"] >= n and
-                       s["tx_packets"] + s["drops"] + s["host_packets"] >= n)
+                       s["tx_packets"] + s["drops"] + s["host_packets"] +
+                       s["arp_replies_consumed"] >= n)
         # every counted TX is in a file (worker 1 flushes on its own timer)
         t0 = time.monotonic()
         while True:
@@ -693,14 +742,14 @@ class Checker:
             return
         self.seen[pid] = 1
         f, expect, reasons, note = self.pkts[pid]
+        if note in ANSWERED:
+            self.check_oversize_out(f, fr, pid, note)
+            return
         if expect == DROP:
             self.fail(f"(c) input #{pid} ({note}) should drop ({'/'.join(reasons)}) but left: "
                       f"{fr[:80].hex()}")
             return
         if f is None or f.fid < 0:
-            return
-        if note in ("oversize", "SYN to drained service"):
-            self.check_oversize_out(f, fr, pid, note)
             return
         self.check_flow_out(f, fr, pid, note)
 
@@ -726,8 +775,9 @@ class Checker:
         return None, None, 14, None
 
     def check_oversize_out(self, f, fr, pid, note):
-        """an oversize packet / a SYN to a service without backend may only
-        come back to its client as an ICMP error (pending fixes)"""
+        """an oversize packet may only come back to its client as the ICMP
+        frag-needed / packet-too-big that quotes it (a SYN to a service
+        without backend gets an RST, which quotes nothing)"""
         dst, proto, _, _ = self.outer(fr)
         if proto in (1, 58) and dst == f.cl:
             self.answered[note] = self.answered.get(note, 0) + 1
@@ -888,39 +938,56 @@ class Checker:
             self.fail(f"(c) drops {st['drops']} != sum of drop reasons {sum(by.values())}")
         answers = st["arp_replies"] + st["nd_adverts"]
         tagged = sum(self.seen)
-        # every input: one tagged output, or one answer frame, or one drop
-        # an ICMP error / RST the daemon generates (pending fixes) either
-        # replaces its input (not counted as a drop) or comes with a drop
-        resp = sum(self.untagged_resp.values())
+        # generated answers (fg_counters.h, "Accounting"): each stands for
+        # an input that is also counted as its drop; an ICMP error quotes
+        # the input (tagged), an RST does not
+        gen = st["icmp_too_big_sent"] + st["no_backend_rst"] + st["no_backend_unreach"]
+        gen_tagged = sum(self.answered.values())
+        gen_untagged = sum(self.untagged_resp.values())
+        if gen != gen_tagged + gen_untagged:
+            self.fail(f"(c) generated ICMP/RST counters sum to {gen} (too_big "
+                      f"{st['icmp_too_big_sent']}, rst {st['no_backend_rst']}, unreach "
+                      f"{st['no_backend_unreach']}), the output has {gen_tagged} ICMP errors "
+                      f"quoting an input and {gen_untagged} untagged ICMP/RST")
+        # every input that asks for an answer gets one, or is counted as
+        # rate-limited
+        n_ask = sum(1 for f, e, r, nt in self.pkts if nt in ANSWERED)
+        if n_ask != gen + st["icmp_ratelimited"]:
+            self.fail(f"(c) {n_ask} oversize / drained-service packets, {gen} answers + "
+                      f"{st['icmp_ratelimited']} rate-limited")
         # ARP replies the checker sent (clients answering the dataplane's
-        # requests) are consumed: no output, no drop counter (noted in the
-        # report of issue 9)
-        acc = tagged + answers + st["drops"] + st["host_packets"] + getattr(self, "arp_answers", 0)
-        if not acc <= n_in <= acc + resp:
-            self.fail(f"(c) inputs {n_in} != tagged outputs {tagged} + ARP/ND answers {answers} + "
-                      f"drops {st['drops']} + host {st['host_packets']} (+ up to {resp} "
-                      f"generated ICMP/RST)")
-        # pending: NAT drops non-SYN packets without an entry
+        # requests) are consumed: arp_replies_consumed, no output
+        if st["arp_replies_consumed"] != getattr(self, "arp_answers", 0):
+            self.fail(f"(c) arp_replies_consumed {st['arp_replies_consumed']}, ARP replies "
+                      f"sent {getattr(self, 'arp_answers', 0)}")
+        # every input: one forwarded (tagged, not generated) output, one
+        # ARP/ND answer, one drop, the host, or consumed
+        acc = (tagged - gen_tagged) + answers + st["drops"] + st["host_packets"] + \
+            st["arp_replies_consumed"]
+        if n_in != acc:
+            self.fail(f"(c) inputs {n_in} != forwarded tagged outputs {tagged - gen_tagged} + "
+                      f"ARP/ND answers {answers} + drops {st['drops']} + host "
+                      f"{st['host_packets']} + ARP replies consumed {st['arp_replies_consumed']}")
+        # NAT drops non-SYN packets without an entry
         fwd = sum(1 for pid, (f, e, r, nt) in enumerate(self.pkts)
                   if nt == "spoofed ACK" and f.svc.nat and self.seen[pid])
         if fwd:
             self.pfail("midflow-unassured", f"{fwd} spoofed ACKs (no entry) were NAT-forwarded "
                        f"to a backend instead of dropped")
-        # pending: oversize -> ICMP frag-needed / PTB; drained -> RST / ICMP
+        # oversize -> ICMP frag-needed / PTB; drained -> RST: at least one
         for note, pn in (("oversize", "oversize-icmp"), ("SYN to drained service", "drained-reset")):
             n = sum(1 for f, e, r, nt in self.pkts if nt == note)
-            got = self.answered.get(note, 0)
-            # answers may be rate-limited: at least one, the rest counted (c)
-            if n and got + resp == 0:
-                self.pfail(pn, f"{n - got} of {n} '{note}' packets got no ICMP/RST back "
-                           f"(dropped as {self.pkts and [r for f, e, r, nt in self.pkts if nt == note][0][0]}"
-                           f" = {st['drops_by_reason'].get('encap_too_big' if pn == 'oversize-icmp' else 'no_backend')})")
+            got = self.answered.get(note, 0) + (gen_untagged if pn == "drained-reset" else 0)
+            if n and got == 0:
+                self.pfail(pn, f"none of {n} '{note}' packets got an ICMP/RST back "
+                           f"({ANSWERED[note]} = {by.get(ANSWERED[note])})")
         want = {"unknown_ethertype": self.nfill}
         maybe = {}
         missing_out = []
         for pid, (f, expect, reasons, note) in enumerate(self.pkts):
-            if self.seen[pid]:
+            if self.seen[pid] and expect != DROP:
                 continue
+            # (a DROP seen here is an answered one: its drop is counted)
             if expect == OUT:
                 missing_out.append(pid)
             elif expect == DROP:
@@ -944,7 +1011,7 @@ class Checker:
             if v < w:
                 self.fail(f"(c) drop counter {rsn} = {v}, expected at least {w}")
             elif v > w:
-                if rsn not in maybe and (NEW_REASON not in maybe or rsn in KNOWN_REASONS):
+                if rsn not in maybe:
                     self.fail(f"(c) drop counter {rsn} = {v}, expected {w} (no input of this "
                               f"run may drop for that reason)")
                 extra += v - w
@@ -1088,6 +1155,7 @@ def run_flood(a, name, workers, total, seed, pending, work):
             inf = [f for k in newf.values() for f in k if f.steps]
             frames += c.step_flows(inf, per_round)
             r.shuffle(frames)
+            c.overtaken(frames)
             c.round(frames)
             spent += len(frames)
         # 3. after the flood: everything established still works
@@ -1107,12 +1175,16 @@ def run_flood(a, name, workers, total, seed, pending, work):
     for kind, fl in newf.items():
         ok = bad = 0
         for f in fl:
+            # (packets that must drop: oversize, data that overtook its SYN)
             pids = [i for i in range(c.flood_pid, len(c.pkts)) if c.pkts[i][0] is f and
-                    c.pkts[i][3] != "oversize"]
+                    c.pkts[i][1] != DROP]
             if all(c.seen[i] for i in pids) and f.established:
                 ok += 1
             else:
                 bad += 1
+                lost = [c.pkts[i][3] + f" #{i}" for i in pids if not c.seen[i]]
+                print(f"  [{name}] {kind} flood: {f.desc()} lost {', '.join(lost[:4])}"
+                      f"{' (not established)' if not f.established else ''}")
         msg = f"{bad}/{len(fl)} new connections during the spoofed {kind} flood failed"
         print(f"  [{name}] new connections during the {kind} flood: {ok} ok, {bad} failed")
         if bad and kind == "SYN":
@@ -1229,12 +1301,25 @@ def run_neigh(a, name, workers, total, seed, pending, work):
         return bad
 
     b0, b1 = failed(before), failed(after)
+    lost = {}
+    for pid, (f, e, r_, nt) in enumerate(c.pkts):
+        if not c.seen[pid]:
+            lost[nt] = lost.get(nt, 0) + 1
+    print(f"  [{name}] inputs that did not leave, by kind: {lost}")
     print(f"  [{name}] on-link NAT clients: before the ARP flood {len(before) - len(b0)} ok, "
           f"{len(b0)} failed; after 5,000 spoofed ARP requests {len(after) - len(b1)} ok, "
           f"{len(b1)} failed (no_neighbor {st['drops_by_reason'].get('no_neighbor')}, "
           f"ARP requests answered {c.arp_answers})")
     for f in b0[:5]:
         c.fail(f"{f.desc()}: on-link client (before any ARP flood) got none of its replies")
+    # every ARP reply of a client answers a request of the dataplane (sent
+    # when the client's NAT flow opened), so none should be refused as
+    # unsolicited (a 64-slot record of requests forgot most of a round's
+    # 150 clients: their first replies dropped as no_neighbor).  Printed,
+    # not asserted: a reply later than FG_NEIGH_SOLICIT_WINDOW_S (a slow
+    # sanitizer build on a busy machine) is refused too.
+    print(f"  [{name}] ARP replies refused as unsolicited: {st.get('neigh_unsolicited')} "
+          f"(of {c.arp_answers})")
     if b1:
         c.pfail("neigh-flood", f"{len(b1)}/{len(after)} new on-link NAT clients failed after "
                 f"5,000 spoofed ARP requests")
@@ -1248,8 +1333,8 @@ def main():
     ap.add_argument("--packets", type=int, default=int(os.environ.get("FG_INV_PACKETS", 1_000_000)))
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--only", help="comma-separated runs (mix1,mix2,flood1,flood2,neigh1,natx1,natx2)")
-    ap.add_argument("--pending", default=os.environ.get("FG_INV_PENDING", ""),
-                    help="pending checks to enforce (comma-separated, or all)")
+    ap.add_argument("--pending", default=os.environ.get("FG_INV_PENDING", "all"),
+                    help="issue 9 checks to enforce (comma-separated, all (default) or none)")
     ap.add_argument("--keep", help="keep pcaps and logs here")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
@@ -1295,7 +1380,7 @@ def main():
     enforced = []
     for pn in sorted(set(PENDING_ALL) | set(pend_fail)):
         msgs = pend_fail.get(pn, [])
-        st = "holds" if not msgs else ("FAIL" if pn in pending else "PENDING (not enforced)")
+        st = "holds" if not msgs else ("FAIL" if pn in pending else "FAILS (not enforced)")
         print(f"pending check {pn}: {st}" + (f": {msgs[0]}" + (f" (+{len(msgs) - 1} more)" if len(msgs) > 1 else "") if msgs else ""))
         if msgs and pn in pending:
             enforced.append(pn)
