@@ -401,6 +401,7 @@ ct_release_slot(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 		s->st.live[e->state]--;
 	}
 	f->count--;
+	s->removals++;
 	e->state = CT_ST_NONE;
 	e->flags = 0;
 	e->peer = CT_NONE;
@@ -977,6 +978,12 @@ const struct ct_stats *
 ct_stats_get(const struct ct_shard *s)
 {
 	return &s->st;
+}
+
+const uint64_t *
+ct_removal_seq(const struct ct_shard *s)
+{
+	return &s->removals;
 }
 
 uint32_t

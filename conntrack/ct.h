@@ -473,6 +473,18 @@ const struct ct_stats *ct_stats_get(const struct ct_shard *s);
 /** Number of live entries in the shard. */
 uint32_t ct_count(const struct ct_shard *s);
 
+/**
+ * The shard's count of removed entries (expired, evicted, deleted), as a
+ * pointer the owner reads as often as it likes.  An entry pointer from
+ * ct_lookup_bulk() stays valid only while this count is unchanged: a
+ * later insert may evict that entry and reuse its slot for another flow
+ * (a burst that holds hits and new flows of a full table).  The owner
+ * compares the count taken after the lookup with the current one before
+ * it trusts a hit, and looks the key up again when they differ.
+ * Owner lcore only.
+ */
+const uint64_t *ct_removal_seq(const struct ct_shard *s);
+
 /** Bytes allocated for the shard (tables + entries + rings). */
 size_t ct_memory(const struct ct_shard *s);
 

@@ -57,6 +57,9 @@ struct ct_shard {
 	void *destroy_arg;
 
 	size_t mem_bytes;
+	/* entries removed so far (expiry, eviction, delete): see
+	 * ct_removal_seq() */
+	uint64_t removals;
 	struct ct_stats st;
 } __rte_cache_aligned;
 

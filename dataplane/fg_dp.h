@@ -79,6 +79,7 @@ extern "C" {
 	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
 	X(host_to_wire,      "--host-tap: packets from the host kernel's TAP sent out of their port") \
 	X(host_ring_full,    "--host-tap: packets for the host dropped, ring to the main lcore full") \
+	X(ct_hit_relookup,   "hits looked up again: an insert earlier in the burst evicted or deleted an entry (the hit may have lost its slot)") \
 	X(frag_follow,       "first fragments that (re)armed a fragment-follow entry for their flow's later fragments") \
 	X(frag_follow_fail,  "first fragments whose fragment-follow entry could not be inserted (table full / flood)") \
 	X(gpu_packets,       "--gpu: packets parsed and hashed by the GPU batch path") \

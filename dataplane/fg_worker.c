@@ -1537,10 +1537,23 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			continue;
 		hits = ct_lookup_bulk(w->ct, f, keys[f], sigs[f], ng[f], now, ents, pos);
 		w->cc[FG_CC_ct_hits] += __builtin_popcountll(hits);
+		/* a new flow earlier in this burst may evict an entry a later
+		 * packet hit and give its slot to another flow: trust a hit
+		 * only while nothing was removed since the lookup */
+		const uint64_t *removals = ct_removal_seq(w->ct);
+		uint64_t removals0 = *removals;
+
 		for (unsigned int j = 0; j < ng[f]; j++) {
 			struct rte_mbuf *m = grp[f][j];
 			const struct fg_pkt *p = &fg_mbuf_priv(m)->pkt;
 
+			if (unlikely(*removals != removals0) && (hits & (1ULL << j))) {
+				ents[j] = ct_lookup(w->ct, f, keys[f][j], sigs[f][j], now,
+						    &pos[j]);
+				if (ents[j] == NULL)
+					hits &= ~(1ULL << j);
+				w->dc[FG_DC_ct_hit_relookup]++;
+			}
 			if (hits & (1ULL << j)) {
 				if (unlikely(ents[j]->flags & CT_F_REPLY))
 					flow_reply(w, lb, nt, &o, m, p, ents[j], now);

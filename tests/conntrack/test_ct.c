@@ -204,6 +204,55 @@ test_reinsert_keeps_live_entry(void **state)
 	ct_shard_free(s);
 }
 
+/*
+ * Regression (issue 9, found by the invariant checker, seed 2865891407 of
+ * flood1): a burst's bulk lookup hits flow A; a new flow earlier in the
+ * same burst finds the table full, evicts A (unassured) and takes A's slot;
+ * A's packet then read the new flow's entry and left for its backend.
+ * ct_removal_seq moves on every removal, so the burst knows to look again.
+ */
+static void
+test_removal_seq_tells_stale_hits(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	const uint64_t *seq = ct_removal_seq(s);
+	uint32_t n = 0, pos_a;
+	int err;
+
+	/* full of unassured flows: fill until the next insert would evict */
+	while (ct_count(s) == n && n < 4096) {
+		assert_non_null(ins4(s, n, CT_ST_SYN_SENT, false, 1, &err));
+		if (*seq != 0)
+			break;
+		n++;
+	}
+	/* the last insert evicted flow 0: start the check from a full table */
+	assert_int_equal(*seq, 1);
+	n++;
+	{
+		struct ct_key4 k0 = k4(0);
+
+		assert_null(ct_lookup(s, CT_V4, &k0, ct_key4_hash(s, &k0), 1, NULL));
+	}
+	struct ct_key4 ka = k4(1);     /* now the oldest: early drop's victim */
+	struct ct_entry *a = ct_lookup(s, CT_V4, &ka, ct_key4_hash(s, &ka), 2, &pos_a);
+
+	assert_non_null(a);
+	a->backend = 7;
+	uint64_t before = *seq;
+	struct ct_key4 kb = k4(n);
+	uint32_t pos_b;
+	struct ct_entry *b = ct_insert(s, CT_V4, &kb, ct_key4_hash(s, &kb), IPPROTO_TCP,
+				       CT_ST_SYN_SENT, false, 3, &pos_b, &err);
+
+	assert_non_null(b);
+	assert_int_equal(*seq, before + 1);   /* A was evicted... */
+	assert_int_equal(pos_b, pos_a);       /* ...and B has its slot */
+	assert_ptr_equal(b, a);               /* the stale pointer now is B */
+	assert_null(ct_lookup(s, CT_V4, &ka, ct_key4_hash(s, &ka), 4, NULL));
+	ct_shard_free(s);
+}
+
 static void
 test_insert_lookup_v6(void **state)
 {
@@ -1072,6 +1121,7 @@ main(void)
 	ADD(test_insert_lookup_delete_v4);
 	ADD(test_insert_lookup_v6);
 	ADD(test_reinsert_keeps_live_entry);
+	ADD(test_removal_seq_tells_stale_hits);
 	ADD(test_both_directions);
 	for (size_t i = 0; i < RTE_DIM(tcp_cases); i++) {
 		snprintf(names[n], sizeof(names[n]), "tcp: %s", tcp_cases[i].name);
