@@ -668,18 +668,22 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 			goto fail;
 		}
 	}
-	/* rte_hash_add looks for the key before it takes a free slot, so a
-	 * full table still answers a present key with its position; key
-	 * slots are exactly f->slots (buckets extend), so -ENOSPC means
-	 * full: evict the oldest unassured flow and add again. */
+	/* Full: evict the oldest unassured flow first.  No lookup before
+	 * it (a SYN flood's steady state inserts into a full table, and a
+	 * search costs the bucket misses of a second insert): a key that
+	 * turns out present just cost the oldest unassured flow its entry
+	 * a little early -- or was that flow, and is added afresh. */
+	if (unlikely(f->count >= f->slots) && ct_early_drop(s, f) != 0) {
+		s->st.insert_fail_by[CT_INSFAIL_FULL]++;
+		ret = -ENOSPC;
+		goto fail;
+	}
 	pos = rte_hash_add_key_with_hash(f->h, key, sig);
 	if (unlikely(pos == -ENOSPC)) {
-		if (ct_early_drop(s, f) != 0) {
-			s->st.insert_fail_by[CT_INSFAIL_FULL]++;
-			ret = -ENOSPC;
-			goto fail;
-		}
-		pos = rte_hash_add_key_with_hash(f->h, key, sig);
+		/* key slots are f->slots exactly (buckets extend): slots our
+		 * count does not see; evict once */
+		if (ct_early_drop(s, f) == 0)
+			pos = rte_hash_add_key_with_hash(f->h, key, sig);
 	}
 	if (unlikely(pos < 0)) {
 		s->st.insert_fail_by[pos == -ENOSPC ? CT_INSFAIL_FULL

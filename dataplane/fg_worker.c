@@ -188,6 +188,19 @@ static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
 
 /* Sends an ARP request / neighbour solicitation for @p addr, at most once a
  * second per address (fg_worker::solicit_addr, set-associative). */
+/* True when this worker solicited @p addr less than a second ago. */
+static inline bool solicit_recent(const struct fg_worker *w, uint8_t af,
+				  const uint8_t *addr, uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1);
+
+	for (uint32_t i = 0; i < FG_SOLICIT_WAYS; i++)
+		if (memcmp(w->solicit_addr[set][i], addr, alen) == 0)
+			return now - w->solicit_tsc[set][i] < w->dp->hz;
+	return false;
+}
+
 static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
 		    const uint8_t *addr, uint64_t now)
 {
@@ -1068,6 +1081,9 @@ static void nat_resolve_client(struct fg_worker *w, const struct fg_neigh_table 
 	const struct rte_ether_addr *mac;
 	uint16_t port;
 
+	/* a client's flows come in runs: its first one asked already */
+	if (solicit_recent(w, af, client, now))
+		return;
 	(void)next_hop(w, nt, af, client, &port, &mac, now);
 }
 

@@ -24,18 +24,30 @@ echo 16384 > /proc/sys/vm/nr_hugepages
 mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 { lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo
   echo "A $(cat .carry/ab/A/commit)"; echo "B $(cat .carry/ab/B/commit)"; } > "$OUT/env.txt" 2>&1
-run() {   # run BUILD ARGS...
-	local v=$1; shift
+run() {   # run LABEL ARGS...: LABEL A or B, or S (B with a /metrics scraper)
+	local v=$1 bin=$1; shift
+	[ "$v" = S ] && bin=B
 	echo "== $v $*" >&2
-	LD_LIBRARY_PATH=$W/$v/lib timeout 120 taskset -c 2-5 $W/$v/flowgate-bench "$@" \
+	LD_LIBRARY_PATH=$W/$bin/lib timeout 120 taskset -c 2-5 $W/$bin/flowgate-bench "$@" \
 		2>>"$OUT/stderr.txt" | tail -1 |
 		sed "s/^{/{\"build\":\"$v\",\"args\":\"$*\",/" | tee -a "$OUT/ab.jsonl"
 }
+# MODES, KINDS (hits new-flows) narrow a rerun
 for r in $(seq "$ROUNDS"); do
-	for mode in dsr-ipip dsr-gue nat; do
+	for mode in ${MODES:-dsr-ipip dsr-gue nat}; do
 		for v in A B; do
-			run $v dataplane --flows 1000000 --mode $mode --seconds 3 --no-testpmd --json
-			run $v dataplane --flows 1000000 --mode $mode --seconds 3 --new-flows --no-testpmd --json
+			for k in ${KINDS:-hits new-flows}; do
+				run $v dataplane --flows 1000000 --mode $mode --seconds 3 \
+					$([ $k = new-flows ] && echo --new-flows) --no-testpmd --json
+			done
 		done
 	done
 done
+# issue 15: what scraping /metrics every 100 ms costs the dataplane (B with a
+# scraper thread, label S, against B without; same binary, alternated)
+if [ -n "${SCRAPE:-1}" ]; then
+	for r in $(seq "$ROUNDS"); do
+		run B dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --no-testpmd --json
+		run S dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --no-testpmd --scrape-ms 100 --json
+	done
+fi

@@ -43,6 +43,13 @@ def main(argv):
             print(f"{mode:9s} {kind:9s} A {ma:7.3f}  B {mb:7.3f}  B/A {ratio:.3f}  drops {da}/{db}")
     if worst is not None and not md:
         print(f"worst B/A: {worst:.3f}")
+    # scrape cost: S (B with a /metrics scraper) against B, dsr-ipip hits
+    by = runs.get(("dsr-ipip", "hits"), {})
+    if by.get("S") and by.get("B"):
+        mb = statistics.median(r["mpps"] for r in by["B"])
+        ms = statistics.median(r["mpps"] for r in by["S"])
+        print(f"scrape every 100 ms: {ms:.3f} vs {mb:.3f} Mpps without "
+              f"({(1 - ms / mb) * 100:+.1f}% cost), dsr-ipip hits, medians")
     return 0
 
 
