@@ -93,12 +93,15 @@ for _ in $(seq 1 300); do
   c ping >/dev/null 2>&1 && break
   sleep 0.1
 done
-for _ in $(seq 1 300); do
-  n=$(c --json flows count | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])' 2>/dev/null)
+# the replay's flows are ACKs only: picked up mid-stream, they are PICKUP
+# until each has sent 4 packets over 2 s (conntrack/ct.h, "Assured"), then
+# ESTABLISHED; wait for that (a guard against a hang, not a bound)
+for _ in $(seq 1 600); do
+  n=$(c --json flows list --state ESTABLISHED | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null)
   (( ${n:-0} >= FLOWS )) && break
   sleep 0.1
 done
-(( ${n:-0} >= FLOWS )) && ok "daemon up, $n flows tracked" || { bad "only ${n:-0} flows tracked"; exit 1; }
+(( ${n:-0} >= FLOWS )) && ok "daemon up, $n flows tracked and ESTABLISHED" || { bad "only ${n:-0} flows ESTABLISHED"; exit 1; }
 
 # ---- every verb --------------------------------------------------------------
 j 0 'd["protocol"] == 1' -- ping
