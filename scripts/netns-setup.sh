@@ -40,12 +40,14 @@ done
 nse() { ip netns exec "$1" "${@:2}"; }
 OFFLOADS="rx-checksumming tx-checksumming tcp-segmentation-offload generic-segmentation-offload generic-receive-offload"
 nooffload() { # ns dev: checksum and segmentation offloads off, read back
-	local out feats f
-	out=$(nse "$1" ethtool -K "$2" rx off tx off tso off gso off gro off 2>&1) || true
+	local out feats f rc=0
+	# a device may refuse some feature changes (rc != 0) yet end with all
+	# of them off: the read-back below decides, and names rc when it fails
+	out=$(nse "$1" ethtool -K "$2" rx off tx off tso off gso off gro off 2>&1) || rc=$?
 	feats=$(nse "$1" ethtool -k "$2" 2>&1) || fail "ethtool -k $2 in $1: $feats"
 	for f in $OFFLOADS; do
 		grep -q "^$f: off" <<< "$feats" \
-			|| fail "$f still on for $2 in $1 after \`ethtool -K $2 rx off tx off tso off gso off gro off\` ($out): clients would send partial checksums"
+			|| fail "$f still on for $2 in $1 after \`ethtool -K $2 rx off tx off tso off gso off gro off\` (exit $rc: $out): clients would send partial checksums"
 	done
 }
 

@@ -62,11 +62,12 @@ class Daemon:
         self.log = ""
         self.rc = None
         pcap_write(self.inp, inputs)
+        devs = [f"net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}", *vdevs]
         self.cmd = [self.fg, "--no-huge", "--no-shconf", "-m", "512",
                     "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l" if "," in lcores
-                    or "-" in lcores else "--lcores", lcores] + list(eal) + [
-                    "--no-pci", f"--vdev=net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}"
-                    ] + [f"--vdev={v}" for v in vdevs] + ["--", "-s", self.sock] + flags
+                    or "-" in lcores else "--lcores", lcores] + list(eal) + \
+            ["--no-pci"] + [f"--vdev={d}" for d in devs] + \
+            ["--", "-s", self.sock] + flags
         self.p = None
 
     def __enter__(self):

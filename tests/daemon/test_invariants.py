@@ -568,8 +568,8 @@ class Checker:
         for s in self.services:
             flags += s.flags()
         self.cmd = [fg, "--no-huge", "--no-shconf", "-m", "1024", "--file-prefix",
-                    f"fginv{os.getpid()}{tag_}", "--lcores", lcores, "--no-pci",
-                    f"--vdev={vdev}", "--", "-s", self.sock] + flags
+                    f"fginv{os.getpid()}{tag_}", "--lcores", lcores,
+                    "--no-pci", f"--vdev={vdev}", "--", "-s", self.sock] + flags
         self.p = subprocess.Popen(self.cmd, stdout=open(self.logf, "w"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         fd = None
