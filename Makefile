@@ -16,7 +16,7 @@ FUZZ_BUILD ?= build-fuzz
 HUGEPAGES ?= 1024
 NINJA ?= ninja
 
-.PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench clean
+.PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench install clean
 
 all: build
 
@@ -70,6 +70,11 @@ demo: deps $(BUILD)/build.ninja
 bench: HUGEPAGES = 6144
 bench: build hugepages
 	@scripts/bench.sh $(BUILD)
+
+# meson install: flowgate, fgctl, flowgate-bench, the systemd unit, man
+# pages, /etc/flowgate/flowgate.conf when none exists (DESTDIR= works)
+install: build
+	meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

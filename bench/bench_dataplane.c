@@ -6,7 +6,20 @@
  *
  *   flowgate-bench dataplane --flows N --mode dsr-ipip|dsr-gue|nat
  *                            [--workers W] [--new-flows] [--seconds S]
- *                            [--no-testpmd] [--scrape-ms MS] [--json]
+ *                            [--no-testpmd] [--scrape-ms MS]
+ *                            [--sched maglev|maglev-load] [--idle-sleep US] [--json]
+ *
+ * --sched maglev-load: the service places new flows with maglev-load
+ * (pkt/fg_place.h) over a published load table in which every backend's
+ * signal is fresh, with scores spread so that both candidates are read
+ * and a good share of new flows take the second one; there is no health
+ * checker in the bench, so the table stays as published.  The hit path
+ * does not read it: runs with and without give its cost (issue 12).
+ *
+ * --idle-sleep US: the workers run with flowgate's --idle-sleep=US (sleep
+ * after a run of empty polls, bench/RESULTS.md "Issue 13"): interleave runs
+ * with and without it to see what it costs under load (`idle_sleeps`
+ * counts the sleeps; under a saturating replay it stays 0).
  *
  * --scrape-ms MS: a thread beside the workers renders the Prometheus
  * exposition (fg_metrics_render: the snapshot with every worker's conntrack
@@ -36,6 +49,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +61,10 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_load.h"
+#include "fg_loadsig.h"
+#include "fg_worker_private.h"
 #include "fg_metrics.h"
 
 struct gen {
@@ -189,6 +206,45 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* EAL lcore list for N lcores on the CPUs this process may run on:
+ * "--lcores=0@C0,1@C1,..." with Ci the i-th CPU of the affinity mask, so
+ * that `taskset -c 2-5 flowgate-bench ...` really runs on CPUs 2-5 (a plain
+ * "-l 0-N" pins lcore i to CPU i whatever the mask says, which put every
+ * earlier A/B sample on CPUs 0-1 beside the host's interrupts).  More
+ * lcores than CPUs: all lcores float over the mask (*oversub set; only for
+ * functional runs, the JSON says so).  Returns the number of CPUs usable. */
+static long eal_lcores(char *buf, size_t len, unsigned int n, bool *oversub)
+{
+	cpu_set_t set;
+	unsigned int cpus[CPU_SETSIZE];
+	long nc = 0;
+	size_t o;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		CPU_ZERO(&set);
+	for (unsigned int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[nc++] = c;
+	if (nc == 0) {	/* no mask: CPUs 0..online-1 */
+		long on = sysconf(_SC_NPROCESSORS_ONLN);
+
+		for (nc = 0; nc < on && nc < CPU_SETSIZE; nc++)
+			cpus[nc] = (unsigned int)nc;
+	}
+	*oversub = (long)n > nc;
+	o = (size_t)snprintf(buf, len, "--lcores=");
+	if (*oversub) {
+		o += (size_t)snprintf(buf + o, len - o, "(0-%u)@(", n - 1);
+		for (long k = 0; k < nc && o < len; k++)
+			o += (size_t)snprintf(buf + o, len - o, "%s%u", k ? "," : "", cpus[k]);
+		snprintf(buf + o, len > o ? len - o : 0, ")");
+	} else {
+		for (unsigned int k = 0; k < n && o < len; k++)
+			o += (size_t)snprintf(buf + o, len - o, "%s%u@%u", k ? "," : "", k, cpus[k]);
+	}
+	return nc;
+}
+
 /*
  * dpdk-testpmd io forwarding on one core over @p vdevs (port 0 -> port 1).
  * Returns the median over its 1 s samples of port 0's Rx-pps, in Mpps.
@@ -196,8 +252,9 @@ static int cmp_dbl(const void *a, const void *b)
 static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
 			      unsigned int mbufs, double seconds)
 {
-	char cmd[1024];
+	char cmd[1024], lcores[96];
 	double samples[64];
+	bool oversub;
 	int ns = 0;
 	char line[512];
 	FILE *f;
@@ -207,12 +264,13 @@ static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
 	const char *bin = getenv("FG_TESTPMD") ? getenv("FG_TESTPMD") : "dpdk-testpmd";
 	const char *extra = getenv("FG_TESTPMD_EAL") ? getenv("FG_TESTPMD_EAL") : "";
 
+	eal_lcores(lcores, sizeof(lcores), 2, &oversub);
 	snprintf(cmd, sizeof(cmd),
-		 "timeout -s INT %.0f %s -l 0,1 %s %s --file-prefix "
+		 "timeout -s INT %.0f %s '%s' %s %s --file-prefix "
 		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
 		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
 		 "--total-num-mbufs=%u %s </dev/null 2>&1",
-		 seconds + 4, bin, extra, mem_args, (int)getpid(), vdevs, mbufs,
+		 seconds + 4, bin, lcores, extra, mem_args, (int)getpid(), vdevs, mbufs,
 		 imix ? "" : "--mbuf-size=384");
 	f = popen(cmd, "r");
 	if (f == NULL)
@@ -295,6 +353,20 @@ static int write_pcap(const char *path, uint64_t first, uint64_t n)
 	return 0;
 }
 
+/* --sched maglev-load: every signal fresh, scores 0..15 x 1000 spread
+ * over the backends (a deterministic shuffle of the ids), margin 1000 */
+static int bench_load_get(uint32_t service_id, uint32_t backend_id,
+			  struct fg_health_load *out)
+{
+	(void)service_id;
+	memset(out, 0, sizeof(*out));
+	out->fresh = true;
+	out->ever = true;
+	out->score_milli = (backend_id * 7u % 16u) * 1000u;
+	out->margin_milli = FG_LOADSIG_MARGIN_DEFAULT;
+	return 0;
+}
+
 /* One service of @p mode at 10.0.0.100:80/tcp, 16 backends (weights
  * 1,2,3,...) reachable through port @p tx_port; 16 NAT local addresses. */
 static int build_cfg(struct fg_config *c, enum fg_fwd_mode mode,
@@ -374,7 +446,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: flowgate-bench dataplane --flows N --mode dsr-ipip|"
 		"dsr-gue|nat [--workers W] [--new-flows] [--imix] [--seconds S] "
-		"[--no-testpmd] [--scrape-ms MS] [--json]\n");
+		"[--no-testpmd] [--scrape-ms MS] [--sched maglev|maglev-load] [--idle-sleep US] [--json]\n");
 }
 
 static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
@@ -386,7 +458,39 @@ static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
 	return v;
 }
 
-int bench_dataplane_main(int argc, char **argv)
+static uint64_t sum_dc(struct fg_dp *dp, enum fg_dp_counter c)
+{
+	uint64_t v = 0;
+
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		v += __atomic_load_n(&dp->workers[i]->dc[c], __ATOMIC_RELAXED);
+	return v;
+}
+
+/* One run's settings and state (bench_dataplane_main's steps share it). */
+struct bench {
+	uint64_t flows, per_worker;
+	enum fg_fwd_mode mode;
+	const char *mode_name;
+	bool new_flows, json, run_tpmd, huge, oversub, mload;
+	double seconds, tpmd_before, tpmd_after;
+	unsigned int n_workers, scrape_ms, idle_sleep_us, n_mbufs, tp_mbufs, n_ports, tx_port;
+	long ncpu;
+	char mem_args[128], tp_vdevs[256];
+	const char *tp_mem;
+	char pcaps[FG_MAX_WORKERS][96];
+	struct fg_dp *dp;
+};
+
+/* What one measurement window saw. */
+struct bench_result {
+	double dt, mpps, rx_mpps, gen_mpps, nfps, tpmd;
+	uint64_t drops, hits, scrapes, idle_sleeps;
+	size_t scrape_bytes;
+};
+
+/* @return -1 to go on, else the exit status. */
+static int bench_args(int argc, char **argv, struct bench *b)
 {
 	static const struct option opts[] = {
 		{"flows", required_argument, NULL, 'f'},
@@ -398,326 +502,374 @@ int bench_dataplane_main(int argc, char **argv)
 		{"imix", no_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},
 		{"scrape-ms", required_argument, NULL, 'S'},
+		{"sched", required_argument, NULL, 'D'},
+		{"idle-sleep", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	uint64_t flows = 1000000;
-	enum fg_fwd_mode mode = FG_MODE_DSR_IPIP;
-	const char *mode_name = "dsr-ipip";
-	bool new_flows = false, json = false, run_tpmd = true;
-	double seconds = 3, tpmd_before = -1, tpmd_after = -1;
-	unsigned int n_workers = 1, scrape_ms = 0;
 	int opt;
 
+	b->flows = 1000000;
+	b->mode = FG_MODE_DSR_IPIP;
+	b->mode_name = "dsr-ipip";
+	b->run_tpmd = true;
+	b->seconds = 3;
+	b->tpmd_before = b->tpmd_after = -1;
+	b->n_workers = 1;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'f': flows = strtoull(optarg, NULL, 0); break;
+		case 'f': b->flows = strtoull(optarg, NULL, 0); break;
 		case 'm':
-			mode_name = optarg;
-			if (!strcmp(optarg, "dsr-ipip")) mode = FG_MODE_DSR_IPIP;
-			else if (!strcmp(optarg, "dsr-gue")) mode = FG_MODE_DSR_GUE;
-			else if (!strcmp(optarg, "nat")) mode = FG_MODE_NAT;
+			b->mode_name = optarg;
+			if (!strcmp(optarg, "dsr-ipip")) b->mode = FG_MODE_DSR_IPIP;
+			else if (!strcmp(optarg, "dsr-gue")) b->mode = FG_MODE_DSR_GUE;
+			else if (!strcmp(optarg, "nat")) b->mode = FG_MODE_NAT;
 			else { usage(); return 2; }
 			break;
-		case 'w': n_workers = (unsigned int)atoi(optarg); break;
-		case 'n': new_flows = true; break;
-		case 's': seconds = atof(optarg); break;
-		case 'T': run_tpmd = false; break;
+		case 'w': b->n_workers = (unsigned int)atoi(optarg); break;
+		case 'n': b->new_flows = true; break;
+		case 's': b->seconds = atof(optarg); break;
+		case 'T': b->run_tpmd = false; break;
 		case 'I': imix = true; break;
-		case 'j': json = true; break;
-		case 'S': scrape_ms = (unsigned int)atoi(optarg); break;
+		case 'j': b->json = true; break;
+		case 'S': b->scrape_ms = (unsigned int)atoi(optarg); break;
+		case 'D':
+			if (!strcmp(optarg, "maglev-load")) b->mload = true;
+			else if (strcmp(optarg, "maglev")) { usage(); return 2; }
+			break;
+		case 'i': b->idle_sleep_us = (unsigned int)atoi(optarg); break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
 	}
-	if (flows == 0 || flows > 40000ull * 65536 || seconds <= 0 ||
-	    n_workers == 0 || n_workers > FG_MAX_WORKERS - 1 ||
-	    (new_flows && n_workers != 1) || flows < n_workers ||
-	    n_workers + 1 > FG_MAX_PORTS) {
+	if (b->flows == 0 || b->flows > 40000ull * 65536 || b->seconds <= 0 ||
+	    b->n_workers == 0 || b->n_workers > FG_MAX_WORKERS - 1 ||
+	    (b->new_flows && b->n_workers != 1) || b->flows < b->n_workers ||
+	    b->n_workers + 1 > FG_MAX_PORTS) {
 		fprintf(stderr, "flowgate-bench dataplane: --flows 1..2.6e9, --seconds > 0, "
 			"--workers 1..%d (1 with --new-flows)\n", FG_MAX_WORKERS - 1);
 		usage();
 		return 2;
 	}
-	uint64_t per_worker = flows / n_workers;
+	b->per_worker = b->flows / b->n_workers;
+	b->n_ports = b->new_flows ? 1 : b->n_workers + 1;
+	b->tx_port = b->n_ports - 1;
+	return -1;
+}
 
-	/* hugepages when there are enough free, else plain memory */
-	char mem_args[128] = "--no-huge -m 4096";
+/* Memory (hugepages when there are enough free, else plain memory) and
+ * traffic: one pcap per worker (not with --new-flows), the testpmd
+ * baseline's devices. */
+static int bench_traffic(struct bench *b)
+{
 	FILE *mi = fopen("/proc/meminfo", "r");
-	char line[256];
 	unsigned long free_hp = 0, hp_kb = 2048;
+	char line[256];
 
+	snprintf(b->mem_args, sizeof(b->mem_args), "--no-huge -m 4096");
 	while (mi && fgets(line, sizeof(line), mi)) {
 		sscanf(line, "HugePages_Free: %lu", &free_hp);
 		sscanf(line, "Hugepagesize: %lu", &hp_kb);
 	}
 	if (mi)
 		fclose(mi);
-	bool huge = free_hp * hp_kb >= 1536ul * 1024;
-	if (huge)
-		snprintf(mem_args, sizeof(mem_args), "--in-memory");
+	b->huge = free_hp * hp_kb >= 1536ul * 1024;
+	if (b->huge)
+		snprintf(b->mem_args, sizeof(b->mem_args), "--in-memory");
 	if (getenv("FG_BENCH_MEM"))
-		snprintf(mem_args, sizeof(mem_args), "%s", getenv("FG_BENCH_MEM"));
-
-	/* traffic: one pcap per worker (not used with --new-flows) */
-	char pcaps[FG_MAX_WORKERS][96];
-	unsigned int n_mbufs = 32768;
-
-	if (!new_flows) {
-		for (unsigned int w = 0; w < n_workers; w++) {
-			snprintf(pcaps[w], sizeof(pcaps[w]), "/tmp/fgb-dp-%d-%u.pcap",
+		snprintf(b->mem_args, sizeof(b->mem_args), "%s", getenv("FG_BENCH_MEM"));
+	b->n_mbufs = 32768;
+	if (!b->new_flows) {
+		for (unsigned int w = 0; w < b->n_workers; w++) {
+			snprintf(b->pcaps[w], sizeof(b->pcaps[w]), "/tmp/fgb-dp-%d-%u.pcap",
 				 (int)getpid(), w);
-			if (write_pcap(pcaps[w], w * per_worker, per_worker) < 0) {
-				fprintf(stderr, "flowgate-bench: cannot write %s\n", pcaps[w]);
-				return 1;
+			if (write_pcap(b->pcaps[w], w * b->per_worker, b->per_worker) < 0) {
+				fprintf(stderr, "flowgate-bench: cannot write %s\n", b->pcaps[w]);
+				return -EIO;
 			}
 		}
 		/* net_pcap infinite_rx holds the whole pcap in mbufs */
-		n_mbufs = (unsigned int)(flows + n_workers * 8192 + 16384);
+		b->n_mbufs = (unsigned int)(b->flows + b->n_workers * 8192 + 16384);
 	}
-	char tp_vdevs[256];
+	snprintf(b->tp_vdevs, sizeof(b->tp_vdevs),
+		 b->new_flows ? "--no-pci --vdev net_null0 --vdev net_null1"
+			      : "--no-pci --vdev net_pcap0,rx_pcap=%s,infinite_rx=1 --vdev net_null0,no-rx=1",
+		 b->pcaps[0]);
+	b->tp_mem = b->huge ? "--in-memory" : "--no-huge -m 4096";
+	b->tp_mbufs = b->new_flows ? 65536 : (unsigned int)(b->per_worker + 65536);
+	return 0;
+}
 
-	snprintf(tp_vdevs, sizeof(tp_vdevs),
-		 new_flows ? "--no-pci --vdev net_null0 --vdev net_null1"
-			   : "--no-pci --vdev net_pcap0,rx_pcap=%s,infinite_rx=1 --vdev net_null0,no-rx=1",
-		 pcaps[0]);
-	const char *tp_mem = huge ? "--in-memory" : "--no-huge -m 4096";
-	unsigned int tp_mbufs = new_flows ? 65536 : (unsigned int)(per_worker + 65536);
-
-	if (run_tpmd)
-		tpmd_before = testpmd_io_mpps(tp_mem, tp_vdevs, tp_mbufs, seconds);
-
-	/* EAL: main lcore 0 + one lcore per worker (oversubscribed when the
-	 * machine has fewer cores: the figure then says so) */
-	char prefix[64], lcores[48], *eal[48];
-	char vdev[FG_MAX_WORKERS + 1][160];
-	int ea = 0;
-	char *memdup = strdup(mem_args), *tok, *save = NULL;
-
-	snprintf(prefix, sizeof(prefix), "--file-prefix=fgb-dp%d", (int)getpid());
-	long ncpu_eal = sysconf(_SC_NPROCESSORS_ONLN);
-
-	eal[ea++] = "flowgate-bench";
-	if ((long)n_workers + 1 <= ncpu_eal) {
-		snprintf(lcores, sizeof(lcores), "0-%u", n_workers);
-		eal[ea++] = "-l";
-	} else {
-		/* more lcores than CPUs: map them onto the CPUs there are (the
-		 * JSON says "oversubscribed"; only for functional runs) */
-		snprintf(lcores, sizeof(lcores), "--lcores=(0-%u)@(0-%ld)", n_workers,
-			 ncpu_eal - 1);
-	}
-	eal[ea++] = lcores;
+/* EAL: main lcore 0 + one lcore per worker, on the CPUs of the affinity
+ * mask (oversubscribed when there are fewer: the figure then says so). */
+static int bench_eal(struct bench *b)
+{
+	static char prefix[64], lcores[FG_MAX_WORKERS * 12 + 32];
+	static char vdev[FG_MAX_WORKERS + 1][160];
+	char *eal[48], *memdup = strdup(b->mem_args), *tok, *save = NULL;
 	/* virtual devices only: "--no-pci" precedes every "--vdev" below */
 	char *no_pci = "--no-pci", *vdev_opt = "--vdev"; /* never probe a PCI NIC */
+	int ea = 0;
 
+	snprintf(prefix, sizeof(prefix), "--file-prefix=fgb-dp%d", (int)getpid());
+	b->ncpu = eal_lcores(lcores, sizeof(lcores), b->n_workers + 1, &b->oversub);
+	eal[ea++] = "flowgate-bench";
+	eal[ea++] = lcores;
 	eal[ea++] = no_pci;
-	if (!new_flows)
-		for (unsigned int w = 0; w < n_workers; w++) {
+	if (!b->new_flows)
+		for (unsigned int w = 0; w < b->n_workers; w++) {
 			snprintf(vdev[w], sizeof(vdev[w]),
-				 "net_pcap%u,rx_pcap=%s,infinite_rx=1", w, pcaps[w]);
+				 "net_pcap%u,rx_pcap=%s,infinite_rx=1", w, b->pcaps[w]);
 			eal[ea++] = vdev_opt;
 			eal[ea++] = vdev[w];
 		}
 	eal[ea++] = vdev_opt;
-	eal[ea++] = new_flows ? "net_null0" : "net_null0,no-rx=1";
+	eal[ea++] = b->new_flows ? "net_null0" : "net_null0,no-rx=1";
 	eal[ea++] = "--log-level=lib.eal:warning";
 	eal[ea++] = "--log-level=pmd.net.pcap:warning";
 	for (tok = strtok_r(memdup, " ", &save); tok && ea < 44;
 	     tok = strtok_r(NULL, " ", &save))
 		eal[ea++] = tok;
-	if (strcmp(mem_args, "--in-memory") != 0)
+	if (strcmp(b->mem_args, "--in-memory") != 0)
 		eal[ea++] = prefix;
 	if (rte_eal_init(ea, eal) < 0) {
 		fprintf(stderr, "flowgate-bench: EAL init failed: %s\n",
 			rte_strerror(rte_errno));
-		return 1;
+		return -1;
 	}
+	return 0;
+}
 
-	struct fg_dp *dp = rte_zmalloc("fg_dp", sizeof(*dp), RTE_CACHE_LINE_SIZE);
+/* The daemon's assembly (fg_dp.h), with the bench's choices: one RX port
+ * per worker, small buffers, no generated ICMP, no control socket. */
+static int bench_build(struct bench *b)
+{
+	struct fg_dp_params prm;
 	struct fg_config cfg;
-	unsigned int n_ports = new_flows ? 1 : n_workers + 1;
-	unsigned int tx_port = n_ports - 1;
-	char err[256];
+	uint64_t need;
 	int rc;
 
-	if (dp == NULL || build_cfg(&cfg, mode, n_ports, tx_port) < 0)
-		return 1;
-	pthread_mutex_init(&dp->cfg_lock, NULL);
-	pthread_mutex_init(&dp->mbox_lock, NULL);
-	dp->hz = rte_get_tsc_hz();
-	dp->flush_ticks = dp->hz / 10000;
-	uint64_t need = new_flows ? (1u << 20) :
-			(mode == FG_MODE_NAT ? 2 * per_worker : per_worker) +
-			per_worker / 4 + 1024;
-	dp->ct_capacity = (uint32_t)RTE_MIN(need, (uint64_t)UINT32_MAX / 2);
-	dp->cfg = fg_dp_config_dup(&cfg);
-	dp->n_ports = n_ports;
-	dp->rx_port_per_worker = !new_flows;
+	if (build_cfg(&cfg, b->mode, b->n_ports, b->tx_port) < 0)
+		return -ENOMEM;
+	if (b->mload) {
+		cfg.services[0].sched = FG_SCHED_MAGLEV_LOAD;
+		cfg.services[0].health.type = FG_HC_METRICS;
+		fg_loadsig_preset(FG_LOAD_PRESET_VLLM, &cfg.services[0].health.metrics);
+	}
+	fg_dp_params_init(&prm);
+	prm.cfg = &cfg;
+	prm.n_workers = b->n_workers;
+	prm.sw_rss = 0;
+	prm.n_mbufs = b->n_mbufs;
+	prm.icmp_rate = 0;
+	prm.rx_port_per_worker = !b->new_flows;
+	prm.idle_sleep_us = b->idle_sleep_us;
+	if (!b->new_flows)
+		prm.rx_only_ports = ((1u << b->n_ports) - 1) & ~(1u << b->tx_port);
 	/* 64-byte frames + outer headers fit in 256 bytes after the headroom:
 	 * small buffers let net_pcap hold 10M packets in memory */
 	if (!imix)
-		dp->mbuf_data_room = RTE_PKTMBUF_HEADROOM + 256;
-	for (unsigned int p = 0; p < n_ports; p++) {
-		dp->ports[p].port_id = (uint16_t)p;
-		dp->ports[p].cfg = cfg.ports[p];
-		dp->ports[p].rx_only = !new_flows && p != tx_port;
+		prm.mbuf_data_room = RTE_PKTMBUF_HEADROOM + 256;
+	need = b->new_flows ? (1u << 20) :
+	       (b->mode == FG_MODE_NAT ? 2 * b->per_worker : b->per_worker) +
+	       b->per_worker / 4 + 1024;
+	cfg.ct_capacity = (uint32_t)RTE_MIN(need, (uint64_t)UINT32_MAX / 2);
+	rc = fg_dp_create(&prm, &b->dp);
+	free(cfg.services);
+	if (rc < 0) {
+		fprintf(stderr, "flowgate-bench: dataplane: %s\n", strerror(-rc));
+		return rc;
 	}
-	for (uint32_t i = 0; i < cfg.ports[tx_port].n_local; i++)
-		dp->locals[dp->n_locals++] = cfg.ports[tx_port].local[i];
-
-	unsigned int lcore = -1;
-
-	for (unsigned int w = 0; w < n_workers; w++) {
-		lcore = rte_get_next_lcore(lcore, 1, 0);
-		if (lcore >= RTE_MAX_LCORE) {
-			fprintf(stderr, "flowgate-bench: needs %u lcores\n", n_workers + 1);
-			return 1;
-		}
-		rc = fg_worker_create(dp, w, lcore, &dp->workers[w]);
-		if (rc < 0) {
-			fprintf(stderr, "flowgate-bench: worker: %s (conntrack %u entries)\n",
-				strerror(-rc), dp->ct_capacity);
-			return 1;
-		}
-		dp->n_workers++;
-	}
-	dp->qsbr = rte_zmalloc("fg_qsbr", rte_rcu_qsbr_get_memsize(n_workers),
-			       RTE_CACHE_LINE_SIZE);
-	rte_rcu_qsbr_init(dp->qsbr, n_workers);
-	dp->learn_ring = rte_ring_create_elem("fg_learn", sizeof(struct fg_neigh_learn),
-					      1024, 0, RING_F_SC_DEQ);
-	if (fg_port_setup(dp, 0, n_mbufs) < 0)
-		return 1;
 	/* jumbo-capable path to the backends, as DSR in a data centre needs
 	 * (a 1500-byte packet plus its outer header) */
-	dp->ports[tx_port].mtu = 9000;
-	dp->neigh = fg_neigh_table_build(dp->cfg, NULL, NULL, 0);
-	rc = fg_dp_apply_config(dp, &cfg, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "flowgate-bench: config: %s\n", err);
-		return 1;
+	fg_dp_port_mtu_set(b->dp, b->tx_port, 9000);
+	if (b->mload) {
+		struct fg_load_table *lt = NULL;
+
+		if (fg_load_table_build(b->dp->lb, bench_load_get, &lt) < 0)
+			return -ENOMEM;
+		__atomic_store_n(&b->dp->load, lt, __ATOMIC_RELEASE);
 	}
+	return 0;
+}
 
-	struct gen g = {.w = dp->workers[0], .pool = dp->pool[0], .flows = flows,
-			.new_flows = new_flows};
+/* Starts the lcore loops; with a replay, waits until every worker opened
+ * its flows and replayed its pcap once (then only conntrack hits count). */
+static void bench_launch(struct bench *b, struct gen *g)
+{
+	static struct warm warm[FG_MAX_WORKERS];
+	struct fg_dp *dp = b->dp;
+	uint64_t deadline;
 
-	if (new_flows) {
-		rte_eal_remote_launch(gen_main, &g, dp->workers[0]->lcore);
-		while (!g.warm)
+	if (b->new_flows) {
+		rte_eal_remote_launch(gen_main, g, dp->workers[0]->lcore);
+		while (!g->warm)
 			rte_delay_us_sleep(1000);
-	} else {
-		static struct warm warm[FG_MAX_WORKERS];
-
-		for (unsigned int w = 0; w < n_workers; w++) {
-			warm[w] = (struct warm){dp->workers[w], dp->pool[0],
-						w * per_worker, per_worker};
-			rte_eal_remote_launch(pcap_worker_main, &warm[w],
-					      dp->workers[w]->lcore);
-		}
-		/* warm-up: every worker opens its flows (pcap_worker_main)
-		 * and replays its pcap once; measure only conntrack hits
-		 * after that */
-		uint64_t deadline = rte_rdtsc() + 120 * dp->hz;
-
-		for (unsigned int w = 0; w < n_workers; w++)
-			while (__atomic_load_n(&dp->workers[w]->cc[FG_CC_rx_packets],
-					       __ATOMIC_RELAXED) < 3 * per_worker + per_worker / 10 &&
-			       rte_rdtsc() < deadline)
-				rte_delay_us_sleep(10000);
+		return;
 	}
+	for (unsigned int w = 0; w < b->n_workers; w++) {
+		warm[w] = (struct warm){dp->workers[w], dp->pool[0],
+					w * b->per_worker, b->per_worker};
+		rte_eal_remote_launch(pcap_worker_main, &warm[w], dp->workers[w]->lcore);
+	}
+	deadline = rte_rdtsc() + 120 * dp->hz;
+	for (unsigned int w = 0; w < b->n_workers; w++)
+		while (__atomic_load_n(&dp->workers[w]->cc[FG_CC_rx_packets],
+				       __ATOMIC_RELAXED) < 3 * b->per_worker + b->per_worker / 10 &&
+		       rte_rdtsc() < deadline)
+			rte_delay_us_sleep(10000);
+}
 
-	struct scraper sc = {.dp = dp, .ms = scrape_ms};
+/* The measurement window, then the lcores stopped.  @return 0 or -1. */
+static int bench_measure(struct bench *b, struct gen *g, struct bench_result *res)
+{
+	struct scraper sc = {.dp = b->dp, .ms = b->scrape_ms};
+	struct fg_dp *dp = b->dp;
 	pthread_t scrape_thread;
 
-	if (scrape_ms && pthread_create(&scrape_thread, NULL, scrape_main, &sc) != 0) {
+	if (b->scrape_ms && pthread_create(&scrape_thread, NULL, scrape_main, &sc) != 0) {
 		fprintf(stderr, "flowgate-bench: scrape thread\n");
-		return 1;
+		g->stop = true;
+		fg_dp_stop(dp);
+		return -1;
 	}
 	uint64_t t0 = rte_rdtsc(), tx0 = sum_cc(dp, FG_CC_tx_packets);
 	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets);
-	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g.generated;
+	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g->generated;
 
-	rte_delay_us_sleep((unsigned int)(seconds * 1e6));
+	rte_delay_us_sleep((unsigned int)(b->seconds * 1e6));
 	uint64_t t1 = rte_rdtsc(), tx1 = sum_cc(dp, FG_CC_tx_packets);
 	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets);
-	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g.generated;
+	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g->generated;
 
-	if (scrape_ms) {
+	if (b->scrape_ms) {
 		sc.stop = true;
 		pthread_join(scrape_thread, NULL);
 	}
-	g.stop = true;
-	for (unsigned int w = 0; w < n_workers; w++)
-		__atomic_store_n(&dp->workers[w]->stop, true, __ATOMIC_RELAXED);
-	rte_eal_mp_wait_lcore();
-	double dt = (double)(t1 - t0) / (double)dp->hz;
-	double mpps = (double)(tx1 - tx0) / dt / 1e6;
-	double rx_mpps = (double)(rx1 - rx0) / dt / 1e6;
-	double gen_mpps = (double)(g1 - g0) / dt / 1e6;
-	double nfps = (double)(nf1 - nf0) / dt;
-	uint64_t drops = sum_cc(dp, FG_CC_drops), hits = sum_cc(dp, FG_CC_ct_hits);
+	g->stop = true;
+	fg_dp_stop(dp);
+	res->dt = (double)(t1 - t0) / (double)dp->hz;
+	res->mpps = (double)(tx1 - tx0) / res->dt / 1e6;
+	res->rx_mpps = (double)(rx1 - rx0) / res->dt / 1e6;
+	res->gen_mpps = (double)(g1 - g0) / res->dt / 1e6;
+	res->nfps = (double)(nf1 - nf0) / res->dt;
+	res->drops = sum_cc(dp, FG_CC_drops);
+	res->hits = sum_cc(dp, FG_CC_ct_hits);
+	res->idle_sleeps = sum_dc(dp, FG_DC_idle_sleeps);
+	res->scrapes = sc.scrapes;
+	res->scrape_bytes = sc.bytes;
+	return 0;
+}
 
-	for (unsigned int p = 0; p < n_ports; p++)
-		rte_eth_dev_stop((uint16_t)p);
-	if (!new_flows)
-		for (unsigned int w = 0; w < n_workers; w++)
-			unlink(pcaps[w]);
-	if (run_tpmd && !new_flows) {
+/* The testpmd baseline after the run (same devices, same pcap). */
+static void bench_baseline_after(struct bench *b)
+{
+	if (!b->new_flows)
+		for (unsigned int w = 0; w < b->n_workers; w++)
+			unlink(b->pcaps[w]);
+	if (b->run_tpmd && !b->new_flows) {
 		/* the replay needs its pcap again: rewrite worker 0's */
-		write_pcap(pcaps[0], 0, per_worker);
-		tpmd_after = testpmd_io_mpps(tp_mem, tp_vdevs, tp_mbufs, seconds);
-		unlink(pcaps[0]);
-	} else if (run_tpmd) {
-		tpmd_after = testpmd_io_mpps(tp_mem, tp_vdevs, tp_mbufs, seconds);
+		write_pcap(b->pcaps[0], 0, b->per_worker);
+		b->tpmd_after = testpmd_io_mpps(b->tp_mem, b->tp_vdevs, b->tp_mbufs, b->seconds);
+		unlink(b->pcaps[0]);
+	} else if (b->run_tpmd) {
+		b->tpmd_after = testpmd_io_mpps(b->tp_mem, b->tp_vdevs, b->tp_mbufs, b->seconds);
 	}
-	double tpmd = tpmd_before > 0 && tpmd_after > 0 ? (tpmd_before + tpmd_after) / 2
-		      : tpmd_before > 0 ? tpmd_before : tpmd_after;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+}
 
-	if (json) {
+static void bench_report(const struct bench *b, struct bench_result *r)
+{
+	const struct fg_dp *dp = b->dp;
+
+	r->tpmd = b->tpmd_before > 0 && b->tpmd_after > 0 ?
+		  (b->tpmd_before + b->tpmd_after) / 2 :
+		  b->tpmd_before > 0 ? b->tpmd_before : b->tpmd_after;
+	if (b->json) {
 		printf("{\"bench\":\"dataplane\",\"mode\":\"%s\",\"flows\":%" PRIu64
 		       ",\"workers\":%u,\"new_flows\":%s,\"seconds\":%.2f,\"mpps\":%.3f,"
 		       "\"rx_mpps\":%.3f,\"testpmd_io_mpps\":%.3f,"
 		       "\"testpmd_io_mpps_before\":%.3f,\"testpmd_io_mpps_after\":%.3f,"
 		       "\"ratio_to_testpmd\":%.3f",
-		       mode_name, flows, n_workers, new_flows ? "true" : "false", dt, mpps,
-		       new_flows ? gen_mpps : rx_mpps, tpmd, tpmd_before, tpmd_after,
-		       tpmd > 0 ? mpps / tpmd : 0);
-		if (new_flows)
-			printf(",\"new_flows_mps\":%.0f", nfps);
+		       b->mode_name, b->flows, b->n_workers, b->new_flows ? "true" : "false",
+		       r->dt, r->mpps, b->new_flows ? r->gen_mpps : r->rx_mpps, r->tpmd,
+		       b->tpmd_before, b->tpmd_after, r->tpmd > 0 ? r->mpps / r->tpmd : 0);
+		if (b->new_flows)
+			printf(",\"new_flows_mps\":%.0f", r->nfps);
 		printf(",\"scrape_ms\":%u,\"scrapes\":%" PRIu64 ",\"scrape_bytes\":%zu",
-		       scrape_ms, sc.scrapes, sc.bytes);
+		       b->scrape_ms, r->scrapes, r->scrape_bytes);
+		printf(",\"sched\":\"%s\",\"placed_load\":%" PRIu64 ",\"placed_stale\":%" PRIu64,
+		       b->mload ? "maglev-load" : "maglev",
+		       fg_lb_svc_counter(dp->lb, b->n_workers, &dp->lb->services[0],
+					 FG_SC_placed_load),
+		       fg_lb_svc_counter(dp->lb, b->n_workers, &dp->lb->services[0],
+					 FG_SC_placed_stale));
+		printf(",\"idle_sleep_us\":%u,\"idle_sleeps\":%" PRIu64, b->idle_sleep_us,
+		       r->idle_sleeps);
 		printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
-		       mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
+		       r->mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
 		printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
 		       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,"
 		       "\"traffic\":\"%s\",\"baseline\":\"%s\"}\n",
-		       hits, drops, dp->ct_capacity, huge ? "true" : "false", ncpu,
-		       (long)n_workers + 1 > ncpu ? "true" : "false",
-		       new_flows ? "in-process SYN generator, 64 B, one new tuple per packet"
-				 : imix ? "net_pcap infinite_rx replay, one TCP ACK per flow, IMIX 7:4:1 of 64/570/1518 B, flows in order"
-				 : "net_pcap infinite_rx replay, one 64 B TCP ACK per flow, flows in order",
-		       new_flows ? "dpdk-testpmd io net_null0->net_null1, 1 core, same run"
-				 : "dpdk-testpmd io net_pcap(same pcap, infinite_rx)->net_null, 1 core, mean of before/after");
+		       r->hits, r->drops, dp->ct_capacity, b->huge ? "true" : "false", b->ncpu,
+		       b->oversub ? "true" : "false",
+		       b->new_flows ? "in-process SYN generator, 64 B, one new tuple per packet"
+				    : imix ? "net_pcap infinite_rx replay, one TCP ACK per flow, IMIX 7:4:1 of 64/570/1518 B, flows in order"
+				    : "net_pcap infinite_rx replay, one 64 B TCP ACK per flow, flows in order",
+		       b->new_flows ? "dpdk-testpmd io net_null0->net_null1, 1 core, same run"
+				    : "dpdk-testpmd io net_pcap(same pcap, infinite_rx)->net_null, 1 core, mean of before/after");
 	} else {
 		printf("dataplane %s flows=%" PRIu64 " workers=%u%s: %.3f Mpps (rx %.3f), "
-		       "testpmd io %.3f Mpps (ratio %.2f)", mode_name, flows, n_workers,
-		       new_flows ? " new-flows" : "", mpps, rx_mpps, tpmd,
-		       tpmd > 0 ? mpps / tpmd : 0);
-		if (new_flows)
-			printf(", new flows %.0f /s", nfps);
-		printf(", drops %" PRIu64 "\n", drops);
+		       "testpmd io %.3f Mpps (ratio %.2f)", b->mode_name, b->flows,
+		       b->n_workers, b->new_flows ? " new-flows" : "", r->mpps, r->rx_mpps,
+		       r->tpmd, r->tpmd > 0 ? r->mpps / r->tpmd : 0);
+		if (b->new_flows)
+			printf(", new flows %.0f /s", r->nfps);
+		if (b->idle_sleep_us)
+			printf(", idle-sleep %u us: %" PRIu64 " sleeps", b->idle_sleep_us,
+			       r->idle_sleeps);
+		printf(", drops %" PRIu64 "\n", r->drops);
 	}
-	for (int r = 1; r < FG_DROP_MAX; r++) {
+	for (int d = 1; d < FG_DROP_MAX; d++) {
 		uint64_t v = 0;
 
-		for (unsigned int w = 0; w < n_workers; w++)
-			v += dp->workers[w]->drops[r];
+		for (unsigned int w = 0; w < b->n_workers; w++)
+			v += dp->workers[w]->drops[d];
 		if (v)
-			fprintf(stderr, "  drop %s: %" PRIu64 "\n", fg_drop_names[r], v);
+			fprintf(stderr, "  drop %s: %" PRIu64 "\n", fg_drop_names[d], v);
 	}
+}
+
+int bench_dataplane_main(int argc, char **argv)
+{
+	static struct bench b;
+	struct bench_result res;
+	struct gen g;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	rc = bench_args(argc, argv, &b);
+	if (rc >= 0)
+		return rc;
+	if (bench_traffic(&b) < 0)
+		return 1;
+	if (b.run_tpmd)
+		b.tpmd_before = testpmd_io_mpps(b.tp_mem, b.tp_vdevs, b.tp_mbufs, b.seconds);
+	if (bench_eal(&b) < 0)
+		return 1;
+	if (bench_build(&b) < 0) {
+		rte_eal_cleanup();
+		return 1;
+	}
+	g = (struct gen){.w = b.dp->workers[0], .pool = b.dp->pool[0], .flows = b.flows,
+			 .new_flows = b.new_flows};
+	bench_launch(&b, &g);
+	rc = bench_measure(&b, &g, &res);
+	if (rc == 0) {
+		bench_baseline_after(&b);
+		bench_report(&b, &res);
+	}
+	fg_dp_destroy(b.dp);
 	rte_eal_cleanup();
-	return 0;
+	return rc == 0 ? 0 : 1;
 }

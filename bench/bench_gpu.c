@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fg_gpu.h"
+#include "fg_gpu_ref.h"
 #include "fg_maglev.h"
 #include "fg_rss.h"
 

@@ -63,7 +63,7 @@ ct_config_defaults(struct ct_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->name = "ct";
-	cfg->capacity = 1u << 20;
+	cfg->capacity = CT_DEFAULT_CAPACITY;
 	cfg->capacity_v6 = 0;
 	cfg->socket_id = SOCKET_ID_ANY;
 	cfg->hz = 1000;
@@ -228,6 +228,10 @@ ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
 				  RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
 	if (f->e == NULL)
 		return -ENOMEM;
+	f->born = rte_zmalloc_socket(name, (size_t)slots * sizeof(uint32_t),
+				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
+	if (f->born == NULL)
+		return -ENOMEM;
 	f->ed_head = f->ed_tail = CT_NONE;
 	return ct_fam_learn_keystore(s, f);
 }
@@ -288,6 +292,7 @@ ct_shard_free(struct ct_shard *s)
 	for (int i = 0; i < CT_FAMILIES; i++) {
 		rte_hash_free(s->fam[i].h);
 		rte_free(s->fam[i].e);
+		rte_free(s->fam[i].born);
 	}
 	rte_free(s);
 }
@@ -316,6 +321,17 @@ static inline uint16_t
 ct_pickup_clock(const struct ct_shard *s, uint64_t t)
 {
 	return (uint16_t)(t >> (s->tshift + CT_PICKUP_SHIFT));
+}
+
+/* Ticks since the flow at @p pos was inserted (coarse: 2^tshift ticks,
+ * modulo 2^32 of those units: exact up to ~24 days, see ct_flow) */
+static inline uint64_t
+ct_born_age(const struct ct_shard *s, const struct ct_fam *f, uint32_t pos,
+	    uint64_t now)
+{
+	uint32_t units = (uint32_t)(now >> s->tshift) - f->born[pos];
+
+	return (uint64_t)units << s->tshift;
 }
 
 /* (deadline, position) word of a slot: see ct_fam.pdata_ok. */
@@ -435,6 +451,29 @@ ct_remove_flow(struct ct_shard *s, struct ct_fam *f, uint32_t pos,
 	    f->e[peer].peer == pos)
 		ct_remove_one(s, f, peer);
 	return st;
+}
+
+void
+ct_set_state_cb(struct ct_shard *s, ct_state_fn fn, void *arg)
+{
+	s->state_fn = fn;
+	s->state_arg = arg;
+}
+
+uint64_t
+ct_entry_life(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
+{
+	const struct ct_fam *f = &s->fam[(e->flags & CT_F_V6) ? CT_V6 : CT_V4];
+
+	if (e < f->e || e >= f->e + f->slots)
+		return 0;
+	if (e->flags & CT_F_REPLY) {
+		/* the flow's birth is its forward entry's */
+		if (e->peer == CT_NONE || e->peer >= f->slots)
+			return 0;
+		return ct_born_age(s, f, e->peer, now);
+	}
+	return ct_born_age(s, f, (uint32_t)(e - f->e), now);
 }
 
 void
@@ -705,6 +744,7 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	e->peer = CT_NONE;
 	e->ed_prev = e->ed_next = CT_NONE;
 	e->last_seen = now;
+	f->born[pos] = (uint32_t)(now >> s->tshift);
 	e->flags = (fam == CT_V6 ? CT_F_V6 : 0) |
 		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
 	if (unlikely(state == CT_ST_PICKUP))
@@ -920,6 +960,9 @@ ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 		h->flags |= CT_F_ASSURED;
 		ct_ed_unlink(f, ct_pos_of(f, h));
 	}
+	if (unlikely(s->state_fn != NULL))
+		s->state_fn(s->state_arg, (enum ct_family)(f - s->fam),
+			    ct_fam_key(f, ct_pos_of(f, h)), h, old, now);
 	return st;
 }
 
@@ -1040,6 +1083,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 			fl.reply_packets = 0;
 			fl.reply_bytes = 0;
 			fl.age_ticks = now - e->last_seen;
+			fl.life_ticks = ct_born_age(s, f, p, now);
 			fl.expires_ticks = fl.age_ticks < s->to_ticks[e->state]
 						   ? s->to_ticks[e->state] - fl.age_ticks
 						   : 0;

@@ -25,7 +25,8 @@
  * 8-16 B (64 B bucket / 8 slots, buckets rounded to a power of two) +
  * extendable buckets 8-16 B + free-slot rings 4-8 B + struct ct_entry 48 B
  * = 104-122 B per slot of capacity (measured: 106 B at 100K, 122 B at 1M,
- * 114 B at 10M; bytes_per_flow in bench/RESULTS.md).
+ * 114 B at 10M; bytes_per_flow in bench/RESULTS.md), plus 4 B per slot
+ * for the creation time (kept beside the entries, not in them).
  *
  * ## Expiry on lookup without reading the entry
  * rte_hash keeps an 8-byte data word in front of every key, in the cache
@@ -261,6 +262,10 @@ struct ct_timeouts {
  * 90 s cuts idle keep-alive connections of GPU clients.  SYN states are
  * short (30 s) so spoofed SYNs leave quickly.
  */
+/** Default ct_config::capacity (IPv4 entries per shard); the daemon's
+ *  default --ct-capacity / `conntrack { capacity }` too. */
+#define CT_DEFAULT_CAPACITY (1u << 20)
+
 struct ct_config {
 	const char *name;      /**< unique name prefix for rte_hash objects. */
 	/** Max tracked IPv4 entries (a NAT flow takes two).  The shard may
@@ -289,7 +294,7 @@ struct ct_shard;
 
 /**
  * Fills @p cfg with the documented defaults.
- * @param cfg  configuration to fill; capacity 1M, hz 1000.
+ * @param cfg  configuration to fill; capacity CT_DEFAULT_CAPACITY, hz 1000.
  */
 void ct_config_defaults(struct ct_config *cfg);
 
@@ -514,6 +519,31 @@ typedef void (*ct_destroy_fn)(void *arg, enum ct_family fam, const void *key,
 /** Installs (or with NULL removes) the destroy hook.  Owner only. */
 void ct_set_destroy_cb(struct ct_shard *s, ct_destroy_fn fn, void *arg);
 
+/**
+ * Called on the owner lcore by ct_update() when a flow's state changed
+ * (@p e is the flow's forward entry, already in its new state; @p old the
+ * state before), so the dataplane can keep per-backend established counts
+ * (ipvsadm's ActiveConn) and feed `flows watch` UPDATE events.  Only on a
+ * change: a few calls per TCP flow, none per packet otherwise.  @p key is
+ * the forward key.  Must not call back into the shard.
+ */
+typedef void (*ct_state_fn)(void *arg, enum ct_family fam, const void *key,
+			    const struct ct_entry *e, enum ct_state old,
+			    uint64_t now);
+
+/** Installs (or with NULL removes) the state-change hook.  Owner only. */
+void ct_set_state_cb(struct ct_shard *s, ct_state_fn fn, void *arg);
+
+/**
+ * Ticks since the flow of entry @p e (either direction) was inserted, at
+ * the shard's coarse resolution (2^n ticks, 0.5-1 ms).  The creation time
+ * is kept modulo 2^32 coarse units, so a flow older than ~24 days reads
+ * younger by a multiple of that.  Owner only (the destroy and state hooks
+ * may call it).  @return 0 for a pointer outside the shard.
+ */
+uint64_t ct_entry_life(const struct ct_shard *s, const struct ct_entry *e,
+		       uint64_t now);
+
 /** Replace timeouts / flood rate at run time.  Owner only. */
 void ct_set_timeouts(struct ct_shard *s, const struct ct_timeouts *t);
 void ct_set_flood_rate(struct ct_shard *s, uint32_t per_sec);
@@ -538,7 +568,8 @@ struct ct_flow {
 	uint32_t pos;
 	uint8_t family; /**< enum ct_family */
 	uint8_t has_reply; /**< reply key valid (NAT) */
-	uint64_t age_ticks;   /**< now - last_seen at the time of the copy */
+	uint64_t age_ticks;   /**< now - last_seen at the time of the copy (idle) */
+	uint64_t life_ticks;  /**< now - creation (see ct_entry_life) */
 	uint64_t expires_ticks; /**< ticks left before expiry */
 };
 

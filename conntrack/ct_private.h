@@ -12,6 +12,11 @@
 struct ct_fam {
 	struct rte_hash *h;
 	struct ct_entry *e;     /* slots entries, indexed by rte_hash position */
+	/* creation time of each slot's flow, in coarse units (ticks >>
+	 * tshift, 0.5-1 ms), wrapping: kept out of struct ct_entry so the
+	 * 48-byte entry a lookup touches does not grow; written on insert
+	 * only, read by the walk and ct_entry_life() */
+	uint32_t *born;
 	uint32_t slots;         /* key slots of h == entries of e */
 	uint32_t count;         /* live entries (both directions) */
 	uint32_t key_len;
@@ -55,6 +60,8 @@ struct ct_shard {
 
 	ct_destroy_fn destroy_fn;
 	void *destroy_arg;
+	ct_state_fn state_fn;
+	void *state_arg;
 
 	size_t mem_bytes;
 	/* entries removed so far (expiry, eviction, delete): see

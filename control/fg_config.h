@@ -30,6 +30,7 @@ extern "C" {
 #define FG_MAX_NEIGH 256
 #define FG_NAME_MAX 32
 #define FG_PATH_MAX 108
+#define FG_GUE_DEFAULT_PORT 6080 /**< GUE destination port when the config names none */
 
 /** An IPv4 or IPv6 address. */
 struct fg_addr {
@@ -42,10 +43,40 @@ struct fg_addr {
 };
 
 enum fg_fwd_mode { FG_MODE_DSR_IPIP = 0, FG_MODE_DSR_GUE, FG_MODE_NAT };
-enum fg_sched { FG_SCHED_MAGLEV = 0, FG_SCHED_LC };
+/** maglev-load: Maglev, or a second Maglev candidate when the workers' own
+ *  load signals (health metrics) say it is less loaded; docs/INFERENCE.md. */
+enum fg_sched { FG_SCHED_MAGLEV = 0, FG_SCHED_LC, FG_SCHED_MAGLEV_LOAD };
 /** What happens to a failed backend's existing flows. */
 enum fg_fail_policy { FG_FAIL_KEEP = 0, FG_FAIL_RESET };
-enum fg_hc_type { FG_HC_NONE = 0, FG_HC_TCP, FG_HC_HTTP };
+/** metrics: scrape the worker's Prometheus endpoint for load signals
+ *  (control/fg_loadsig.h); never marks a backend down. */
+enum fg_hc_type { FG_HC_NONE = 0, FG_HC_TCP, FG_HC_HTTP, FG_HC_METRICS };
+
+/** Series read by a `metrics` check (FG_LOAD_SERIES_MAX at most). */
+#define FG_LOAD_SERIES_MAX 4
+#define FG_LOAD_NAME_MAX 64
+
+/** Load-signal presets of the `metrics` check (control/fg_loadsig.c). */
+enum fg_load_preset { FG_LOAD_PRESET_VLLM = 0, FG_LOAD_PRESET_SGLANG,
+		      FG_LOAD_PRESET_TRITON, FG_LOAD_PRESET_CUSTOM };
+
+struct fg_load_series_cfg {
+	char name[FG_LOAD_NAME_MAX];  /**< Prometheus series name */
+	char alt[FG_LOAD_NAME_MAX];   /**< read instead when name is absent ("" none) */
+	uint32_t weight_milli;        /**< score = sum(value x weight / 1000) */
+};
+
+/** The `metrics` check's parameters (fg_health_cfg::type FG_HC_METRICS). */
+struct fg_metrics_cfg {
+	enum fg_load_preset preset;
+	uint32_t n_series;
+	struct fg_load_series_cfg series[FG_LOAD_SERIES_MAX];
+	char select[128];        /**< label selector, e.g. model_name="llama" ("" all) */
+	uint32_t stale_ms;       /**< signal older than this is stale (default 4 x interval) */
+	uint32_t saturate_milli; /**< score at which a worker gets no new flows (0 = never) */
+	uint32_t margin_milli;   /**< hysteresis: the second candidate must be this much
+				      less loaded than the Maglev one (default 1000) */
+};
 
 struct fg_health_cfg {
 	enum fg_hc_type type;
@@ -56,6 +87,7 @@ struct fg_health_cfg {
 	uint16_t port;        /**< 0 = backend's port */
 	char path[64];        /**< HTTP path, default "/health" */
 	uint16_t expect_status; /**< HTTP status, default 200 */
+	struct fg_metrics_cfg metrics; /**< type FG_HC_METRICS only (else zero) */
 };
 
 struct fg_backend_cfg {
@@ -80,7 +112,7 @@ struct fg_service_cfg {
 	enum fg_fwd_mode mode;
 	enum fg_sched sched;
 	enum fg_fail_policy on_fail;
-	uint16_t gue_port;   /**< GUE destination port (host order), default 6080 */
+	uint16_t gue_port;   /**< GUE destination port (host order), default FG_GUE_DEFAULT_PORT */
 	uint32_t maglev_size; /**< prime, 0 = smallest prime >= max(65537, 100 x backends) */
 	struct fg_health_cfg health;
 	uint32_t n_backends;

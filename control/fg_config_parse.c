@@ -7,6 +7,8 @@
  * checks relations between fields.
  */
 #include "fg_config_parse.h"
+#include "fg_loadsig.h"
+#include "fg_promtext.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -49,9 +51,9 @@ static void err_add(struct fg_cfg_errs *e, const char *file, unsigned int line,
 /* ---- names -------------------------------------------------------------- */
 
 static const char *const mode_names[] = { "dsr-ipip", "dsr-gue", "nat" };
-static const char *const sched_names[] = { "maglev", "lc" };
+static const char *const sched_names[] = { "maglev", "lc", "maglev-load" };
 static const char *const fail_names[] = { "keep", "reset" };
-static const char *const hc_names[] = { "none", "tcp", "http" };
+static const char *const hc_names[] = { "none", "tcp", "http", "metrics" };
 
 #define NAME_OF(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
 
@@ -69,7 +71,7 @@ static int lookup_name(const char *const *tab, size_t n, const char *s)
 }
 
 int fg_mode_parse(const char *s) { return lookup_name(mode_names, 3, s); }
-int fg_sched_parse(const char *s) { return lookup_name(sched_names, 2, s); }
+int fg_sched_parse(const char *s) { return lookup_name(sched_names, 3, s); }
 
 /* ---- defaults ----------------------------------------------------------- */
 
@@ -78,7 +80,7 @@ void fg_config_init(struct fg_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->control_socket, sizeof(cfg->control_socket), "%s",
 		 FG_CTL_DEFAULT_SOCKET);
-	cfg->gue_port = 6080;
+	cfg->gue_port = FG_GUE_DEFAULT_PORT;
 }
 
 static void health_defaults(struct fg_health_cfg *h)
@@ -90,6 +92,57 @@ static void health_defaults(struct fg_health_cfg *h)
 	h->port = 0;
 	snprintf(h->path, sizeof(h->path), "/health");
 	h->expect_status = 200;
+	memset(&h->metrics, 0, sizeof(h->metrics));
+}
+
+/* health metrics: a Prometheus scrape every 250 ms (vLLM preset) */
+static void metrics_defaults(struct fg_health_cfg *h)
+{
+	health_defaults(h);
+	h->interval_ms = 250;
+	h->timeout_ms = 200;
+	snprintf(h->path, sizeof(h->path), "/metrics");
+	fg_loadsig_preset(FG_LOAD_PRESET_VLLM, &h->metrics);
+}
+
+/* "1", "0.25", "2.5" -> thousandths (at most 3 decimals, <= 4e6) */
+static int parse_milli(const char *s, uint32_t *out)
+{
+	uint64_t v = 0, frac = 0;
+	int nd = -1;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s == '.' && nd < 0) {
+			nd = 0;
+			continue;
+		}
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		if (nd < 0) {
+			v = v * 10 + (uint64_t)(*s - '0');
+			if (v > 4000000)
+				return -ERANGE;
+		} else if (nd < 3) {
+			frac = frac * 10 + (uint64_t)(*s - '0');
+			nd++;
+		} else {
+			return -EINVAL;
+		}
+	}
+	for (; nd > 0 && nd < 3; nd++)
+		frac *= 10;
+	*out = (uint32_t)(v * 1000 + frac);
+	return 0;
+}
+
+static void fmt_milli(uint32_t v, char *b, size_t n)
+{
+	if (v % 1000)
+		snprintf(b, n, "%u.%03u", v / 1000, v % 1000);
+	else
+		snprintf(b, n, "%u", v / 1000);
 }
 
 void fg_service_init(struct fg_service_cfg *svc)
@@ -544,19 +597,121 @@ static void unknown(struct ctx *c, const struct stmt *s, const char *where, cons
 
 /* ---- sections ----------------------------------------------------------- */
 
+/* health metrics: series NAME [WEIGHT] [or ALT] (the first one replaces
+ * the preset's series) */
+static void parse_metrics_series(struct ctx *c, const struct stmt *x, struct fg_metrics_cfg *m,
+				 bool *custom_series)
+{
+	/* series NAME [WEIGHT] [or ALT] */
+	if (!want_args(c, x, 1, 4, "a series name, a weight, 'or' another name"))
+		return;
+	if (!*custom_series) {
+		m->n_series = 0;
+		m->preset = FG_LOAD_PRESET_CUSTOM;
+		*custom_series = true;
+	}
+	if (m->n_series == FG_LOAD_SERIES_MAX) {
+		E(c, x->line, "series: at most %d series", FG_LOAD_SERIES_MAX);
+		return;
+	}
+	struct fg_load_series_cfg *se = &m->series[m->n_series];
+	unsigned int a = 2;
+
+	memset(se, 0, sizeof(*se));
+	se->weight_milli = 1000;
+	if (strlen(x->w[1]) >= sizeof(se->name)) {
+		E(c, x->line, "series: name longer than %zu bytes", sizeof(se->name) - 1);
+		return;
+	}
+	bool ok_name = isalpha((unsigned char)x->w[1][0]) || x->w[1][0] == '_' ||
+		       x->w[1][0] == ':';
+
+	for (const char *q = x->w[1]; ok_name && *q; q++)
+		ok_name = isalnum((unsigned char)*q) || *q == '_' || *q == ':';
+	for (const char *q = a + 1 < x->nw ? x->w[x->nw - 1] : ""; ok_name && *q; q++)
+		ok_name = isalnum((unsigned char)*q) || *q == '_' || *q == ':';
+	if (!ok_name) {
+		E(c, x->line, "series: '%s' is not a Prometheus metric name "
+		  "([a-zA-Z_:][a-zA-Z0-9_:]*)", x->w[1]);
+		return;
+	}
+	snprintf(se->name, sizeof(se->name), "%s", x->w[1]);
+	if (a < x->nw && strcmp(x->w[a], "or")) {
+		if (parse_milli(x->w[a], &se->weight_milli)) {
+			E(c, x->line, "series: weight '%s' must be a number 0..4000000 "
+			  "with at most 3 decimals", x->w[a]);
+			return;
+		}
+		a++;
+	}
+	if (a < x->nw) {
+		if (strcmp(x->w[a], "or") || a + 2 != x->nw ||
+		    strlen(x->w[a + 1]) >= sizeof(se->alt)) {
+			E(c, x->line, "series: expected 'series NAME [WEIGHT] "
+			  "[or OTHER_NAME]'");
+			return;
+		}
+		snprintf(se->alt, sizeof(se->alt), "%s", x->w[a + 1]);
+	}
+	m->n_series++;
+}
+
+/* health metrics: select LABEL "VALUE"; | select 'LABEL="VALUE",...'; */
+static void parse_metrics_select(struct ctx *c, const struct stmt *x, struct fg_metrics_cfg *m)
+{
+	/* select LABEL "VALUE"; | select 'LABEL="VALUE",...'; */
+	char sel[sizeof(m->select)];
+	struct fg_prom_selector ps;
+	struct fg_prom_err pe;
+
+	if (!want_args(c, x, 1, 2, "a label and a value"))
+		return;
+	if (x->nw == 3) {
+		size_t n = (size_t)snprintf(sel, sizeof(sel), "%s=\"", x->w[1]);
+
+		for (const char *q = x->w[2]; *q && n + 4 < sizeof(sel); q++) {
+			if (*q == '"' || *q == '\\')
+				sel[n++] = '\\';
+			sel[n++] = *q;
+		}
+		if (n + 2 >= sizeof(sel)) {
+			E(c, x->line, "select: longer than %zu bytes", sizeof(sel) - 2);
+			return;
+		}
+		sel[n++] = '"';
+		sel[n] = 0;
+	} else if (strlen(x->w[1]) < sizeof(sel)) {
+		snprintf(sel, sizeof(sel), "%s", x->w[1]);
+	} else {
+		E(c, x->line, "select: longer than %zu bytes", sizeof(sel) - 1);
+		return;
+	}
+	if (fg_prom_selector_parse(sel, &ps, &pe)) {
+		E(c, x->line, "select: %s (e.g. select model_name \"llama\";)",
+		  pe.msg);
+		return;
+	}
+	snprintf(m->select, sizeof(m->select), "%s", sel);
+}
+
 static void parse_health(struct ctx *c, const struct stmt *s, struct fg_health_cfg *h)
 {
 	/* health none; | health tcp { ... } | health http { ... } */
 	if (!want_args(c, s, 1, 1, "one type: none, tcp or http"))
 		return;
-	int t = lookup_name(hc_names, 3, s->w[1]);
+	int t = lookup_name(hc_names, 4, s->w[1]);
 	if (t < 0) {
-		E(c, s->line, "health: unknown check type '%s' (expected none, tcp or http)",
-		  s->w[1]);
+		E(c, s->line, "health: unknown check type '%s' (expected none, tcp, http or "
+		  "metrics)", s->w[1]);
 		return;
 	}
-	health_defaults(h);
+	if (t == FG_HC_METRICS)
+		metrics_defaults(h);
+	else
+		health_defaults(h);
 	h->type = (enum fg_hc_type)t;
+	struct fg_metrics_cfg *m = &h->metrics;
+	bool custom_series = false;
 	if (t == FG_HC_NONE && s->block && s->child) {
 		E(c, s->line, "health none takes no parameters");
 		return;
@@ -581,9 +736,52 @@ static void parse_health(struct ctx *c, const struct stmt *s, struct fg_health_c
 		} else if (!strcmp(k, "port")) {
 			if (want_args(c, x, 1, 1, "a port") && get_u(c, x, 1, 1, 65535, &v))
 				h->port = (uint16_t)v;
+		} else if (t == FG_HC_METRICS && !strcmp(k, "preset")) {
+			int pr;
+
+			if (!want_args(c, x, 1, 1, "vllm, sglang, triton or custom"))
+				continue;
+			pr = fg_load_preset_parse(x->w[1]);
+			if (pr < 0) {
+				E(c, x->line, "preset: unknown preset '%s' (expected vllm, sglang, "
+				  "triton or custom)", x->w[1]);
+				continue;
+			}
+			if (custom_series) {
+				E(c, x->line, "preset: put it before the 'series' lines");
+				continue;
+			}
+			struct fg_metrics_cfg keep = *m;
+
+			fg_loadsig_preset((enum fg_load_preset)pr, m);
+			memcpy(m->select, keep.select, sizeof(m->select));
+			m->stale_ms = keep.stale_ms;
+			m->saturate_milli = keep.saturate_milli;
+			m->margin_milli = keep.margin_milli;
+		} else if (t == FG_HC_METRICS && !strcmp(k, "series")) {
+			parse_metrics_series(c, x, m, &custom_series);
+		} else if (t == FG_HC_METRICS && !strcmp(k, "select")) {
+			parse_metrics_select(c, x, m);
+		} else if (t == FG_HC_METRICS && !strcmp(k, "stale")) {
+			if (want_args(c, x, 1, 1, "a duration"))
+				get_dur(c, x, 1, 10, 3600000, &m->stale_ms);
+		} else if (t == FG_HC_METRICS && (!strcmp(k, "saturate") || !strcmp(k, "margin"))) {
+			uint32_t sv;
+
+			if (!want_args(c, x, 1, 1, "a score"))
+				continue;
+			if (parse_milli(x->w[1], &sv)) {
+				E(c, x->line, "%s: '%s' must be a score 0..4000000 with at most 3 "
+				  "decimals", k, x->w[1]);
+				continue;
+			}
+			if (k[0] == 's')
+				m->saturate_milli = sv;
+			else
+				m->margin_milli = sv;
 		} else if (!strcmp(k, "path")) {
-			if (t != FG_HC_HTTP) {
-				E(c, x->line, "path: only for 'health http'");
+			if (t != FG_HC_HTTP && t != FG_HC_METRICS) {
+				E(c, x->line, "path: only for 'health http' and 'health metrics'");
 				continue;
 			}
 			if (!want_args(c, x, 1, 1, "a URL path"))
@@ -607,7 +805,9 @@ static void parse_health(struct ctx *c, const struct stmt *s, struct fg_health_c
 			if (want_args(c, x, 1, 1, "an HTTP status") && get_u(c, x, 1, 100, 599, &v))
 				h->expect_status = (uint16_t)v;
 		} else {
-			unknown(c, x, "health", "interval, timeout, rise, fall, port, path, expect");
+			unknown(c, x, "health", t == FG_HC_METRICS ?
+				"interval, timeout, port, path, preset, series, select, stale, "
+				"saturate, margin" : "interval, timeout, rise, fall, port, path, expect");
 		}
 	}
 }
@@ -936,6 +1136,51 @@ static void parse_top(struct ctx *c, const struct stmt *root)
 	}
 }
 
+/* One service's health block (fg_config_validate).  @return errors added. */
+static unsigned int validate_health(struct ctx *c, const struct fg_health_cfg *h,
+				    const char *spec, unsigned int ln)
+{
+	unsigned int n_err = 0;
+#undef E
+#define E(c, line, ...) (n_err++, err_add((c)->errs, (c)->file, (line), __VA_ARGS__))
+	if ((unsigned)h->type > FG_HC_METRICS)
+		E(c, ln, "service %s: bad health check type", spec);
+	if (h->type == FG_HC_METRICS) {
+		const struct fg_metrics_cfg *m = &h->metrics;
+		struct fg_prom_selector ps;
+
+		if (!m->n_series || m->n_series > FG_LOAD_SERIES_MAX)
+			E(c, ln, "service %s: health metrics needs 1..%d series "
+			  "(a preset or 'series' lines)", spec, FG_LOAD_SERIES_MAX);
+		for (uint32_t k = 0; k < m->n_series && k < FG_LOAD_SERIES_MAX; k++)
+			if (!m->series[k].name[0] ||
+			    memchr(m->series[k].name, 0, FG_LOAD_NAME_MAX) == NULL)
+				E(c, ln, "service %s: health metrics: empty series name",
+				  spec);
+		if (memchr(m->select, 0, sizeof(m->select)) == NULL ||
+		    fg_prom_selector_parse(m->select, &ps, NULL))
+			E(c, ln, "service %s: health metrics: bad select", spec);
+		if (m->stale_ms && m->stale_ms < h->interval_ms)
+			E(c, ln, "service %s: health metrics: stale (%ums) must be >= "
+			  "the interval (%ums)", spec, m->stale_ms, h->interval_ms);
+	}
+	if (h->interval_ms < 10)
+		E(c, ln, "service %s: health interval must be >= 10ms", spec);
+	if (!h->timeout_ms || h->timeout_ms > h->interval_ms)
+		E(c, ln, "service %s: health timeout (%ums) must be > 0 and <= the "
+		  "interval (%ums)", spec, h->timeout_ms, h->interval_ms);
+	if (!h->rise || !h->fall)
+		E(c, ln, "service %s: health rise and fall must be >= 1", spec);
+	if ((h->type == FG_HC_HTTP || h->type == FG_HC_METRICS) && h->path[0] != '/')
+		E(c, ln, "service %s: health path must start with '/'", spec);
+	if (h->type == FG_HC_HTTP && (h->expect_status < 100 || h->expect_status > 599))
+		E(c, ln, "service %s: health expect must be an HTTP status 100..599",
+		  spec);
+#undef E
+#define E(c, line, ...) err_add((c)->errs, (c)->file, (line), __VA_ARGS__)
+	return n_err;
+}
+
 /* ---- validation --------------------------------------------------------- */
 
 static bool is_prime(uint32_t n)
@@ -980,8 +1225,11 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
 			E(c, ln, "service %s: bad name", spec);
 		if ((unsigned)s->mode > FG_MODE_NAT)
 			E(c, ln, "service %s: bad mode", spec);
-		if ((unsigned)s->sched > FG_SCHED_LC)
+		if ((unsigned)s->sched > FG_SCHED_MAGLEV_LOAD)
 			E(c, ln, "service %s: bad scheduler", spec);
+		if (s->sched == FG_SCHED_MAGLEV_LOAD && s->health.type != FG_HC_METRICS)
+			E(c, ln, "service %s: scheduler maglev-load needs 'health metrics { ... }' "
+			  "(the workers' load signals)", spec);
 		for (uint32_t j = 0; j < i; j++) {
 			const struct fg_service_cfg *o = &cfg->services[j];
 			if (o->port == s->port && o->proto == s->proto && fg_addr_equal(&o->vip, &s->vip))
@@ -1009,23 +1257,8 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
 			E(c, ln, "service %s: mode nat needs a local %s address on a port "
 			  "('local ADDR;' in a port block)", spec,
 			  s->vip.family == AF_INET6 ? "IPv6" : "IPv4");
-		const struct fg_health_cfg *h = &s->health;
-		if (h->type != FG_HC_NONE) {
-			if ((unsigned)h->type > FG_HC_HTTP)
-				E(c, ln, "service %s: bad health check type", spec);
-			if (h->interval_ms < 10)
-				E(c, ln, "service %s: health interval must be >= 10ms", spec);
-			if (!h->timeout_ms || h->timeout_ms > h->interval_ms)
-				E(c, ln, "service %s: health timeout (%ums) must be > 0 and <= the "
-				  "interval (%ums)", spec, h->timeout_ms, h->interval_ms);
-			if (!h->rise || !h->fall)
-				E(c, ln, "service %s: health rise and fall must be >= 1", spec);
-			if (h->type == FG_HC_HTTP && h->path[0] != '/')
-				E(c, ln, "service %s: health path must start with '/'", spec);
-			if (h->type == FG_HC_HTTP && (h->expect_status < 100 || h->expect_status > 599))
-				E(c, ln, "service %s: health expect must be an HTTP status 100..599",
-				  spec);
-		}
+		if (s->health.type != FG_HC_NONE)
+			n_err += validate_health(c, &s->health, spec, ln);
 		for (uint32_t b = 0; b < s->n_backends; b++) {
 			const struct fg_backend_cfg *be = &s->backends[b];
 			char ep[80];
@@ -1329,6 +1562,36 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 			fprintf(f, "        rise %u;\n        fall %u;\n", h->rise, h->fall);
 			if (h->port)
 				fprintf(f, "        port %u;\n", h->port);
+			if (h->type == FG_HC_METRICS) {
+				const struct fg_metrics_cfg *m = &h->metrics;
+				char w[32];
+
+				fprintf(f, "        path \"%s\";\n", h->path);
+				fprintf(f, "        preset %s;\n", fg_load_preset_name(m->preset));
+				if (m->preset == FG_LOAD_PRESET_CUSTOM)
+					for (uint32_t k = 0; k < m->n_series && k < FG_LOAD_SERIES_MAX; k++) {
+						fmt_milli(m->series[k].weight_milli, w, sizeof(w));
+						fprintf(f, "        series \"%s\" %s%s%s%s;\n",
+							m->series[k].name, w,
+							m->series[k].alt[0] ? " or \"" : "",
+							m->series[k].alt,
+							m->series[k].alt[0] ? "\"" : "");
+					}
+				if (m->select[0]) {
+					fprintf(f, "        select \"");
+					for (const char *q = m->select; *q; q++)
+						fprintf(f, "%s%c", *q == '"' || *q == '\\' ? "\\" : "", *q);
+					fprintf(f, "\";\n");
+				}
+				if (m->stale_ms) {
+					fmt_dur(m->stale_ms, d, sizeof(d));
+					fprintf(f, "        stale %s;\n", d);
+				}
+				fmt_milli(m->saturate_milli, w, sizeof(w));
+				fprintf(f, "        saturate %s;\n", w);
+				fmt_milli(m->margin_milli, w, sizeof(w));
+				fprintf(f, "        margin %s;\n", w);
+			}
 			if (h->type == FG_HC_HTTP)
 				fprintf(f, "        path \"%s\";\n        expect %u;\n", h->path,
 					h->expect_status);
@@ -1376,6 +1639,20 @@ static bool addr_eq0(const struct fg_addr *a, const struct fg_addr *b)
 	return a->family == b->family && (!a->family || fg_addr_equal(a, b));
 }
 
+static bool metrics_equal(const struct fg_metrics_cfg *a, const struct fg_metrics_cfg *b)
+{
+	if (a->preset != b->preset || a->n_series != b->n_series || a->stale_ms != b->stale_ms ||
+	    a->saturate_milli != b->saturate_milli || a->margin_milli != b->margin_milli ||
+	    strcmp(a->select, b->select))
+		return false;
+	for (uint32_t k = 0; k < a->n_series && k < FG_LOAD_SERIES_MAX; k++)
+		if (strcmp(a->series[k].name, b->series[k].name) ||
+		    strcmp(a->series[k].alt, b->series[k].alt) ||
+		    a->series[k].weight_milli != b->series[k].weight_milli)
+			return false;
+	return true;
+}
+
 static bool port_equal(const struct fg_port_cfg *a, const struct fg_port_cfg *b)
 {
 	if (strcmp(a->name, b->name) || memcmp(a->mac, b->mac, 6) ||
@@ -1416,7 +1693,9 @@ bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 		    (ha->interval_ms != hb->interval_ms || ha->timeout_ms != hb->timeout_ms ||
 		     ha->rise != hb->rise || ha->fall != hb->fall || ha->port != hb->port ||
 		     (ha->type == FG_HC_HTTP && (strcmp(ha->path, hb->path) ||
-						 ha->expect_status != hb->expect_status))))
+						 ha->expect_status != hb->expect_status)) ||
+		     (ha->type == FG_HC_METRICS && (strcmp(ha->path, hb->path) ||
+						    !metrics_equal(&ha->metrics, &hb->metrics)))))
 			return false;
 		for (uint32_t k = 0; k < a->n_backends; k++) {
 			const struct fg_backend_cfg *p = &a->backends[k], *q = &b->backends[k];

@@ -6,6 +6,8 @@
 #include "fg_ctl_server.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -46,13 +48,16 @@ struct client {
 	bool dead;                /* close now */
 	bool watching;
 	uint64_t watch_id;
+	struct fg_flow_filter watch_filter; /* events this watcher gets */
 	uint64_t last_active_ms;  /* last byte received or sent */
+	struct ucred cred;        /* peer, for the audit trail (-1: unknown) */
 };
 
 struct fg_ctl_server {
 	struct fg_ctl_server_params p;
 	struct fg_ctl_ops ops;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char config_path[PATH_MAX];     /**< the -c file, "" = none */
 	int lfd;
 	int wake[2];
 	struct client **clients;
@@ -111,6 +116,9 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 	s->lfd = -1;
 	s->wake[0] = s->wake[1] = -1;
 	snprintf(s->path, sizeof(s->path), "%s", path);
+	if (p->config_path)
+		snprintf(s->config_path, sizeof(s->config_path), "%s", p->config_path);
+	s->p.config_path = NULL;	/* the copy above outlives the caller's */
 	if (!s->p.max_clients)
 		s->p.max_clients = 64;
 	if (!s->p.max_request)
@@ -120,7 +128,7 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 	if (s->p.max_outbuf < 2 * STREAM_FLUSH_BYTES)
 		s->p.max_outbuf = 2 * STREAM_FLUSH_BYTES;
 	if (!s->p.write_timeout_ms)
-		s->p.write_timeout_ms = 5000;
+		s->p.write_timeout_ms = 15000;
 	if (!s->p.idle_timeout_ms)
 		s->p.idle_timeout_ms = FG_CTL_DEFAULT_IDLE_MS;
 	s->clients = calloc(s->p.max_clients, sizeof(*s->clients));
@@ -244,16 +252,24 @@ static int client_send(struct client *c)
 }
 
 /* During a stream: waits (bounded) until pending output drops below
- * @p below.  @return 0, -ETIMEDOUT (reader stuck), -EPIPE. */
+ * @p below.  The bound is on a reader that takes nothing at all for
+ * write_timeout_ms, not on the whole transfer: a slow but live reader (a
+ * `fgctl flows list | ...` pipeline on a busy host) gets every flow.
+ * @return 0, -ETIMEDOUT (reader stuck), -EPIPE. */
 static int client_drain(struct fg_ctl_server *s, struct client *c, size_t below)
 {
 	uint64_t deadline = now_ms() + s->p.write_timeout_ms;
+	size_t last = out_pending(c);
 	for (;;) {
 		if (client_send(c))
 			return -EPIPE;
 		if (out_pending(c) <= below)
 			return 0;
 		uint64_t t = now_ms();
+		if (out_pending(c) < last) {
+			last = out_pending(c);
+			deadline = t + s->p.write_timeout_ms;
+		}
 		if (t >= deadline)
 			return -ETIMEDOUT;
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
@@ -433,6 +449,43 @@ static void json_backend(struct req_ctx *x, const struct fg_service_cfg *svc,
 		h = up == 1 ? "up" : up == 0 ? "down" : "unchecked";
 	}
 	fg_jw_str(w, "health", h);
+	/* ipvsadm's ActiveConn / InActConn (a backend not in the dataplane
+	 * yet, e.g. during an apply, reads 0) */
+	uint64_t act = 0, inact = 0;
+	if (x->s->ops.backend_conns) {
+		(void)x->s->ops.backend_conns(svc->id, b->id, &act, &inact, x->s->p.ctx);
+		fg_jw_u64(w, "active_conns", act);
+		fg_jw_u64(w, "inactive_conns", inact);
+	}
+	uint64_t nf, nfl;
+
+	if (x->s->ops.backend_placed &&
+	    x->s->ops.backend_placed(svc->id, b->id, &nf, &nfl, x->s->p.ctx) == 0) {
+		fg_jw_u64(w, "new_flows", nf);
+		if (svc->sched == FG_SCHED_MAGLEV_LOAD) {
+			fg_jw_u64(w, "new_flows_maglev", nf >= nfl ? nf - nfl : 0);
+			fg_jw_u64(w, "new_flows_load", nfl);
+		}
+	}
+	struct fg_health_load l;
+
+	if (svc->health.type == FG_HC_METRICS && x->s->p.health &&
+	    fg_health_load(x->s->p.health, svc->id, b->id, &l) == 0) {
+		fg_jw_obj_open(w, "load");
+		fg_jw_str(w, "state", !l.fresh ? (l.ever ? "stale" : "never") :
+				      l.saturated ? "saturated" : "fresh");
+		fg_jw_dbl(w, "score", (double)l.score_milli / 1000.0);
+		if (l.ever)
+			fg_jw_u64(w, "age_ms", l.age_ms);
+		else
+			fg_jw_null(w, "age_ms");
+		fg_jw_obj_open(w, "series");
+		for (uint32_t k = 0; k < l.n_series; k++)
+			fg_jw_dbl(w, l.series[k], l.raw[k]);
+		fg_jw_obj_close(w);
+		fg_jw_str(w, "last_error", l.last_error);
+		fg_jw_obj_close(w);
+	}
 	fg_jw_obj_close(w);
 }
 
@@ -507,7 +560,7 @@ static int h_service_add(struct req_ctx *x)
 		goto out;
 	}
 	if (sc < 0) {
-		fail(x, "use maglev or lc", "unknown scheduler '%s'", sched);
+		fail(x, "use maglev, lc or maglev-load", "unknown scheduler '%s'", sched);
 		goto out;
 	}
 	svc->mode = (enum fg_fwd_mode)m;
@@ -746,6 +799,54 @@ static int parse_filter(struct req_ctx *x, struct fg_flow_filter *f, bool *any)
 		f->has_backend = true;
 		*any = true;
 	}
+	const char *client, *nat;
+	uint64_t v;
+	bool has;
+	if (arg_str(x, "client", false, &client) || arg_str(x, "nat_addr", false, &nat))
+		return -1;
+	if (client) {
+		if (fg_flow_filter_client_parse(f, client))
+			return fail(x, "write ADDR or ADDR/PREFIX, e.g. 172.16.0.0/12 or fd00::/64",
+				    "bad client address or prefix '%s'", client);
+		*any = true;
+	}
+	if (nat) {
+		if (fg_addr_parse(nat, &f->nat_addr))
+			return fail(x, "write the balancer's local address, e.g. 10.0.0.1",
+				    "bad NAT address '%s'", nat);
+		f->has_nat_addr = true;
+		*any = true;
+	}
+	if (arg_u64(x, "client_port", false, 65535, &v, &has))
+		return -1;
+	if (has) {
+		f->has_client_port = true;
+		f->client_port = (uint16_t)v;
+		*any = true;
+	}
+	if (arg_u64(x, "nat_port", false, 65535, &v, &has))
+		return -1;
+	if (has) {
+		f->has_nat_port = true;
+		f->nat_port = (uint16_t)v;
+		*any = true;
+	}
+	static const struct { const char *key; size_t off; } ranges[] = {
+		{ "idle_min_ms", offsetof(struct fg_flow_filter, idle_min_ms) },
+		{ "idle_max_ms", offsetof(struct fg_flow_filter, idle_max_ms) },
+		{ "lifetime_min_ms", offsetof(struct fg_flow_filter, life_min_ms) },
+		{ "lifetime_max_ms", offsetof(struct fg_flow_filter, life_max_ms) },
+	};
+	for (size_t k = 0; k < sizeof(ranges) / sizeof(ranges[0]); k++) {
+		if (arg_u64(x, ranges[k].key, false, UINT64_MAX, &v, &has))
+			return -1;
+		if (has) {
+			memcpy((char *)f + ranges[k].off, &v, sizeof(v));
+			*any = true;
+		}
+	}
+	if (f->idle_min_ms > f->idle_max_ms || f->life_min_ms > f->life_max_ms)
+		return fail(x, NULL, "empty range: a minimum above its maximum");
 	if (svc) {
 		struct fg_config cur;
 		if (get_config(x, &cur))
@@ -876,6 +977,11 @@ static int h_flows_watch(struct req_ctx *x)
 		return -1;
 	if (x->c->watching)
 		return fail(x, NULL, "this connection is already watching");
+	bool any;
+	if (parse_filter(x, &x->c->watch_filter, &any))
+		return -1;
+	if (x->c->watch_filter.limit)
+		return fail(x, NULL, "flows.watch: \"limit\" is for listings");
 	if (x->s->watchers == 0) {
 		int rc = x->s->ops.watch_set(true, x->s->p.ctx);
 		if (rc)
@@ -890,13 +996,13 @@ static int h_flows_watch(struct req_ctx *x)
 static int h_stats(struct req_ctx *x)
 {
 	const char *svc;
-	bool per_core;
+	bool per_core, zero;
 	if (arg_str(x, "service", false, &svc) || arg_bool(x, "per_core", &per_core) ||
-	    !have_op(x, (const void *)x->s->ops.stats))
+	    arg_bool(x, "zero", &zero) || !have_op(x, (const void *)x->s->ops.stats))
 		return -1;
 	struct fg_json_writer tw;
 	fg_jw_init(&tw, x->s->p.max_outbuf);
-	int rc = x->s->ops.stats(&tw, svc, per_core, x->s->p.ctx);
+	int rc = x->s->ops.stats(&tw, svc, per_core, zero, x->s->p.ctx);
 	if (!rc && (fg_jw_error(&tw) || tw.depth || !tw.len))
 		rc = fg_jw_error(&tw) ? fg_jw_error(&tw) : -EINVAL;
 	if (rc) {
@@ -1015,6 +1121,8 @@ static int h_config_show(struct req_ctx *x)
 	fg_proto_reply_begin(x->w, x->r->id);
 	fg_jw_obj_open(x->w, NULL);
 	fg_jw_str(x->w, "text", text);
+	if (x->s->config_path[0])
+		fg_jw_str(x->w, "path", x->s->config_path);
 	fg_jw_obj_close(x->w);
 	fg_proto_reply_end(x->w);
 	free(text);
@@ -1049,6 +1157,74 @@ static int dispatch(struct req_ctx *x)
 	return fail(x, NULL, "command not implemented");
 }
 
+static bool changes_state(int cmd)
+{
+	switch ((enum fg_cmd)cmd) {
+	case FG_CMD_SERVICE_ADD: case FG_CMD_SERVICE_DEL:
+	case FG_CMD_BACKEND_ADD: case FG_CMD_BACKEND_DEL:
+	case FG_CMD_BACKEND_WEIGHT: case FG_CMD_BACKEND_DRAIN:
+	case FG_CMD_BACKEND_UNDRAIN: case FG_CMD_CONFIG_APPLY:
+	case FG_CMD_FLOWS_DELETE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* One audit call per change request: who (SO_PEERCRED), what, result. */
+static void audit(struct fg_ctl_server *s, const struct client *c,
+		  const struct fg_proto_req *r, bool ok, const char *err)
+{
+	struct fg_json_writer w;
+	const struct fg_json *text = fg_json_get(r->args, "text");
+
+	if (!s->p.audit || !changes_state(r->cmd))
+		return;
+	fg_jw_init(&w, 64 * 1024);
+	if (text == NULL) {
+		fg_jw_value(&w, NULL, r->args);
+	} else {
+		/* a whole config file is no log line: its size and the rest */
+		const char *t = NULL;
+		const char *keys[] = { "name", "origin" };
+		fg_jw_obj_open(&w, NULL);
+		if (fg_json_get_str(r->args, "text", &t) == 0)
+			fg_jw_u64(&w, "text_bytes", strlen(t));
+		for (unsigned i = 0; i < 2; i++) {
+			const struct fg_json *v = fg_json_get(r->args, keys[i]);
+			if (v)
+				fg_jw_value(&w, keys[i], v);
+		}
+		bool ae = false;
+		if (fg_json_get_bool(r->args, "allow_empty", &ae) == 0)
+			fg_jw_bool(&w, "allow_empty", ae);
+		fg_jw_obj_close(&w);
+	}
+	/* one line: a multi-line error (every config problem) is joined */
+	char e1[1024];
+	size_t k = 0;
+	for (const char *q = ok ? "" : err; *q && k + 3 < sizeof(e1); q++) {
+		if (*q == '\n') {
+			e1[k++] = ';';
+			e1[k++] = ' ';
+		} else {
+			e1[k++] = *q;
+		}
+	}
+	e1[k] = 0;
+	struct fg_ctl_audit a = {
+		.uid = c->cred.pid < 0 ? -1 : (long)c->cred.uid,
+		.gid = c->cred.pid < 0 ? -1 : (long)c->cred.gid,
+		.pid = c->cred.pid < 0 ? -1 : (long)c->cred.pid,
+		.cmd = r->cmd_name, .args = fg_jw_error(&w) ? "{}" : w.buf,
+		.ok = ok, .error = e1,
+	};
+	if (a.args == NULL)
+		a.args = "{}";
+	s->p.audit(&a, s->p.ctx);
+	fg_jw_fini(&w);
+}
+
 static void handle_line(struct fg_ctl_server *s, struct client *c, const char *line, size_t len)
 {
 	struct fg_proto_req r;
@@ -1075,10 +1251,12 @@ static void handle_line(struct fg_ctl_server *s, struct client *c, const char *l
 	x->c = c;
 	x->r = &r;
 	x->w = &c->out;
-	if (dispatch(x) && !c->dead) {
+	int drc = dispatch(x);
+	if (drc && !c->dead) {
 		s->cnt.errors++;
 		fg_proto_reply_error(&c->out, r.id, x->err, x->hint);
 	}
+	audit(s, c, &r, drc == 0, x->err);
 	free(x);
 	fg_proto_req_free(&r);
 }
@@ -1232,6 +1410,9 @@ static void accept_clients(struct fg_ctl_server *s)
 		}
 		c->fd = fd;
 		c->last_active_ms = now_ms();
+		socklen_t cl = sizeof(c->cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &cl) < 0)
+			c->cred = (struct ucred){ .pid = -1, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 		fg_jw_init(&c->out, s->p.max_outbuf + STREAM_FLUSH_BYTES + (1u << 20));
 		s->clients[s->n_clients++] = c;
 		s->cnt.accepted++;
@@ -1251,6 +1432,8 @@ static void watch_pump(struct fg_ctl_server *s)
 			if (!c->watching || c->dead)
 				continue;
 			for (int e = 0; e < n; e++) {
+				if (!fg_flow_filter_match(&c->watch_filter, &s->evbuf[e].flow))
+					continue;
 				fg_proto_item_begin(&c->out, c->watch_id, s->evbuf[e].type);
 				fg_flow_info_to_json(&c->out, NULL, &s->evbuf[e].flow);
 				fg_proto_reply_end(&c->out);

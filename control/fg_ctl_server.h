@@ -24,8 +24,9 @@
  *   is that idle is the new one refused (rejected_full).  So silent clients
  *   cannot lock fgctl out.
  * - Streaming replies (flows.list) are flushed as they are produced; the
- *   control thread waits at most write_timeout_ms for a stuck reader, then
- *   drops it.  The dataplane never waits on a client: callbacks reach
+ *   control thread waits at most write_timeout_ms for a reader that takes
+ *   nothing at all (a slow one that makes progress is served), then drops
+ *   it.  The dataplane never waits on a client: callbacks reach
  *   workers through conntrack mailboxes, which workers drain between
  *   bursts.
  *
@@ -74,7 +75,8 @@ struct fg_flow_counts {
 
 /** A conntrack event for flows.watch. */
 struct fg_flow_event {
-	char type[12];              /**< "NEW" or "DESTROY" (conntrack -E style) */
+	char type[12];              /**< "NEW", "UPDATE" (state change) or "DESTROY"
+				         (conntrack -E style) */
 	struct fg_flow_info flow;
 };
 
@@ -136,10 +138,29 @@ struct fg_ctl_ops {
 	 * Writes the stats as exactly one JSON value (an object; key NULL)
 	 * into @p w: counters summed over cores, per core when @p per_core,
 	 * only service @p service ("VIP:PORT/PROTO" or name) when non-NULL.
-	 * Use the counter names of the X-macro lists.  -ENOENT: no such service.
+	 * Use the counter names of the X-macro lists.  With @p zero, the
+	 * counters written become the baseline later calls subtract (fgctl
+	 * stats --zero: a reader-side offset; the daemon's counters, and what
+	 * /metrics and telemetry show, are never reset).
+	 * -ENOENT: no such service.
 	 */
 	int (*stats)(struct fg_json_writer *w, const char *service, bool per_core,
-		     void *ctx);
+		     bool zero, void *ctx);
+	/**
+	 * ipvsadm's ActiveConn / InActConn of one backend: its tracked flows
+	 * in ESTABLISHED / in any other state.  NULL: not reported.
+	 * @return 0, or -ENOENT (no such service or backend in the dataplane).
+	 */
+	int (*backend_conns)(uint32_t service_id, uint32_t backend_id, uint64_t *active,
+			     uint64_t *inactive, void *ctx);
+	/**
+	 * New flows a backend received, and how many of them load placed
+	 * (maglev-load's second candidate or saturated fallback) rather than
+	 * its Maglev slot, summed over cores.  NULL: backend list omits them.
+	 * @return 0, or -ENOENT (no such service / backend in the tables).
+	 */
+	int (*backend_placed)(uint32_t service_id, uint32_t backend_id, uint64_t *new_flows,
+			      uint64_t *new_flows_load, void *ctx);
 	/** Turns conntrack event reporting on (first watcher) / off (last gone). */
 	int (*watch_set)(bool on, void *ctx);
 	/** Takes up to @p max pending events.  @return count (>= 0). */
@@ -165,6 +186,21 @@ struct fg_ctl_counters {
 #undef FG_X
 };
 
+/** One state-changing request, as the audit callback sees it. */
+struct fg_ctl_audit {
+	long uid, gid, pid;     /**< the client's SO_PEERCRED (-1: unknown) */
+	const char *cmd;        /**< command name, e.g. "backend.drain" */
+	const char *args;       /**< its arguments as compact JSON; a config
+				     text is replaced by its size */
+	bool ok;                /**< applied */
+	const char *error;      /**< why not (ok false), else "" */
+};
+
+/** Called once per state-changing request (service.add / del, backend.add /
+ *  del / weight / drain / undrain, config.apply, flows.delete) after it
+ *  ran, on the control thread. */
+typedef void (*fg_ctl_audit_fn)(const struct fg_ctl_audit *a, void *ctx);
+
 struct fg_ctl_server_params {
 	const char *socket_path;   /**< NULL = FG_CTL_DEFAULT_SOCKET */
 	const struct fg_ctl_ops *ops;
@@ -173,10 +209,15 @@ struct fg_ctl_server_params {
 	unsigned int max_clients;  /**< 0 = 64 */
 	size_t max_request;        /**< 0 = FG_PROTO_MAX_REQUEST */
 	size_t max_outbuf;         /**< 0 = 16 MiB of unread output per client */
-	unsigned int write_timeout_ms; /**< 0 = 5000: stuck stream reader limit */
+	unsigned int write_timeout_ms; /**< 0 = 15000: stuck stream reader limit (no progress) */
 	/** A client silent this long is closed (watchers excepted):
 	 *  0 = FG_CTL_DEFAULT_IDLE_MS, negative = never. */
 	int idle_timeout_ms;
+	/** The daemon's config file (absolute), or NULL: config.show names it
+	 *  as "path" so that `fgctl config save` can write there. */
+	const char *config_path;
+	/** Audit trail of changes (optional): one call per change request. */
+	fg_ctl_audit_fn audit;
 };
 
 /** Default idle limit of a control client (fg_ctl_server_params). */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fg_config_parse.h"
+#include "fg_loadsig.h"
 
 enum phase { P_IDLE, P_CONNECT, P_SEND, P_RECV };
 
@@ -54,7 +55,19 @@ struct target {
 	size_t req_len, req_off;
 	char resp[64];
 	size_t resp_len;
+	/* metrics: the page being read (grows to FG_LOADSIG_PAGE_MAX + headers)
+	 * and the signal of the last scrape */
+	char *page;
+	size_t page_len, page_cap;
+	bool load_valid;          /* last scrape gave a signal */
+	uint64_t load_ok_ms;      /* monotonic ms of the last good scrape (0 never) */
+	uint32_t load_score;
+	double load_raw[FG_LOAD_SERIES_MAX];
+	uint64_t ls[FG_LS_MAX];
 };
+
+/* headers we accept on top of the page limit */
+#define METRICS_HDR_MAX (16u << 10)
 
 struct fg_health {
 	struct fg_health_params p;
@@ -63,6 +76,7 @@ struct fg_health {
 	struct target *t;
 	uint32_t n;
 	uint64_t gen;             /* bumped by update: poll results are stale */
+	uint64_t load_gen;        /* bumped by every metrics scrape result */
 	pthread_t thread;
 	bool running;
 	volatile bool stop;
@@ -125,6 +139,7 @@ static int build_targets(const struct fg_config *cfg, struct target *old, uint32
 			if (o) {
 				*x = *o;
 				o->fd = -1; /* moved */
+				o->page = NULL;
 			} else {
 				x->fd = -1;
 				x->up = true;
@@ -145,8 +160,10 @@ static int build_targets(const struct fg_config *cfg, struct target *old, uint32
 			x->addr = be->addr;
 			x->port = s->health.port ? s->health.port : be->port ? be->port : s->port;
 			fg_endpoint_format(&be->addr, x->port, x->backend, sizeof(x->backend));
-			if (o && memcmp(&x->hc, &s->health, sizeof(x->hc)))
+			if (o && memcmp(&x->hc, &s->health, sizeof(x->hc))) {
 				probe_close(x); /* check changed: restart the probe */
+				x->load_valid = false; /* other series or weights */
+			}
 			x->hc = s->health;
 		}
 	}
@@ -191,12 +208,15 @@ int fg_health_update(struct fg_health *h, const struct fg_config *cfg)
 	uint32_t n;
 	int rc = build_targets(cfg, h->t, h->n, &t, &n);
 	if (!rc) {
-		for (uint32_t i = 0; i < h->n; i++)
+		for (uint32_t i = 0; i < h->n; i++) {
 			probe_close(&h->t[i]); /* removed targets (moved ones have fd -1) */
+			free(h->t[i].page);    /* moved ones have NULL */
+		}
 		free(h->t);
 		h->t = t;
 		h->n = n;
 		h->gen++;
+		__atomic_add_fetch(&h->load_gen, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&h->lock);
 	(void)!write(h->wake[1], "u", 1);
@@ -230,6 +250,52 @@ int fg_health_counters(struct fg_health *h, uint32_t service_id, uint32_t backen
 		}
 	pthread_mutex_unlock(&h->lock);
 	return r;
+}
+
+static void load_fill(const struct target *t, uint64_t now_ms, struct fg_health_load *o)
+{
+	const struct fg_metrics_cfg *m = &t->hc.metrics;
+
+	memset(o, 0, sizeof(*o));
+	o->stale_ms = fg_loadsig_stale_ms(m, t->hc.interval_ms);
+	o->ever = t->load_ok_ms != 0;
+	o->age_ms = o->ever ? (now_ms >= t->load_ok_ms ? now_ms - t->load_ok_ms : 0) :
+			      UINT64_MAX;
+	o->fresh = t->load_valid && o->age_ms <= o->stale_ms;
+	o->score_milli = t->load_score;
+	o->n_series = m->n_series < FG_LOAD_SERIES_MAX ? m->n_series : FG_LOAD_SERIES_MAX;
+	memcpy(o->raw, t->load_raw, sizeof(o->raw));
+	o->saturate_milli = m->saturate_milli;
+	o->margin_milli = m->margin_milli;
+	o->saturated = o->fresh && m->saturate_milli && o->score_milli >= m->saturate_milli;
+	for (uint32_t k = 0; k < o->n_series; k++)
+		memcpy(o->series[k], m->series[k].name, FG_LOAD_NAME_MAX);
+	memcpy(o->ls, t->ls, sizeof(o->ls));
+	snprintf(o->last_error, sizeof(o->last_error), "%s", t->last_error);
+}
+
+int fg_health_load(struct fg_health *h, uint32_t service_id, uint32_t backend_id,
+		   struct fg_health_load *out)
+{
+	int r = -ENOENT;
+	uint64_t now = mono_us() / 1000;
+
+	pthread_mutex_lock(&h->lock);
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->t[i].service_id == service_id && h->t[i].backend_id == backend_id) {
+			if (h->t[i].hc.type == FG_HC_METRICS) {
+				load_fill(&h->t[i], now, out);
+				r = 0;
+			}
+			break;
+		}
+	pthread_mutex_unlock(&h->lock);
+	return r;
+}
+
+uint64_t fg_health_load_gen(struct fg_health *h)
+{
+	return __atomic_load_n(&h->load_gen, __ATOMIC_RELAXED);
 }
 
 /* ---- probe state machine (called with the lock held) ------------------- */
@@ -277,7 +343,90 @@ static void record(struct target *t, bool ok, const char *reason, struct transit
 	}
 }
 
-static void probe_start(struct target *t, struct transition *tr, uint32_t *n_tr, uint32_t max)
+/* A metrics scrape ended: never an up/down transition, only the signal. */
+static void record_metrics(struct fg_health *h, struct target *t, enum fg_loadsig_counter oc,
+			   const char *why)
+{
+	uint64_t now = mono_us();
+
+	probe_close(t);
+	t->due_ms = t->start_us / 1000 + t->hc.interval_ms;
+	if (t->due_ms < now / 1000)
+		t->due_ms = now / 1000;
+	t->ls[oc]++;
+	__atomic_add_fetch(&h->load_gen, 1, __ATOMIC_RELAXED);
+	if (oc == FG_LS_scrapes_ok) {
+		t->successes++;
+		t->load_valid = true;
+		t->load_ok_ms = now / 1000;
+		t->last_rtt_us = now - t->start_us;
+		return;
+	}
+	t->failures++;
+	t->load_valid = false;
+	snprintf(t->last_error, sizeof(t->last_error), "%s: %.70s", fg_loadsig_counter_names[oc],
+		 why);
+}
+
+/* A probe failed: a transition for tcp/http, a stale signal for metrics. */
+static void probe_fail(struct fg_health *h, struct target *t, enum fg_loadsig_counter oc,
+		       const char *why, struct transition *tr, uint32_t *n_tr, uint32_t max)
+{
+	if (t->hc.type == FG_HC_METRICS)
+		record_metrics(h, t, oc, why);
+	else
+		record(t, false, why, tr, n_tr, max);
+}
+
+/* The whole response of a metrics scrape is in t->page (the server closed). */
+static void metrics_done(struct fg_health *h, struct target *t)
+{
+	char why[96];
+	unsigned int st = 0;
+	char v;
+
+	if (t->page_len == 0) {
+		record_metrics(h, t, FG_LS_scrape_http, "connection closed without a response");
+		return;
+	}
+	t->page[t->page_len] = 0;
+	if (sscanf(t->page, "HTTP/1.%c %3u", &v, &st) != 2) {
+		record_metrics(h, t, FG_LS_scrape_http, "malformed status line");
+		return;
+	}
+	if (st != 200) {
+		snprintf(why, sizeof(why), "http status %u", st);
+		record_metrics(h, t, FG_LS_scrape_http, why);
+		return;
+	}
+	const char *body = strstr(t->page, "\r\n\r\n");
+	size_t skip = 4;
+
+	if (!body) {
+		body = strstr(t->page, "\n\n");
+		skip = 2;
+	}
+	if (!body) {
+		record_metrics(h, t, FG_LS_scrape_http, "no end of headers");
+		return;
+	}
+	body += skip;
+	uint32_t stale = fg_loadsig_stale_ms(&t->hc.metrics, t->hc.interval_ms);
+	double raw[FG_LOAD_SERIES_MAX];
+	uint32_t score = 0;
+	enum fg_loadsig_counter oc =
+		fg_loadsig_eval(&t->hc.metrics, body, t->page_len - (size_t)(body - t->page),
+				(int64_t)wall_ms(), stale, raw, &score, why, sizeof(why));
+
+	if (oc == FG_LS_scrapes_ok) {
+		memcpy(t->load_raw, raw, sizeof(raw));
+		t->load_score = score;
+	}
+	record_metrics(h, t, oc, why);
+}
+
+static void probe_start(struct fg_health *h, struct target *t, struct transition *tr,
+			uint32_t *n_tr, uint32_t max)
 {
 	char err[96];
 	t->start_us = mono_us();
@@ -303,16 +452,17 @@ static void probe_start(struct target *t, struct transition *tr, uint32_t *n_tr,
 	t->fd = socket(t->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (t->fd < 0) {
 		snprintf(err, sizeof(err), "socket: %s", strerror(errno));
-		record(t, false, err, tr, n_tr, max);
+		probe_fail(h, t, FG_LS_scrape_connect, err, tr, n_tr, max);
 		return;
 	}
 	if (connect(t->fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
 		snprintf(err, sizeof(err), "connect: %s", strerror(errno));
-		record(t, false, err, tr, n_tr, max);
+		probe_fail(h, t, FG_LS_scrape_connect, err, tr, n_tr, max);
 		return;
 	}
 	t->ph = P_CONNECT;
-	if (t->hc.type == FG_HC_HTTP) {
+	t->page_len = 0;
+	if (t->hc.type == FG_HC_HTTP || t->hc.type == FG_HC_METRICS) {
 		char host[64];
 		fg_addr_format(&t->addr, host, sizeof(host));
 		int n = snprintf(t->req, sizeof(t->req),
@@ -324,9 +474,54 @@ static void probe_start(struct target *t, struct transition *tr, uint32_t *n_tr,
 	}
 }
 
+/* metrics: reads what the server sent; the page ends when it closes
+ * (HTTP/1.0, Connection: close).  Never more than the page limit. */
+static void metrics_recv(struct fg_health *h, struct target *t)
+{
+	char err[96];
+
+	for (;;) {
+		if (t->page_len + 1 >= t->page_cap) {
+			size_t cap = t->page_cap ? t->page_cap * 2 : 16384;
+
+			if (cap > FG_LOADSIG_PAGE_MAX + METRICS_HDR_MAX + 1)
+				cap = FG_LOADSIG_PAGE_MAX + METRICS_HDR_MAX + 1;
+			if (t->page_len + 1 >= cap) {
+				snprintf(err, sizeof(err), "response over %u bytes",
+					 FG_LOADSIG_PAGE_MAX + METRICS_HDR_MAX);
+				record_metrics(h, t, FG_LS_scrape_too_big, err);
+				return;
+			}
+			char *p = realloc(t->page, cap);
+
+			if (!p) {
+				record_metrics(h, t, FG_LS_scrape_too_big, "out of memory");
+				return;
+			}
+			t->page = p;
+			t->page_cap = cap;
+		}
+		ssize_t n = recv(t->fd, t->page + t->page_len, t->page_cap - 1 - t->page_len,
+				 MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			snprintf(err, sizeof(err), "recv: %s", strerror(errno));
+			record_metrics(h, t, FG_LS_scrape_connect, err);
+			return;
+		}
+		if (n == 0) {
+			metrics_done(h, t);
+			return;
+		}
+		t->page_len += (size_t)n;
+	}
+}
+
 /* Advances a probe after poll reported @p re on its socket. */
-static void probe_step(struct target *t, short re, struct transition *tr, uint32_t *n_tr,
-		       uint32_t max)
+static void probe_step(struct fg_health *h, struct target *t, short re, struct transition *tr,
+		       uint32_t *n_tr, uint32_t max)
 {
 	char err[96];
 	if (t->ph == P_CONNECT) {
@@ -336,15 +531,16 @@ static void probe_step(struct target *t, short re, struct transition *tr, uint32
 		socklen_t l = sizeof(so);
 		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &so, &l) || so) {
 			snprintf(err, sizeof(err), "connect: %s", strerror(so ? so : errno));
-			record(t, false, err, tr, n_tr, max);
+			probe_fail(h, t, FG_LS_scrape_connect, err, tr, n_tr, max);
 			return;
 		}
-		if (t->hc.type != FG_HC_HTTP) {
+		if (t->hc.type == FG_HC_TCP) {
 			record(t, true, "", tr, n_tr, max);
 			return;
 		}
 		if (!t->req_len) {
-			record(t, false, "http: request too long (path)", tr, n_tr, max);
+			probe_fail(h, t, FG_LS_scrape_http, "http: request too long (path)", tr,
+				   n_tr, max);
 			return;
 		}
 		t->ph = P_SEND;
@@ -357,7 +553,7 @@ static void probe_step(struct target *t, short re, struct transition *tr, uint32
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			snprintf(err, sizeof(err), "http send: %s", strerror(errno));
-			record(t, false, err, tr, n_tr, max);
+			probe_fail(h, t, FG_LS_scrape_connect, err, tr, n_tr, max);
 			return;
 		}
 		if (n > 0)
@@ -369,6 +565,10 @@ static void probe_step(struct target *t, short re, struct transition *tr, uint32
 	if (t->ph == P_RECV) {
 		if (!(re & (POLLIN | POLLERR | POLLHUP)))
 			return;
+		if (t->hc.type == FG_HC_METRICS) {
+			metrics_recv(h, t);
+			return;
+		}
 		ssize_t n = recv(t->fd, t->resp + t->resp_len, sizeof(t->resp) - 1 - t->resp_len,
 				 MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -452,11 +652,11 @@ static void *health_main(void *arg)
 		for (uint32_t i = 0; i < h->n; i++) {
 			struct target *t = &h->t[i];
 			if (t->ph == P_IDLE && now >= t->due_ms)
-				probe_start(t, tr, &n_tr, MAX_TR);
+				probe_start(h, t, tr, &n_tr, MAX_TR);
 			if (t->ph != P_IDLE && now >= t->deadline_ms) {
 				char err[96];
 				snprintf(err, sizeof(err), "timeout after %u ms", t->hc.timeout_ms);
-				record(t, false, err, tr, &n_tr, MAX_TR);
+				probe_fail(h, t, FG_LS_scrape_timeout, err, tr, &n_tr, MAX_TR);
 			}
 			if (t->ph != P_IDLE) {
 				pfd[np].fd = t->fd;
@@ -490,7 +690,7 @@ static void *health_main(void *arg)
 		if (gen == h->gen)
 			for (uint32_t k = 1; k < np; k++)
 				if (pfd[k].revents && h->t[idx[k]].fd == pfd[k].fd)
-					probe_step(&h->t[idx[k]], pfd[k].revents, tr, &n_tr, MAX_TR);
+					probe_step(h, &h->t[idx[k]], pfd[k].revents, tr, &n_tr, MAX_TR);
 		pthread_mutex_unlock(&h->lock);
 		for (uint32_t i = 0; i < n_tr; i++)
 			if (h->p.set_health)
@@ -530,8 +730,10 @@ void fg_health_destroy(struct fg_health *h)
 	if (!h)
 		return;
 	fg_health_stop(h);
-	for (uint32_t i = 0; i < h->n; i++)
+	for (uint32_t i = 0; i < h->n; i++) {
 		probe_close(&h->t[i]);
+		free(h->t[i].page);
+	}
 	free(h->t);
 	close(h->wake[0]);
 	close(h->wake[1]);
@@ -582,6 +784,30 @@ void fg_health_to_json(struct fg_health *h, struct fg_json_writer *w)
 		fg_jw_u64(w, "interval_ms", t->hc.interval_ms);
 		fg_jw_u64(w, "rise", t->hc.rise);
 		fg_jw_u64(w, "fall", t->hc.fall);
+		if (t->hc.type == FG_HC_METRICS) {
+			struct fg_health_load l;
+
+			load_fill(t, mono_us() / 1000, &l);
+			fg_jw_obj_open(w, "load");
+			fg_jw_bool(w, "fresh", l.fresh);
+			fg_jw_dbl(w, "score", (double)l.score_milli / 1000.0);
+			if (l.ever)
+				fg_jw_u64(w, "age_ms", l.age_ms);
+			else
+				fg_jw_null(w, "age_ms");
+			fg_jw_u64(w, "stale_ms", l.stale_ms);
+			fg_jw_bool(w, "saturated", l.saturated);
+			fg_jw_str(w, "preset", fg_load_preset_name(t->hc.metrics.preset));
+			fg_jw_obj_open(w, "series");
+			for (uint32_t k = 0; k < l.n_series; k++)
+				fg_jw_dbl(w, t->hc.metrics.series[k].name, l.raw[k]);
+			fg_jw_obj_close(w);
+			fg_jw_obj_open(w, "scrapes");
+			for (unsigned int k = 0; k < FG_LS_MAX; k++)
+				fg_jw_u64(w, fg_loadsig_counter_names[k], l.ls[k]);
+			fg_jw_obj_close(w);
+			fg_jw_obj_close(w);
+		}
 		fg_jw_arr_open(w, "history");
 		uint32_t n = t->n_hist < FG_HEALTH_HISTORY ? t->n_hist : FG_HEALTH_HISTORY;
 		for (uint32_t k = 0; k < n; k++) {

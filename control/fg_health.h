@@ -19,6 +19,15 @@
  * existing flows.  The last FG_HEALTH_HISTORY transitions of each backend
  * are kept with a timestamp and the reason ("connect: Connection refused",
  * "http status 503", "timeout after 500 ms", ...).
+ *
+ * `health metrics` (GPU inference workers, docs/INFERENCE.md) scrapes
+ * `GET path HTTP/1.0` every interval_ms (default 250) on the same poll loop:
+ * the page (at most FG_LOADSIG_PAGE_MAX) is read as the socket delivers it,
+ * never blocking, and evaluated by fg_loadsig_eval().  A metrics check
+ * never marks a backend down: a scrape that fails in any way (counted
+ * under its FG_LOADSIG_COUNTER_LIST name) only makes the backend's load
+ * signal stale, as does a signal older than its stale age; placement then
+ * falls back to plain Maglev for flows that would have read it.
  */
 #ifndef FLOWGATE_FG_HEALTH_H
 #define FLOWGATE_FG_HEALTH_H
@@ -27,6 +36,7 @@
 #include <stdint.h>
 
 #include "fg_config.h"
+#include "fg_loadsig.h"
 #include "fg_proto.h"
 
 #ifdef __cplusplus
@@ -104,10 +114,44 @@ void fg_health_mark(struct fg_health *h, struct fg_config *cfg);
 /**
  * Writes the state of every checked backend as one JSON value (an object
  * with "backends": [...]; each: service, backend, id, check, state, since_s,
- * successes, failures, last_error, last_rtt_us, history[{t, up, reason}]).
+ * successes, failures, last_error, last_rtt_us, history[{t, up, reason}];
+ * metrics checks add "load": {fresh, score, age_ms, stale_ms, saturated,
+ * series{name: value}, scrapes{outcome: count}}).
  * Thread safety: any thread.
  */
 void fg_health_to_json(struct fg_health *h, struct fg_json_writer *w);
+
+/** The load signal of one backend of a `health metrics` service. */
+struct fg_health_load {
+	bool fresh;             /**< last scrape good and younger than the stale age */
+	bool ever;              /**< some scrape was ever good */
+	uint32_t score_milli;   /**< of the last good scrape */
+	uint32_t n_series;
+	double raw[FG_LOAD_SERIES_MAX]; /**< series values of the last good scrape */
+	uint64_t age_ms;        /**< since the last good scrape (UINT64_MAX: never) */
+	uint32_t stale_ms;      /**< the check's stale age */
+	uint32_t saturate_milli, margin_milli; /**< from the check's config */
+	bool saturated;         /**< fresh and score >= saturate (saturate > 0) */
+	char series[FG_LOAD_SERIES_MAX][FG_LOAD_NAME_MAX]; /**< names of raw[] */
+	uint64_t ls[FG_LS_MAX]; /**< scrape outcomes */
+	char last_error[96];
+};
+
+/**
+ * The load signal of a backend, aged now.
+ * @return 0, or -ENOENT (not a `health metrics` backend).
+ * Thread safety: any thread (takes the checker's mutex).
+ */
+int fg_health_load(struct fg_health *h, uint32_t service_id, uint32_t backend_id,
+		   struct fg_health_load *out);
+
+/**
+ * A number that changes with every metrics scrape result (and config
+ * update): a reader republishes signals only when it changed, or when a
+ * signal may have aged past its stale age.
+ * Thread safety: any thread.
+ */
+uint64_t fg_health_load_gen(struct fg_health *h);
 
 /** Stops and joins the thread (no-op if not running). */
 void fg_health_stop(struct fg_health *h);

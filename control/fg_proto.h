@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "fg_config.h"
+#include "fg_json.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,9 +55,7 @@ extern "C" {
 /** Protocol version carried in every message as "v". */
 #define FG_PROTO_VERSION 1
 /** Largest request line the server accepts (bytes, without '\n'). */
-#define FG_PROTO_MAX_REQUEST (1u << 20)
-/** Largest nesting depth of any JSON document. */
-#define FG_JSON_MAX_DEPTH 32
+#define FG_PROTO_MAX_REQUEST FG_JSON_DEFAULT_MAX_LEN
 /** Socket path used when neither -s nor FLOWGATE_SOCKET is given. */
 #define FG_CTL_DEFAULT_SOCKET "/run/flowgate/flowgate.sock"
 /** Environment variable that overrides the default socket path. */
@@ -69,9 +68,15 @@ extern "C" {
  * - backend.add: service*, addr*, weight | backend.del: service*, addr*
  * - backend.list: service (all when absent) | backend.weight: service*, addr*, weight*
  * - backend.drain / backend.undrain: service*, addr*
- * - flows.list / flows.delete: service, backend, state, core, limit
- * - flows.get: src*, dst*, proto* | flows.count: per_core | flows.watch: -
- * - stats: per_core, service | health: - | config.apply: text*, name, allow_empty
+ * - flows.list / flows.delete: service, backend, state, core, limit, client
+ *   (ADDR or ADDR/PLEN), client_port, nat_addr, nat_port, idle_min_ms,
+ *   idle_max_ms, lifetime_min_ms, lifetime_max_ms (ranges inclusive)
+ * - flows.get: src*, dst*, proto* | flows.count: per_core
+ * - flows.watch: the filters of flows.list but limit; events NEW, UPDATE
+ *   (state change: flow.prev_state), DESTROY (flow.reason); flow.ts_ms
+ * - stats: per_core, service (scopes the answer to it), zero (the answer
+ *   becomes the baseline later answers subtract) | health: -
+ * - config.apply: text*, name, allow_empty
  *   (bool: a config with no service is refused without it)
  * - config.show: - | config.check: text*, name | ping: -
  * config.check replies {applied:false, services, backends, daemon_checked,
@@ -114,113 +119,6 @@ extern const char *const fg_cmd_names[FG_CMD_MAX];
  * @return the enum fg_cmd value, or -ENOENT for an unknown name.
  */
 int fg_cmd_lookup(const char *name);
-
-/* ---- JSON documents (reader) ------------------------------------------ */
-
-enum fg_json_type {
-	FG_JSON_NULL = 0,
-	FG_JSON_BOOL,
-	FG_JSON_NUM,
-	FG_JSON_STR,
-	FG_JSON_ARR,
-	FG_JSON_OBJ,
-};
-
-/**
- * One JSON value.  Arrays and objects hold their children as a list
- * (child, then next); members of an object carry their name in key.
- * Strings are NUL-terminated (a \u0000 escape is rejected).
- */
-struct fg_json {
-	enum fg_json_type type;
-	bool b;               /**< FG_JSON_BOOL */
-	bool is_int;          /**< FG_JSON_NUM: integral and fits int64 (i) */
-	bool is_uint;         /**< FG_JSON_NUM: integral and fits uint64 (u) */
-	double d;             /**< FG_JSON_NUM, always set */
-	int64_t i;
-	uint64_t u;
-	const char *str;      /**< FG_JSON_STR */
-	uint32_t len;         /**< string bytes, or number of children */
-	const char *key;      /**< member name when inside an object, else NULL */
-	struct fg_json *child; /**< first child (array/object) */
-	struct fg_json *next; /**< next sibling */
-};
-
-struct fg_json_doc;
-
-/**
- * Parses one JSON text (strict RFC 8259, see the limits above).
- * @param text     input, need not be NUL-terminated
- * @param len      bytes of input; more than @p max_len is rejected
- * @param max_len  size limit (0 = FG_PROTO_MAX_REQUEST)
- * @param err      receives "offset N: reason" on failure (may be NULL)
- * @return the document (free with fg_json_free), or NULL on a syntax
- *   error, a limit or out of memory (err says which).
- * Thread safety: reentrant.
- */
-struct fg_json_doc *fg_json_parse(const char *text, size_t len, size_t max_len,
-				  char *err, size_t errlen);
-
-/** The root value of a parsed document. */
-const struct fg_json *fg_json_root(const struct fg_json_doc *doc);
-
-/** Frees a document and every value in it.  NULL is a no-op. */
-void fg_json_free(struct fg_json_doc *doc);
-
-/** Member @p key of object @p obj, or NULL (also when obj is not an object). */
-const struct fg_json *fg_json_get(const struct fg_json *obj, const char *key);
-
-/** Typed member getters: return 0, -ENOENT (absent or null), -EINVAL (wrong type/range). */
-int fg_json_get_str(const struct fg_json *obj, const char *key, const char **out);
-int fg_json_get_i64(const struct fg_json *obj, const char *key, int64_t *out);
-int fg_json_get_u64(const struct fg_json *obj, const char *key, uint64_t *out);
-int fg_json_get_bool(const struct fg_json *obj, const char *key, bool *out);
-
-/* ---- JSON writer ------------------------------------------------------ */
-
-/**
- * Appends compact JSON to a growable buffer, inserting commas itself.
- * In an object every value call takes a key; in an array or at the top
- * level the key must be NULL.  Errors are sticky: after the first one
- * (out of memory, over max, misuse) every call is a no-op and
- * fg_jw_error() returns it.
- */
-struct fg_json_writer {
-	char *buf;
-	size_t len, cap, max;
-	int err;                          /**< 0 or -ENOMEM / -E2BIG / -EINVAL */
-	uint32_t depth;
-	uint8_t first[FG_JSON_MAX_DEPTH + 1]; /**< 1 = no member yet at this depth */
-	uint8_t is_obj[FG_JSON_MAX_DEPTH + 1];
-};
-
-/** Initializes an empty writer; @p max bytes at most (0 = unlimited). */
-void fg_jw_init(struct fg_json_writer *w, size_t max);
-/** Empties the buffer (keeps the allocation) and clears the error. */
-void fg_jw_reset(struct fg_json_writer *w);
-/** Frees the buffer. */
-void fg_jw_fini(struct fg_json_writer *w);
-/** The sticky error, 0 if none. */
-int fg_jw_error(const struct fg_json_writer *w);
-
-void fg_jw_obj_open(struct fg_json_writer *w, const char *key);
-void fg_jw_obj_close(struct fg_json_writer *w);
-void fg_jw_arr_open(struct fg_json_writer *w, const char *key);
-void fg_jw_arr_close(struct fg_json_writer *w);
-void fg_jw_str(struct fg_json_writer *w, const char *key, const char *s);
-void fg_jw_strn(struct fg_json_writer *w, const char *key, const char *s, size_t n);
-void fg_jw_i64(struct fg_json_writer *w, const char *key, int64_t v);
-void fg_jw_u64(struct fg_json_writer *w, const char *key, uint64_t v);
-void fg_jw_dbl(struct fg_json_writer *w, const char *key, double v);
-void fg_jw_bool(struct fg_json_writer *w, const char *key, bool v);
-void fg_jw_null(struct fg_json_writer *w, const char *key);
-/** Copies a parsed value (deep) into the writer. */
-void fg_jw_value(struct fg_json_writer *w, const char *key, const struct fg_json *v);
-/** Appends one value that is already serialized JSON (@p json, @p n bytes,
- *  trusted: not re-validated), with comma and key as any other value. */
-void fg_jw_json(struct fg_json_writer *w, const char *key, const char *json, size_t n);
-/** Appends raw bytes (a '\n' between messages); only at depth 0. */
-void fg_jw_raw(struct fg_json_writer *w, const char *s, size_t n);
 
 /* ---- Messages ---------------------------------------------------------- */
 
@@ -328,8 +226,17 @@ struct fg_flow_info {
 	uint16_t nat_port;         /**< NAT: local port, host order */
 	int32_t core;              /**< worker index (shard) */
 	uint64_t packets, bytes;   /**< both directions summed */
-	uint64_t age_ms;           /**< since the last packet */
+	uint64_t idle_ms;          /**< since the last packet (JSON idle_ms, and
+				        age_ms: its deprecated alias) */
 	uint64_t expires_ms;       /**< until expiry */
+	uint64_t lifetime_ms;      /**< since the flow was created */
+	uint64_t created_ms;       /**< creation, Unix time in ms (0 = unknown) */
+	/** flows watch events: when it happened, Unix time in ms; 0 otherwise,
+	 *  and then not written to JSON. */
+	uint64_t ts_ms;
+	/** flows watch UPDATE events: the state before ("" otherwise, and then
+	 *  not written to JSON). */
+	char prev_state[16];
 	/** flows watch DESTROY events: why the flow ended ("expired", "closed":
 	 *  expired after FIN/RST, "evicted", "deleted"); "" otherwise, and then
 	 *  not written to JSON. */
@@ -354,9 +261,36 @@ struct fg_flow_filter {
 	struct fg_addr src, dst;
 	uint16_t sport, dport;
 	uint8_t proto;
+	bool has_client;      /**< client address in client/client_plen */
+	struct fg_addr client;
+	uint8_t client_plen;  /**< prefix length (32 / 128 = one address) */
+	bool has_client_port;
+	uint16_t client_port;
+	bool has_nat_addr;    /**< NAT local address (flows without NAT never match) */
+	struct fg_addr nat_addr;
+	bool has_nat_port;
+	uint16_t nat_port;
+	/** ranges, inclusive: idle = since the last packet, lifetime = since
+	 *  creation (0 / UINT64_MAX = open) */
+	uint64_t idle_min_ms, idle_max_ms;
+	uint64_t life_min_ms, life_max_ms;
 };
 
-/** Sets the match-everything values (-1s, no limit). */
+/**
+ * Parses a client filter "ADDR" or "ADDR/PLEN" (IPv4 or IPv6, brackets
+ * allowed) into @p f (has_client, client, client_plen).
+ * @return 0 or -EINVAL (bad address, prefix length over the family's).
+ */
+int fg_flow_filter_client_parse(struct fg_flow_filter *f, const char *s);
+
+/**
+ * Parses a duration for the idle/lifetime filters: an integer with an
+ * optional unit ms (default), s, m or h ("500", "10s", "5m").
+ * @return 0 and *ms, or -EINVAL (also on overflow).
+ */
+int fg_duration_parse(const char *s, uint64_t *ms);
+
+/** Sets the match-everything values (-1s, no limit, open ranges). */
 void fg_flow_filter_init(struct fg_flow_filter *f);
 /**
  * Whether @p info matches @p f (every set criterion; limit not applied).

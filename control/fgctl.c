@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,9 +32,11 @@ static const char *g_socket;
 
 static const char usage_text[] =
 	"usage: fgctl [-s|--socket PATH] [--json] <command> [args]\n"
+	"       fgctl --help | --version\n"
 	"\n"
 	"services and backends:\n"
-	"  service add VIP:PORT/PROTO [--mode dsr-ipip|dsr-gue|nat] [--sched maglev|lc] [--name N]\n"
+	"  service add VIP:PORT/PROTO [--mode dsr-ipip|dsr-gue|nat] [--sched maglev|lc|maglev-load] [--name N]\n"
+	"              [--on-fail keep|reset]\n"
 	"  service del VIP:PORT/PROTO\n"
 	"  service list\n"
 	"  backend add SERVICE ADDR[:PORT] [--weight W]\n"
@@ -42,13 +45,27 @@ static const char usage_text[] =
 	"  backend weight SERVICE ADDR[:PORT] W\n"
 	"  backend drain|undrain SERVICE ADDR[:PORT]\n"
 	"flows (connection tracking):\n"
-	"  flows list   [--service S] [--backend B] [--state ST] [--core N] [--limit N]\n"
-	"  flows get    SRC:PORT DST:PORT tcp|udp\n"
-	"  flows delete [--service S] [--backend B] [--state ST] [--core N] [--limit N] [--all]\n"
+	"  flows list   [FILTER...] [--limit N]\n"
+	"  flows get    SRC:PORT DST:PORT tcp|udp   either direction: the client's tuple,\n"
+	"                      or a NAT flow's reply tuple (BACKEND:PORT NATADDR:NATPORT)\n"
+	"  flows delete FILTER... [--limit N] | --all\n"
 	"  flows count  [--per-core]\n"
-	"  flows watch  (NEW/DESTROY events until Ctrl-C)\n"
+	"  flows watch  [FILTER...]   timestamped NEW / UPDATE (state change) /\n"
+	"                      DESTROY (with reason: expired, closed, evicted, deleted)\n"
+	"                      events until Ctrl-C\n"
+	"  FILTER: --service S  --backend ADDR[:PORT]  --state ST  --core N\n"
+	"          --client ADDR[/PREFIX]  --client-port P  --nat ADDR[:PORT]  --nat-port P\n"
+	"          --min-idle D  --max-idle D  --min-age D  --max-age D\n"
+	"          (D: 500, 500ms, 10s, 5m, 1h; idle = since the last packet, age = since\n"
+	"          the flow was created; ranges are inclusive)\n"
 	"state:\n"
-	"  stats [--per-core] [--service S]\n"
+	"  stats [--per-core] [--service S] [--all]\n"
+	"                      non-zero counters, drops summarised (--all: every counter);\n"
+	"                      --service S: that service only\n"
+	"  stats --rate [--interval D] [--per-core] [--service S] [--all]\n"
+	"                      per-second changes over D (default 1s)\n"
+	"  stats --zero [--service S]  print, then count from zero for 'fgctl stats'\n"
+	"                      (the daemon's counters, /metrics and telemetry are not reset)\n"
 	"  health\n"
 	"  ping\n"
 	"configuration:\n"
@@ -57,24 +74,42 @@ static const char usage_text[] =
 	"                      restart-only setting (ports, conntrack, control_socket)\n"
 	"                      is refused; a file without services needs --allow-empty\n"
 	"  config show         the running config in file syntax\n"
+	"  config save [FILE]  write the running config to FILE, by default the daemon's\n"
+	"                      -c file, atomically (a temp file renamed over it), so that\n"
+	"                      fgctl changes survive a restart\n"
 	"  config check FILE   validate; with a running flowgate, also check its port\n"
 	"                      names against the devices and note restart-only changes\n"
 	"\n"
 	"SERVICE is VIP:PORT/PROTO (e.g. 10.0.0.100:80/tcp, [fd00::100]:443/tcp) or a service name.\n"
 	"IPv6 addresses with a port are written [addr]:port.\n"
 	"Socket: -s PATH, else $FLOWGATE_SOCKET, else " FG_CTL_DEFAULT_SOCKET ".\n"
+	"--json: JSON on stdout for every answer, errors included ({\"ok\":false,\"error\":...}).\n"
 	"Exit codes: 0 ok, 1 error, 2 usage.\n";
 
 static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A usage error: the message on stderr, and under --json one object on
+ * stdout too ({"ok":false,"error":...,"usage":true}), exit 2. */
 static int usage_err(const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "fgctl: ");
+	char msg[512];
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nrun 'fgctl --help' for the commands\n");
+	if (g_json) {
+		struct fg_json_writer w;
+		fg_jw_init(&w, 0);
+		fg_jw_obj_open(&w, NULL);
+		fg_jw_bool(&w, "ok", false);
+		fg_jw_str(&w, "error", msg);
+		fg_jw_bool(&w, "usage", true);
+		fg_jw_str(&w, "hint", "run 'fgctl --help' for the commands");
+		fg_jw_obj_close(&w);
+		printf("%s\n", w.buf ? w.buf : "{}");
+		fg_jw_fini(&w);
+	}
+	fprintf(stderr, "fgctl: %s\nrun 'fgctl --help' for the commands\n", msg);
 	return EXIT_USAGE;
 }
 
@@ -417,8 +452,36 @@ static void print_backend_row(const struct fg_json *b)
 		snprintf(ep, sizeof(ep), "%s:%" PRIu64, addr, jnum(b, "port"));
 	bool drained = false;
 	(void)fg_json_get_bool(b, "drained", &drained);
-	printf("  -> %-40s %6" PRIu64 " %8" PRIu64 "  %-8s %s\n", ep, jnum(b, "id"),
-	       jnum(b, "weight"), drained ? "drained" : "active", jstr(b, "health"));
+	char act[24] = "-", inact[24] = "-";
+	if (fg_json_get(b, "active_conns")) {
+		snprintf(act, sizeof(act), "%" PRIu64, jnum(b, "active_conns"));
+		snprintf(inact, sizeof(inact), "%" PRIu64, jnum(b, "inactive_conns"));
+	}
+	printf("  -> %-40s %6" PRIu64 " %8" PRIu64 "  %-8s %-9s %10s %10s", ep, jnum(b, "id"),
+	       jnum(b, "weight"), drained ? "drained" : "active", jstr(b, "health"), act, inact);
+	const struct fg_json *l = fg_json_get(b, "load");
+
+	if (l && l->type == FG_JSON_OBJ) {
+		/* health metrics: the worker's own load, and how old it is */
+		const struct fg_json *sc = fg_json_get(l, "score");
+		const struct fg_json *age = fg_json_get(l, "age_ms");
+		const struct fg_json *se = fg_json_get(l, "series");
+
+		printf("  load %s score %.3f", jstr(l, "state"),
+		       sc && sc->type == FG_JSON_NUM ? sc->d : 0.0);
+		if (fg_json_get(b, "new_flows_load"))
+			printf(" placed maglev %" PRIu64 " load %" PRIu64, jnum(b, "new_flows_maglev"),
+			       jnum(b, "new_flows_load"));
+		if (age && age->type == FG_JSON_NUM)
+			printf(" age %.0fms", age->d);
+		else
+			printf(" age -");
+		for (const struct fg_json *v = se && se->type == FG_JSON_OBJ ? se->child : NULL; v;
+		     v = v->next)
+			if (v->type == FG_JSON_NUM)
+				printf(" %s=%g", v->key, v->d);
+	}
+	printf("\n");
 }
 
 static void print_service_block(const struct fg_json *s)
@@ -436,7 +499,8 @@ static void print_services_header(void)
 {
 	printf("%-44s %-10s %-7s %-8s %-7s %s\n", "SERVICE", "MODE", "SCHED", "ON_FAIL",
 	       "HEALTH", "NAME");
-	printf("  -> %-40s %6s %8s  %-8s %s\n", "BACKEND", "ID", "WEIGHT", "STATE", "HEALTH");
+	printf("  -> %-40s %6s %8s  %-8s %-9s %10s %10s\n", "BACKEND", "ID", "WEIGHT", "STATE",
+	       "HEALTH", "ACTIVECONN", "INACTCONN");
 }
 
 static int final_services(const struct fg_json *data, void *arg)
@@ -469,9 +533,24 @@ static int final_one_backend(const struct fg_json *data, void *arg)
 	if (g_json)
 		return final_json(data, NULL);
 	printf("%s backend\n", verb);
-	printf("  -> %-40s %6s %8s  %-8s %s\n", "BACKEND", "ID", "WEIGHT", "STATE", "HEALTH");
+	printf("  -> %-40s %6s %8s  %-8s %-9s %10s %10s\n", "BACKEND", "ID", "WEIGHT", "STATE",
+	       "HEALTH", "ACTIVECONN", "INACTCONN");
 	print_backend_row(data);
 	return EXIT_OK;
+}
+
+/* "2026-11-23T18:50:01.123Z" (UTC, ms); "-" for 0 */
+static void fmt_time_ms(uint64_t ms, char *b, size_t n)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char d[32];
+	if (!ms || !gmtime_r(&t, &tm)) {
+		snprintf(b, n, "-");
+		return;
+	}
+	strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(b, n, "%s.%03uZ", d, (unsigned)(ms % 1000));
 }
 
 static void fmt_ms(uint64_t ms, char *b, size_t n)
@@ -491,7 +570,7 @@ struct flows_out {
 
 static void print_flow_row(const struct fg_json *f)
 {
-	char src[96], dst[96], be[112], age[24], exp[24];
+	char src[96], dst[96], be[112], nat[96], age[24], life[24], exp[24];
 	const char *fam = jstr(f, "family");
 	bool v6 = !strcmp(fam, "ipv6");
 	snprintf(src, sizeof(src), v6 ? "[%s]:%" PRIu64 : "%s:%" PRIu64, jstr(f, "src"),
@@ -504,20 +583,30 @@ static void print_flow_row(const struct fg_json *f)
 	else
 		snprintf(be, sizeof(be), strchr(ba, ':') ? "[%s]:%" PRIu64 : "%s:%" PRIu64, ba,
 			 jnum(f, "backend_port"));
-	fmt_ms(jnum(f, "age_ms"), age, sizeof(age));
+	uint64_t idle;
+	if (fg_json_get_u64(f, "idle_ms", &idle))
+		idle = jnum(f, "age_ms");   /* an older daemon: age_ms was the idle time */
+	fmt_ms(idle, age, sizeof(age));
+	fmt_ms(jnum(f, "lifetime_ms"), life, sizeof(life));
 	fmt_ms(jnum(f, "expires_ms"), exp, sizeof(exp));
 	int64_t core = 0;
 	(void)fg_json_get_i64(f, "core", &core);
-	printf("%-4s %-12s %-30s %-30s %-30s %4" PRId64 " %10" PRIu64 " %12" PRIu64 " %7s %7s\n",
-	       jstr(f, "proto"), jstr(f, "state"), src, dst, be, core, jnum(f, "packets"),
-	       jnum(f, "bytes"), age, exp);
+	const char *na = jstr(f, "nat_addr");
+	if (strcmp(na, "-"))
+		snprintf(nat, sizeof(nat), strchr(na, ':') ? "[%s]:%" PRIu64 : "%s:%" PRIu64, na,
+			 jnum(f, "nat_port"));
+	else
+		snprintf(nat, sizeof(nat), "-");
+	printf("%-4s %-12s %-30s %-30s %-30s %-22s %4" PRId64 " %10" PRIu64 " %12" PRIu64
+	       " %7s %7s %7s\n", jstr(f, "proto"), jstr(f, "state"), src, dst, be, nat, core,
+	       jnum(f, "packets"), jnum(f, "bytes"), life, age, exp);
 }
 
 static void print_flow_header(void)
 {
-	printf("%-4s %-12s %-30s %-30s %-30s %4s %10s %12s %7s %7s\n", "PROT", "STATE",
-	       "SOURCE", "DESTINATION (VIP)", "BACKEND", "CORE", "PACKETS", "BYTES", "IDLE",
-	       "EXPIRES");
+	printf("%-4s %-12s %-30s %-30s %-30s %-22s %4s %10s %12s %7s %7s %7s\n", "PROT", "STATE",
+	       "SOURCE", "DESTINATION (VIP)", "BACKEND", "NAT", "CORE", "PACKETS", "BYTES", "AGE",
+	       "IDLE", "EXPIRES");
 }
 
 /* "data" of an item line we wrote ourselves, without a re-parse: the
@@ -586,8 +675,12 @@ static int item_watch(const struct fg_proto_resp *resp, const char *line, size_t
 	(void)len;
 	if (!resp)
 		return report_error("malformed event from the daemon", NULL);
+	uint64_t ts = 0;
+	char tb[40];
+	(void)fg_json_get_u64(resp->data, "ts_ms", &ts);
+	fmt_time_ms(ts, tb, sizeof(tb));
 	if (!g_json && !o->header) {
-		printf("%-10s", "");
+		printf("%-23s %-10s", "TIME (UTC)", "EVENT");
 		print_flow_header();
 		o->header = true;
 	}
@@ -596,17 +689,21 @@ static int item_watch(const struct fg_proto_resp *resp, const char *line, size_t
 		fg_jw_init(&w, 0);
 		fg_jw_obj_open(&w, NULL);
 		fg_jw_str(&w, "event", resp->event ? resp->event : "?");
+		fg_jw_u64(&w, "ts_ms", ts);
+		fg_jw_str(&w, "time", tb);
 		fg_jw_value(&w, "flow", resp->data);
 		fg_jw_obj_close(&w);
 		printf("%s\n", w.buf ? w.buf : "{}");
 		fg_jw_fini(&w);
 	} else {
-		const char *why = NULL;
+		const char *why = NULL, *prev = NULL;
 
-		printf("[%-7s] ", resp->event ? resp->event : "?");
+		printf("%-23s [%-7s] ", tb, resp->event ? resp->event : "?");
 		print_flow_row(resp->data);
 		if (!fg_json_get_str(resp->data, "reason", &why))
-			printf("%-10s  reason: %s\n", "", why);
+			printf("%-34s  reason: %s\n", "", why);
+		if (!fg_json_get_str(resp->data, "prev_state", &prev))
+			printf("%-34s  state: %s -> %s\n", "", prev, jstr(resp->data, "state"));
 	}
 	fflush(stdout);
 	return 0;
@@ -730,6 +827,35 @@ static int final_health(const struct fg_json *data, void *arg)
 		       jstr(b, "service"), jstr(b, "backend"), jstr(b, "check"), jstr(b, "state"), sb,
 		       jnum(b, "successes"), jnum(b, "failures"),
 		       *jstr(b, "last_error") ? jstr(b, "last_error") : "-");
+		const struct fg_json *ld = fg_json_get(b, "load");
+
+		if (ld && ld->type == FG_JSON_OBJ) {
+			/* health metrics: the signal and how each scrape ended */
+			const struct fg_json *sc = fg_json_get(ld, "score");
+			const struct fg_json *age = fg_json_get(ld, "age_ms");
+			const struct fg_json *se = fg_json_get(ld, "series");
+			const struct fg_json *sr = fg_json_get(ld, "scrapes");
+			bool fresh = false, sat = false;
+
+			(void)fg_json_get_bool(ld, "fresh", &fresh);
+			(void)fg_json_get_bool(ld, "saturated", &sat);
+			printf("    load %s score %.3f", !fresh ? "stale" : sat ? "saturated" : "fresh",
+			       sc && sc->type == FG_JSON_NUM ? sc->d : 0.0);
+			if (age && age->type == FG_JSON_NUM)
+				printf(" age %.0fms", age->d);
+			else
+				printf(" age - (never scraped)");
+			for (const struct fg_json *v = se && se->type == FG_JSON_OBJ ? se->child : NULL;
+			     v; v = v->next)
+				if (v->type == FG_JSON_NUM)
+					printf(" %s=%g", v->key, v->d);
+			printf("\n    scrapes");
+			for (const struct fg_json *v = sr && sr->type == FG_JSON_OBJ ? sr->child : NULL;
+			     v; v = v->next)
+				if (v->type == FG_JSON_NUM && v->u)
+					printf(" %s=%" PRIu64, v->key, v->u);
+			printf("\n");
+		}
 		const struct fg_json *h = fg_json_get(b, "history");
 		if (h && h->type == FG_JSON_ARR)
 			for (const struct fg_json *e = h->child; e; e = e->next) {
@@ -819,7 +945,7 @@ static int cmd_service(int argc, char **argv)
 	if (o[0].val && fg_mode_parse(o[0].val) < 0)
 		return usage_err("--mode: '%s' is not dsr-ipip, dsr-gue or nat", o[0].val);
 	if (o[1].val && fg_sched_parse(o[1].val) < 0)
-		return usage_err("--sched: '%s' is not maglev or lc", o[1].val);
+		return usage_err("--sched: '%s' is not maglev, lc or maglev-load", o[1].val);
 	if (o[3].val && strcmp(o[3].val, "keep") && strcmp(o[3].val, "reset"))
 		return usage_err("--on-fail: '%s' is not keep or reset", o[3].val);
 	req_begin(&r, add ? "service.add" : "service.del");
@@ -888,42 +1014,108 @@ static int cmd_backend(int argc, char **argv)
 	return run(&r, NULL, NULL, final_one_backend, (void *)verbs[k]);
 }
 
+/* flows options, in this order in cmd_flows' table */
+enum {
+	FO_SERVICE, FO_BACKEND, FO_STATE, FO_CORE, FO_LIMIT, FO_ALL, FO_PER_CORE,
+	FO_CLIENT, FO_CLIENT_PORT, FO_NAT, FO_NAT_PORT, FO_MIN_IDLE, FO_MAX_IDLE,
+	FO_MIN_AGE, FO_MAX_AGE, FO_MAX
+};
+
+static bool any_filter(const struct opt *o)
+{
+	for (int k = 0; k < FO_MAX; k++)
+		if (k != FO_ALL && k != FO_PER_CORE && o[k].val)
+			return true;
+	return false;
+}
+
+/* The filter options into the request (flows list, delete, watch). */
 static int flow_filters(struct req *r, struct opt *o, bool *any)
 {
-	/* o: service, backend, state, core, limit */
 	uint64_t v;
 	int rc;
 	*any = false;
-	if (o[0].val) {
-		if ((rc = check_service(o[0].val)))
+	if (o[FO_SERVICE].val) {
+		if ((rc = check_service(o[FO_SERVICE].val)))
 			return rc;
-		fg_jw_str(&r->w, "service", o[0].val);
+		fg_jw_str(&r->w, "service", o[FO_SERVICE].val);
 		*any = true;
 	}
-	if (o[1].val) {
-		if ((rc = check_backend(o[1].val)))
+	if (o[FO_BACKEND].val) {
+		if ((rc = check_backend(o[FO_BACKEND].val)))
 			return rc;
-		fg_jw_str(&r->w, "backend", o[1].val);
+		fg_jw_str(&r->w, "backend", o[FO_BACKEND].val);
 		*any = true;
 	}
-	if (o[2].val) {
-		if (fg_flow_state_lookup(o[2].val) <= 0)
+	if (o[FO_STATE].val) {
+		if (fg_flow_state_lookup(o[FO_STATE].val) <= 0)
 			return usage_err("--state: '%s' is not a state (SYN_SENT SYN_RECV ESTABLISHED "
 					 "FIN_WAIT CLOSE_WAIT LAST_ACK TIME_WAIT CLOSE UDP "
-					 "UDP_STREAM OTHER)", o[2].val);
-		fg_jw_str(&r->w, "state", o[2].val);
+					 "UDP_STREAM OTHER PICKUP)", o[FO_STATE].val);
+		fg_jw_str(&r->w, "state", o[FO_STATE].val);
 		*any = true;
 	}
-	if (o[3].val) {
-		if (!parse_u64(o[3].val, 127, &v))
-			return usage_err("--core: '%s' is not a worker index 0..127", o[3].val);
+	if (o[FO_CORE].val) {
+		if (!parse_u64(o[FO_CORE].val, 127, &v))
+			return usage_err("--core: '%s' is not a worker index 0..127", o[FO_CORE].val);
 		fg_jw_u64(&r->w, "core", v);
 		*any = true;
 	}
-	if (o[4].val) {
-		if (!parse_u64(o[4].val, UINT64_MAX, &v) || !v)
-			return usage_err("--limit: '%s' is not a positive integer", o[4].val);
+	if (o[FO_LIMIT].val) {
+		if (!parse_u64(o[FO_LIMIT].val, UINT64_MAX, &v) || !v)
+			return usage_err("--limit: '%s' is not a positive integer", o[FO_LIMIT].val);
 		fg_jw_u64(&r->w, "limit", v);
+	}
+	if (o[FO_CLIENT].val) {
+		struct fg_flow_filter f;
+		if (fg_flow_filter_client_parse(&f, o[FO_CLIENT].val))
+			return usage_err("--client: '%s' is not ADDR or ADDR/PREFIX (e.g. "
+					 "172.16.0.0/12, fd00::/64)", o[FO_CLIENT].val);
+		fg_jw_str(&r->w, "client", o[FO_CLIENT].val);
+		*any = true;
+	}
+	if (o[FO_CLIENT_PORT].val) {
+		if (!parse_u64(o[FO_CLIENT_PORT].val, 65535, &v))
+			return usage_err("--client-port: '%s' is not a port 0..65535",
+					 o[FO_CLIENT_PORT].val);
+		fg_jw_u64(&r->w, "client_port", v);
+		*any = true;
+	}
+	if (o[FO_NAT].val) {
+		/* ADDR or ADDR:PORT ([V6]:PORT): the balancer's NAT side */
+		struct fg_addr a;
+		uint16_t port;
+		char ab[64];
+		if (fg_endpoint_parse(o[FO_NAT].val, false, &a, &port))
+			return usage_err("--nat: '%s' is not ADDR, ADDR:PORT or [IPv6]:PORT",
+					 o[FO_NAT].val);
+		fg_jw_str(&r->w, "nat_addr", fg_addr_format(&a, ab, sizeof(ab)));
+		if (port) {
+			if (o[FO_NAT_PORT].val)
+				return usage_err("--nat with a port and --nat-port: give the port once");
+			fg_jw_u64(&r->w, "nat_port", port);
+		}
+		*any = true;
+	}
+	if (o[FO_NAT_PORT].val) {
+		if (!parse_u64(o[FO_NAT_PORT].val, 65535, &v))
+			return usage_err("--nat-port: '%s' is not a port 0..65535", o[FO_NAT_PORT].val);
+		fg_jw_u64(&r->w, "nat_port", v);
+		*any = true;
+	}
+	static const struct { int opt; const char *key; } ranges[] = {
+		{ FO_MIN_IDLE, "idle_min_ms" }, { FO_MAX_IDLE, "idle_max_ms" },
+		{ FO_MIN_AGE, "lifetime_min_ms" }, { FO_MAX_AGE, "lifetime_max_ms" },
+	};
+	for (size_t k = 0; k < sizeof(ranges) / sizeof(ranges[0]); k++) {
+		const struct opt *op = &o[ranges[k].opt];
+		if (!op->val)
+			continue;
+		if (fg_duration_parse(op->val, &v))
+			return usage_err("%s: '%s' is not a duration (e.g. 500, 500ms, 10s, 5m, 1h)",
+					 op->name, op->val);
+		fg_jw_u64(&r->w, ranges[k].key, v);
+		*any = true;
 	}
 	return 0;
 }
@@ -933,43 +1125,55 @@ static int cmd_flows(int argc, char **argv)
 	if (argc < 1)
 		return usage_err("flows: expected list, get, delete, count or watch");
 	const char *sub = argv[0];
-	struct opt o[] = { { "--service", true, NULL }, { "--backend", true, NULL },
-			   { "--state", true, NULL },   { "--core", true, NULL },
-			   { "--limit", true, NULL },   { "--all", false, NULL },
-			   { "--per-core", false, NULL } };
+	struct opt o[FO_MAX] = {
+		[FO_SERVICE] = { "--service", true, NULL }, [FO_BACKEND] = { "--backend", true, NULL },
+		[FO_STATE] = { "--state", true, NULL },     [FO_CORE] = { "--core", true, NULL },
+		[FO_LIMIT] = { "--limit", true, NULL },     [FO_ALL] = { "--all", false, NULL },
+		[FO_PER_CORE] = { "--per-core", false, NULL },
+		[FO_CLIENT] = { "--client", true, NULL },
+		[FO_CLIENT_PORT] = { "--client-port", true, NULL },
+		[FO_NAT] = { "--nat", true, NULL },         [FO_NAT_PORT] = { "--nat-port", true, NULL },
+		[FO_MIN_IDLE] = { "--min-idle", true, NULL }, [FO_MAX_IDLE] = { "--max-idle", true, NULL },
+		[FO_MIN_AGE] = { "--min-age", true, NULL },   [FO_MAX_AGE] = { "--max-age", true, NULL },
+	};
 	const char *pos[3];
 	unsigned np;
-	int rc = parse_opts(argc - 1, argv + 1, o, 7, pos, &np, 3);
+	int rc = parse_opts(argc - 1, argv + 1, o, FO_MAX, pos, &np, 3);
 	if (rc)
 		return rc;
 	struct req r;
 	bool any;
 	struct flows_out fo = { 0 };
-	bool filters_given = o[0].val || o[1].val || o[2].val || o[3].val || o[4].val;
-	if (!strcmp(sub, "list") || !strcmp(sub, "delete")) {
-		bool del = sub[0] == 'd';
+	bool filters_given = any_filter(o);
+	if (!strcmp(sub, "list") || !strcmp(sub, "delete") || !strcmp(sub, "watch")) {
+		bool del = sub[0] == 'd', watch = sub[0] == 'w';
 		if (np)
 			return usage_err("flows %s: unexpected argument '%s'", sub, pos[0]);
-		if (o[6].val || (!del && o[5].val))
-			return usage_err("flows %s: unknown option", sub);
-		req_begin(&r, del ? "flows.delete" : "flows.list");
+		if (o[FO_PER_CORE].val || (!del && o[FO_ALL].val))
+			return usage_err("flows %s: %s is not an option of it", sub,
+					 o[FO_PER_CORE].val ? "--per-core" : "--all");
+		if (watch && o[FO_LIMIT].val)
+			return usage_err("flows watch: --limit is for listings");
+		req_begin(&r, del ? "flows.delete" : watch ? "flows.watch" : "flows.list");
 		if ((rc = flow_filters(&r, o, &any))) {
 			fg_jw_fini(&r.w);
 			return rc;
 		}
-		if (del && !any && !o[5].val) {
+		if (del && !any && !o[FO_ALL].val) {
 			fg_jw_fini(&r.w);
 			return usage_err("flows delete: give a filter (--service, --backend, --state, "
-					 "--core) or --all to delete every flow");
+					 "--core, --client, ...) or --all to delete every flow");
 		}
-		if (o[5].val)
+		if (o[FO_ALL].val)
 			fg_jw_bool(&r.w, "all", true);
 		if (del)
 			return run(&r, NULL, NULL, final_deleted, NULL);
+		if (watch)
+			return run(&r, item_watch, &fo, NULL, NULL);
 		return run(&r, item_flow, &fo, final_flows, &fo);
 	}
 	if (!strcmp(sub, "get")) {
-		if (filters_given || o[5].val || o[6].val)
+		if (filters_given || o[FO_ALL].val || o[FO_PER_CORE].val)
 			return usage_err("flows get takes no options");
 		if (np != 3)
 			return usage_err("flows get: expected SRC:PORT DST:PORT tcp|udp");
@@ -988,39 +1192,334 @@ static int cmd_flows(int argc, char **argv)
 		return run(&r, item_flow, &fo, final_flows, &fo);
 	}
 	if (!strcmp(sub, "count")) {
-		if (np || filters_given || o[5].val)
+		if (np || filters_given || o[FO_ALL].val)
 			return usage_err("flows count takes only --per-core");
 		req_begin(&r, "flows.count");
-		if (o[6].val)
+		if (o[FO_PER_CORE].val)
 			fg_jw_bool(&r.w, "per_core", true);
 		return run(&r, NULL, NULL, final_count, NULL);
-	}
-	if (!strcmp(sub, "watch")) {
-		if (np || filters_given || o[5].val || o[6].val)
-			return usage_err("flows watch takes no arguments");
-		req_begin(&r, "flows.watch");
-		return run(&r, item_watch, &fo, NULL, NULL);
 	}
 	return usage_err("flows: unknown subcommand '%s' (list, get, delete, count, watch)", sub);
 }
 
+/* ---- stats: compact view, rates, zero ----------------------------------- */
+
+static bool json_is_zero(const struct fg_json *v)
+{
+	switch (v->type) {
+	case FG_JSON_NUM:
+		return v->d == 0;
+	case FG_JSON_STR:
+		return !*v->str;
+	case FG_JSON_NULL:
+		return true;
+	case FG_JSON_BOOL:
+		return false;
+	default:
+		break;
+	}
+	for (const struct fg_json *c = v->child; c; c = c->next)
+		if (!json_is_zero(c))
+			return false;
+	return true;
+}
+
+/* Numbers that are not counters: copied as they are into a rate view,
+ * never differenced. */
+static bool is_gauge_key(const char *k)
+{
+	static const char *const g[] = { "workers", "id", "port", "weight", "active_conns",
+					 "inactive_conns", "zeroed_at_ms" };
+	for (size_t i = 0; k && i < sizeof(g) / sizeof(g[0]); i++)
+		if (!strcmp(k, g[i]))
+			return true;
+	return false;
+}
+
+static void print_num(const struct fg_json *c, int indent, const char *label, const char *unit)
+{
+	if (c->is_uint)
+		printf("%*s%-32s %" PRIu64 "%s\n", indent, "", label, c->u, unit);
+	else if (c->is_int)
+		printf("%*s%-32s %" PRId64 "%s\n", indent, "", label, c->i, unit);
+	else    /* rates: 3 decimals where they matter, 1 on large values */
+		printf("%*s%-32s %.*f%s\n", indent, "", label, c->d >= 1000 ? 1 : 3, c->d, unit);
+}
+
+/*
+ * The default `stats` view: what print_tree prints, less every zero
+ * counter and empty block, with each drops_by_reason object summarised on
+ * one line (total, then the non-zero reasons, largest first).  @p unit
+ * follows every counter ("/s" for --rate).
+ */
+static void print_tree_compact(const struct fg_json *v, int indent, const char *unit)
+{
+	unsigned idx = 0;
+	for (const struct fg_json *c = v->child; c; c = c->next, idx++) {
+		char label[80];
+		if (v->type == FG_JSON_OBJ)
+			snprintf(label, sizeof(label), "%s", c->key);
+		else
+			snprintf(label, sizeof(label), "[%u]", idx);
+		const char *tag = NULL;
+		if (c->type == FG_JSON_OBJ && v->type == FG_JSON_ARR &&
+		    fg_json_get_str(c, "service", &tag) && fg_json_get_str(c, "addr", &tag) &&
+		    fg_json_get_str(c, "name", &tag))
+			tag = NULL;
+		/* services and backends are listed even when idle */
+		if (json_is_zero(c) && !tag)
+			continue;
+		if (c->type == FG_JSON_OBJ && c->key && !strcmp(c->key, "drops_by_reason")) {
+			unsigned n = 0;
+			for (const struct fg_json *r = c->child; r; r = r->next)
+				n += r->type == FG_JSON_NUM && r->d > 0;
+			printf("%*s%-32s", indent, "", "drops by reason");
+			/* largest first; few reasons are non-zero at once */
+			const struct fg_json *done[64];
+			unsigned nd = 0;
+			for (unsigned k = 0; k < n && nd < 64; k++) {
+				const struct fg_json *best = NULL;
+				for (const struct fg_json *r = c->child; r; r = r->next) {
+					bool seen = false;
+					for (unsigned q = 0; q < nd; q++)
+						seen |= done[q] == r;
+					if (!seen && r->type == FG_JSON_NUM && r->d > 0 &&
+					    (!best || r->d > best->d))
+						best = r;
+				}
+				if (!best)
+					break;
+				if (best->is_uint)
+					printf("%s %s %" PRIu64 "%s", nd ? "," : "", best->key, best->u,
+					       unit);
+				else
+					printf("%s %s %.3f%s", nd ? "," : "", best->key, best->d, unit);
+				done[nd++] = best;
+			}
+			printf("\n");
+			continue;
+		}
+		switch (c->type) {
+		case FG_JSON_OBJ:
+		case FG_JSON_ARR:
+			printf("%*s%s%s%s:\n", indent, "", label, tag ? " " : "", tag ? tag : "");
+			print_tree_compact(c, indent + 2, unit);
+			break;
+		case FG_JSON_NUM:
+			print_num(c, indent, label, is_gauge_key(c->key) ? "" : unit);
+			break;
+		case FG_JSON_STR:
+			if (!tag || strcmp(c->str, tag))
+				printf("%*s%-32s %s\n", indent, "", label, c->str);
+			break;
+		case FG_JSON_BOOL:
+			printf("%*s%-32s %s\n", indent, "", label, c->b ? "true" : "false");
+			break;
+		case FG_JSON_NULL:
+			break;
+		}
+	}
+}
+
+struct stats_view {
+	bool all;       /* --all: every counter */
+	bool zero;      /* --zero: say what happened */
+};
+
+static int final_stats(const struct fg_json *data, void *arg)
+{
+	const struct stats_view *sv = arg;
+	if (g_json)
+		return final_json(data, NULL);
+	if (!data || data->type != FG_JSON_OBJ)
+		return final_tree(data, NULL);
+	uint64_t z = 0;
+	if (!fg_json_get_u64(data, "zeroed_at_ms", &z) && z) {
+		char tb[40];
+		fmt_time_ms(z, tb, sizeof(tb));
+		printf("(counters since %s, the last 'fgctl stats --zero')\n", tb);
+	}
+	if (sv->all)
+		print_tree(data, 0);
+	else
+		print_tree_compact(data, 0, "");
+	if (sv->zero)
+		fprintf(stderr, "fgctl: counters zeroed for 'fgctl stats' (the daemon's own "
+			"counters, /metrics and telemetry keep counting)\n");
+	return EXIT_OK;
+}
+
+/* --rate: keeps a copy of each answer's data */
+static int final_keep(const struct fg_json *data, void *arg)
+{
+	struct fg_json_writer *w = arg;
+	fg_jw_value(w, NULL, data);
+	return fg_jw_error(w) ? report_error("out of memory", NULL) : EXIT_OK;
+}
+
+/* @p v >= 0 to 3 decimals (rates: "1234.568", never "1234.5678901234") */
+static double round3(double v)
+{
+	return (double)(uint64_t)(v * 1000 + 0.5) / 1000;
+}
+
+/* Writes @p b's shape with every counter as its per-second change since
+ * @p a (gauges, strings as in @p b).  Array elements pair by index while
+ * their "id" agrees (a service added or removed between the two reads has
+ * no rate, and is left out). */
+static void rate_tree(struct fg_json_writer *w, const char *key, const struct fg_json *a,
+		      const struct fg_json *b, double dt)
+{
+	switch (b->type) {
+	case FG_JSON_NUM:
+		if (is_gauge_key(key) || !a || a->type != FG_JSON_NUM) {
+			fg_jw_value(w, key, b);
+		} else {
+			double d = b->d >= a->d ? (b->d - a->d) / dt : 0;
+			fg_jw_dbl(w, key, round3(d));
+		}
+		return;
+	case FG_JSON_OBJ:
+		fg_jw_obj_open(w, key);
+		for (const struct fg_json *c = b->child; c; c = c->next)
+			rate_tree(w, c->key, a && a->type == FG_JSON_OBJ ? fg_json_get(a, c->key) : NULL,
+				  c, dt);
+		fg_jw_obj_close(w);
+		return;
+	case FG_JSON_ARR: {
+		fg_jw_arr_open(w, key);
+		const struct fg_json *ac = a && a->type == FG_JSON_ARR ? a->child : NULL;
+		for (const struct fg_json *c = b->child; c; c = c->next, ac = ac ? ac->next : NULL) {
+			uint64_t ia, ib;
+			if (ac && c->type == FG_JSON_OBJ && !fg_json_get_u64(c, "id", &ib) &&
+			    (fg_json_get_u64(ac, "id", &ia) || ia != ib))
+				continue;
+			rate_tree(w, NULL, ac, c, dt);
+		}
+		fg_jw_arr_close(w);
+		return;
+	}
+	default:
+		fg_jw_value(w, key, b);
+	}
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* stats --rate: two answers @p interval_ms apart; per-second changes. */
+static int stats_rate(const char *service, bool per_core, uint64_t interval_ms, bool all)
+{
+	struct fg_json_writer a, b, out;
+	struct fg_json_doc *da = NULL, *db = NULL;
+	struct req r;
+	int rc;
+	double t0 = 0, t1 = 0;
+	fg_jw_init(&a, 0);
+	fg_jw_init(&b, 0);
+	fg_jw_init(&out, 0);
+	for (int k = 0; k < 2; k++) {
+		req_begin(&r, "stats");
+		if (per_core)
+			fg_jw_bool(&r.w, "per_core", true);
+		if (service)
+			fg_jw_str(&r.w, "service", service);
+		if (k == 1) {
+			struct timespec ts = { (time_t)(interval_ms / 1000),
+					       (long)(interval_ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		double t = mono_s();
+		rc = run(&r, NULL, NULL, final_keep, k ? &b : &a);
+		/* the middle of the request: the daemon read its counters then */
+		*(k ? &t1 : &t0) = (t + mono_s()) / 2;
+		if (rc)
+			goto out;
+	}
+	char err[128];
+	da = fg_json_parse(a.buf, a.len, a.len + 1, err, sizeof(err));
+	db = fg_json_parse(b.buf, b.len, b.len + 1, err, sizeof(err));
+	if (!da || !db) {
+		rc = report_error("unreadable stats answer from the daemon", NULL);
+		goto out;
+	}
+	double dt = t1 - t0 > 0.001 ? t1 - t0 : 0.001;
+	fg_jw_obj_open(&out, NULL);
+	fg_jw_dbl(&out, "interval_s", round3(dt));
+	rate_tree(&out, "rates", fg_json_root(da), fg_json_root(db), dt);
+	fg_jw_obj_close(&out);
+	if (fg_jw_error(&out)) {
+		rc = report_error("out of memory", NULL);
+		goto out;
+	}
+	if (g_json) {
+		printf("%s\n", out.buf);
+	} else {
+		struct fg_json_doc *d = fg_json_parse(out.buf, out.len, out.len + 1, err, sizeof(err));
+		if (!d) {
+			rc = report_error("internal error rendering rates", NULL);
+			goto out;
+		}
+		const struct fg_json *rates = fg_json_get(fg_json_root(d), "rates");
+		printf("per-second rates over %.3f s\n", dt);
+		if (all)
+			print_tree(rates, 0);
+		else
+			print_tree_compact(rates, 0, "/s");
+		fg_json_free(d);
+	}
+	rc = EXIT_OK;
+out:
+	fg_json_free(da);
+	fg_json_free(db);
+	fg_jw_fini(&a);
+	fg_jw_fini(&b);
+	fg_jw_fini(&out);
+	return rc;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
-	struct opt o[] = { { "--per-core", false, NULL }, { "--service", true, NULL } };
+	enum { SO_PER_CORE, SO_SERVICE, SO_ALL, SO_RATE, SO_INTERVAL, SO_ZERO, SO_MAX };
+	struct opt o[SO_MAX] = {
+		[SO_PER_CORE] = { "--per-core", false, NULL }, [SO_SERVICE] = { "--service", true, NULL },
+		[SO_ALL] = { "--all", false, NULL },           [SO_RATE] = { "--rate", false, NULL },
+		[SO_INTERVAL] = { "--interval", true, NULL },  [SO_ZERO] = { "--zero", false, NULL },
+	};
 	const char *pos[1];
 	unsigned np;
-	int rc = parse_opts(argc, argv, o, 2, pos, &np, 0);
+	int rc = parse_opts(argc, argv, o, SO_MAX, pos, &np, 0);
 	if (rc)
 		return rc;
-	if (o[1].val && (rc = check_service(o[1].val)))
+	if (o[SO_SERVICE].val && (rc = check_service(o[SO_SERVICE].val)))
 		return rc;
+	uint64_t interval = 1000;
+	if (o[SO_INTERVAL].val && !o[SO_RATE].val)
+		return usage_err("stats: --interval goes with --rate");
+	if (o[SO_INTERVAL].val && (fg_duration_parse(o[SO_INTERVAL].val, &interval) ||
+				   interval < 10 || interval > 3600000))
+		return usage_err("--interval: '%s' is not a duration from 10ms to 1h (e.g. 1s, "
+				 "500ms)", o[SO_INTERVAL].val);
+	if (o[SO_RATE].val && o[SO_ZERO].val)
+		return usage_err("stats: --rate and --zero do not go together");
+	if (o[SO_RATE].val)
+		return stats_rate(o[SO_SERVICE].val, o[SO_PER_CORE].val != NULL, interval,
+				  o[SO_ALL].val != NULL);
 	struct req r;
+	struct stats_view sv = { o[SO_ALL].val != NULL, o[SO_ZERO].val != NULL };
 	req_begin(&r, "stats");
-	if (o[0].val)
+	if (o[SO_PER_CORE].val)
 		fg_jw_bool(&r.w, "per_core", true);
-	if (o[1].val)
-		fg_jw_str(&r.w, "service", o[1].val);
-	return run(&r, NULL, NULL, final_tree, NULL);
+	if (o[SO_SERVICE].val)
+		fg_jw_str(&r.w, "service", o[SO_SERVICE].val);
+	if (o[SO_ZERO].val)
+		fg_jw_bool(&r.w, "zero", true);
+	return run(&r, NULL, NULL, final_stats, &sv);
 }
 
 static char *read_file(const char *path, size_t *len, int *err)
@@ -1103,10 +1602,78 @@ static int check_locally(const char *file, struct fg_config *cfg)
 	return EXIT_ERR;
 }
 
+/* config save: the running config (config.show) written by fgctl itself,
+ * with the invoking user's rights, to FILE or the daemon's -c file: a temp
+ * file in the same directory, fsync'd, given the old file's mode, renamed
+ * over it.  The daemon never writes files on a socket client's behalf. */
+struct save_ctx {
+	const char *file;   /* FILE, or NULL: the daemon's "path" */
+};
+
+static int final_config_save(const struct fg_json *data, void *arg)
+{
+	struct save_ctx *sc = arg;
+	const char *text = jstr(data, "text"), *path = sc->file;
+	char tmp[4096], msg[4400];
+	struct stat st;
+	mode_t mode = 0644;
+	size_t len = strlen(text);
+	int fd, err = 0;
+
+	if (path == NULL || *path == '\0')
+		path = jstr(data, "path");
+	if (*path == '\0')
+		return report_error("config save: flowgate runs without -c; name a FILE",
+				    "fgctl config save /etc/flowgate/flowgate.conf");
+	if (stat(path, &st) == 0)
+		mode = st.st_mode & 07777;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.fgctl-XXXXXX", path) >= sizeof(tmp))
+		return report_error("config save: path too long", NULL);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(msg, sizeof(msg), "config save: %s: %s", tmp, strerror(errno));
+		return report_error(msg, NULL);
+	}
+	for (size_t off = 0; off < len && !err;) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno != EINTR)
+			err = errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (!err && (fchmod(fd, mode) != 0 || fsync(fd) != 0))
+		err = errno;
+	if (close(fd) != 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, path) != 0)
+		err = errno;
+	if (err) {
+		unlink(tmp);
+		snprintf(msg, sizeof(msg), "config save: %s: %s (left unchanged)", path,
+			 strerror(err));
+		return report_error(msg, NULL);
+	}
+	if (g_json) {
+		struct fg_json_writer w;
+
+		fg_jw_init(&w, 0);
+		fg_jw_obj_open(&w, NULL);
+		fg_jw_str(&w, "saved", path);
+		fg_jw_u64(&w, "bytes", len);
+		fg_jw_obj_close(&w);
+		printf("%s\n", w.buf ? w.buf : "{}");
+		fg_jw_fini(&w);
+	} else {
+		printf("saved the running config to %s (%zu bytes)\n", path, len);
+	}
+	return EXIT_OK;
+}
+
 static int cmd_config(int argc, char **argv)
 {
 	if (argc < 1)
-		return usage_err("config: expected apply, show or check");
+		return usage_err("config: expected apply, show, save or check");
 	const char *sub = argv[0];
 	struct req r;
 	if (!strcmp(sub, "show")) {
@@ -1115,9 +1682,18 @@ static int cmd_config(int argc, char **argv)
 		req_begin(&r, "config.show");
 		return run(&r, NULL, NULL, final_config_show, NULL);
 	}
+	if (!strcmp(sub, "save")) {
+		static struct save_ctx sc;
+
+		if (argc > 2)
+			return usage_err("config save takes at most one FILE");
+		sc.file = argc == 2 ? argv[1] : NULL;
+		req_begin(&r, "config.show");
+		return run(&r, NULL, NULL, final_config_save, &sc);
+	}
 	bool apply = !strcmp(sub, "apply");
 	if (!apply && strcmp(sub, "check"))
-		return usage_err("config: unknown subcommand '%s' (apply, show, check)", sub);
+		return usage_err("config: unknown subcommand '%s' (apply, show, save, check)", sub);
 	struct opt o[] = { { "--allow-empty", false, NULL } };
 	const char *pos[1];
 	unsigned np;
@@ -1185,10 +1761,17 @@ int main(int argc, char **argv)
 	if (!g_socket || !*g_socket)
 		g_socket = FG_CTL_DEFAULT_SOCKET;
 	/* global options may appear anywhere; the rest is the command line */
+	/* --json first: every error, usage ones included, answers in JSON */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket"))
+			i++;
+		else if (!strcmp(argv[i], "--json"))
+			g_json = true;
+	}
 	char **rest = calloc((size_t)argc + 1, sizeof(*rest));
 	int nr = 0;
 	if (!rest)
-		return EXIT_ERR;
+		return report_error("out of memory", NULL);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--json")) {
@@ -1201,6 +1784,10 @@ int main(int argc, char **argv)
 			g_socket = argv[++i];
 		} else if (!strncmp(a, "--socket=", 9)) {
 			g_socket = a + 9;
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf("fgctl %s\n", FG_VERSION);
+			free(rest);
+			return EXIT_OK;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "help")) {
 			fputs(usage_text, stdout);
 			free(rest);
@@ -1211,7 +1798,10 @@ int main(int argc, char **argv)
 	}
 	int rc;
 	if (!nr) {
-		fputs(usage_text, stderr);
+		if (g_json)
+			rc = usage_err("no command given");
+		else
+			fputs(usage_text, stderr);
 		rc = EXIT_USAGE;
 	} else if (!strcmp(rest[0], "service")) {
 		rc = cmd_service(nr - 1, rest + 1);

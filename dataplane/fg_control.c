@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,11 @@
 
 #include "fg_config_parse.h"
 #include "fg_ctl_server.h"
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_load.h"
+#include "fg_log.h"
+#include "fg_worker_private.h"
+#include "fg_rcu.h"
 #include "fg_health.h"
 #include "fg_proto.h"
 #include "fg_stats.h"
@@ -83,7 +88,18 @@ struct walk_ctx {
 	struct ct_flow *raw;    /* list: WALK_CHUNK flows as copied */
 	size_t n;
 	int err;
+	uint64_t wall_ms;       /* Unix time of the chunk's request (created_ms) */
 };
+
+/* Unix time in ms (CLOCK_REALTIME): flow creation and event times are
+ * reported in wall-clock terms, converted from the workers' TSC ages. */
+static uint64_t wall_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 struct walk_buf {
 	struct ct_mbox_req req;
@@ -120,8 +136,12 @@ static void flow_info_fill(struct walk_ctx *c, const struct ct_flow *cf,
 	fi->core = (int32_t)c->core;
 	fi->packets = cf->e.packets + cf->reply_packets;
 	fi->bytes = cf->e.bytes + cf->reply_bytes;
-	fi->age_ms = (uint64_t)(cf->age_ticks * ms_per_tick);
+	fi->idle_ms = (uint64_t)(cf->age_ticks * ms_per_tick);
 	fi->expires_ms = (uint64_t)(cf->expires_ticks * ms_per_tick);
+	fi->lifetime_ms = (uint64_t)(cf->life_ticks * ms_per_tick);
+	if (fi->idle_ms > fi->lifetime_ms)
+		fi->idle_ms = fi->lifetime_ms;  /* coarse birth clock: never idle longer than alive */
+	fi->created_ms = c->wall_ms > fi->lifetime_ms ? c->wall_ms - fi->lifetime_ms : 0;
 	uint16_t sid = lb->svc_by_id[cf->e.service];
 
 	if (sid) {
@@ -188,6 +208,7 @@ static int walk_post(struct fg_dp *dp, unsigned int i, struct walk_buf *b,
 
 	memset(&b->req, 0, sizeof(b->req));
 	b->c.n = 0;
+	b->c.wall_ms = wall_now_ms();
 	b->req.fn = walk_cb;
 	b->req.arg = &b->c;
 	b->req.chunk = WALK_CHUNK;
@@ -392,7 +413,7 @@ static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
 		memcpy(out->control_socket, dp->cfg->control_socket,
 		       sizeof(out->control_socket));
 	if (out->ct_capacity == 0)
-		out->ct_capacity = dp->cli_ct_capacity ? dp->cfg->ct_capacity : 1u << 20;
+		out->ct_capacity = dp->cli_ct_capacity ? dp->cfg->ct_capacity : CT_DEFAULT_CAPACITY;
 	return fg_config_restart_diff(dp->cfg, out, err, errlen);
 }
 
@@ -433,11 +454,8 @@ static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen
 		struct fg_neigh_table *old = dp->neigh;
 		struct fg_neigh_table *nt = fg_neigh_table_build(dp->cfg, old, NULL, 0);
 
-		if (nt != NULL) {
-			__atomic_store_n(&dp->neigh, nt, __ATOMIC_RELEASE);
-			rte_rcu_qsbr_synchronize(dp->qsbr, RTE_QSBR_THRID_INVALID);
-			fg_neigh_table_free(old);
-		}
+		if (nt != NULL)
+			fg_neigh_table_free(fg_rcu_publish(dp->qsbr, &dp->neigh, nt));
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
 	return rc;
@@ -462,35 +480,175 @@ static void write_core(struct fg_json_writer *w, const char *key,
 	fg_jw_obj_close(w);
 }
 
+/* fgctl stats --zero: the snapshot taken then, subtracted from later
+ * `stats` answers (control thread only: ops run there one at a time).  A
+ * reader-side offset: the workers' counters are never written, and
+ * /metrics and telemetry keep counting from the start. */
+static struct fg_stats_snap *g_zero;
+static uint64_t g_zero_ms;
+
+/* @p v minus its baseline; a counter below its baseline was reset (a
+ * service deleted and added again): it counts from 0, as it reads. */
+static inline uint64_t since_zero(uint64_t v, uint64_t base)
+{
+	return v >= base ? v - base : v;
+}
+
+static void core_since_zero(struct fg_stats_core *c, const struct fg_stats_core *z)
+{
+	for (int i = 0; i < FG_CC_MAX; i++)
+		c->cc[i] = since_zero(c->cc[i], z->cc[i]);
+	for (int i = 0; i < FG_DC_MAX; i++)
+		c->dc[i] = since_zero(c->dc[i], z->dc[i]);
+	for (int i = 0; i < FG_DROP_MAX; i++)
+		c->drops[i] = since_zero(c->drops[i], z->drops[i]);
+}
+
+static const struct fg_stats_service *zero_service(uint32_t id)
+{
+	for (uint32_t i = 0; g_zero && i < g_zero->n_services; i++)
+		if (g_zero->services[i].id == id)
+			return &g_zero->services[i];
+	return NULL;
+}
+
+/* Subtracts the baseline in place: per core and port by index, services
+ * and backends by id.  Gauges (weights, states, active/inactive
+ * connections) are not counters and stay as they are. */
+static void snap_since_zero(struct fg_stats_snap *sn)
+{
+	const struct fg_stats_snap *z = g_zero;
+
+	if (z == NULL)
+		return;
+	core_since_zero(&sn->total, &z->total);
+	for (unsigned int i = 0; i < sn->n_workers && i < z->n_workers; i++)
+		core_since_zero(&sn->core[i], &z->core[i]);
+	for (unsigned int p = 0; p < sn->n_ports && p < z->n_ports; p++)
+		for (int c = 0; c < FG_PC_MAX; c++)
+			sn->port[p].c[c] = since_zero(sn->port[p].c[c], z->port[p].c[c]);
+	for (uint32_t i = 0; i < sn->n_services; i++) {
+		struct fg_stats_service *s = &sn->services[i];
+		const struct fg_stats_service *zs = zero_service(s->id);
+
+		if (zs == NULL)
+			continue;
+		for (int c = 0; c < FG_SC_MAX; c++)
+			s->c[c] = since_zero(s->c[c], zs->c[c]);
+		for (uint32_t j = 0; j < s->n_backends; j++) {
+			struct fg_stats_backend *b = &s->backends[j];
+
+			for (uint32_t k = 0; k < zs->n_backends; k++) {
+				if (zs->backends[k].id != b->id)
+					continue;
+				for (int c = 0; c < FG_BC_MAX; c++)
+					b->c[c] = since_zero(b->c[c], zs->backends[k].c[c]);
+				break;
+			}
+		}
+	}
+}
+
+/* A deep copy of an unscoped snapshot (no per-worker service rows). */
+static int snap_dup(const struct fg_stats_snap *sn, struct fg_stats_snap **out)
+{
+	struct fg_stats_snap *d = malloc(sizeof(*d));
+
+	if (d == NULL)
+		return -ENOMEM;
+	*d = *sn;
+	d->n_services = 0;
+	d->services = calloc(sn->n_services ? sn->n_services : 1, sizeof(*d->services));
+	if (d->services == NULL) {
+		free(d);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < sn->n_services; i++) {
+		struct fg_stats_service *o = &d->services[i];
+
+		*o = sn->services[i];
+		o->label = o->name[0] ? o->name : o->spec;
+		o->core_c = NULL;
+		o->backends = calloc(o->n_backends ? o->n_backends : 1, sizeof(*o->backends));
+		d->n_services = i + 1;
+		if (o->backends == NULL) {
+			fg_stats_snap_free(d);
+			return -ENOMEM;
+		}
+		memcpy(o->backends, sn->services[i].backends,
+		       o->n_backends * sizeof(*o->backends));
+	}
+	*out = d;
+	return 0;
+}
+
+/* Renders the snapshot (fg_stats.h) that telemetry and /metrics render
+ * too: one source for names, states and sums.  With a service, only that
+ * service: its counters, backends and (per_core) its per-worker counters,
+ * no global totals. */
 static int op_stats(struct fg_json_writer *w, const char *service, bool per_core,
-		    void *ctx)
+		    bool zero, void *ctx)
 {
 	struct fg_dp *dp = ctx;
-	struct fg_stats_snap *sn;
-	int rc = fg_stats_snap_take(dp, service, 0, &sn);
+	struct fg_stats_snap *sn, *all = NULL;
+	int rc = fg_stats_snap_take(dp, service,
+				    service && per_core ? FG_STATS_SNAP_SVC_CORE : 0, &sn);
 
 	if (rc < 0)
 		return rc;
+	if (zero) {
+		/* the baseline is the whole daemon, whatever this reply shows;
+		 * unscoped, exactly the counters of this answer */
+		rc = service ? fg_stats_snap_take(dp, NULL, 0, &all) : snap_dup(sn, &all);
+		if (rc < 0) {
+			fg_stats_snap_free(sn);
+			return rc;
+		}
+	}
+	uint64_t zero_ms = g_zero_ms;
+
+	snap_since_zero(sn);
 	fg_jw_obj_open(w, NULL);
 	fg_jw_u64(w, "workers", sn->n_workers);
 	fg_jw_bool(w, "sw_rss", sn->sw_rss);
-	write_core(w, "total", &sn->total);
-	if (per_core) {
+	/* counters count from this Unix time (ms): the last --zero, 0 = start */
+	fg_jw_u64(w, "zeroed_at_ms", zero_ms);
+	if (service != NULL) {
+		fg_jw_str(w, "scope", "service");
+	} else {
+		fg_jw_str(w, "scope", "all");
+		write_core(w, "total", &sn->total);
+	}
+	if (per_core && service == NULL) {
 		fg_jw_arr_open(w, "per_core");
 		for (unsigned int i = 0; i < sn->n_workers; i++)
 			write_core(w, NULL, &sn->core[i]);
 		fg_jw_arr_close(w);
+	} else if (per_core && sn->n_services && sn->services[0].core_c) {
+		/* the service's own counters per worker (they sum to its
+		 * totals, earlier tables included) */
+		fg_jw_arr_open(w, "per_core");
+		for (unsigned int i = 0; i < sn->n_workers; i++) {
+			fg_jw_obj_open(w, NULL);
+			for (int c = 0; c < FG_SC_MAX; c++)
+				fg_jw_u64(w, fg_service_counter_names[c],
+					  sn->services[0].core_c[i * FG_SC_MAX + c]);
+			fg_jw_obj_close(w);
+		}
+		fg_jw_arr_close(w);
 	}
-	fg_jw_arr_open(w, "ports");
-	for (unsigned int p = 0; p < sn->n_ports; p++) {
-		fg_jw_obj_open(w, NULL);
-		fg_jw_u64(w, "port", p);
-		fg_jw_str(w, "name", sn->port[p].name);
-		for (int c = 0; c < FG_PC_MAX; c++)
-			fg_jw_u64(w, fg_port_counter_names[c], sn->port[p].c[c]);
-		fg_jw_obj_close(w);
+	if (service == NULL) {
+		fg_jw_arr_open(w, "ports");
+		for (unsigned int p = 0; p < sn->n_ports; p++) {
+			fg_jw_obj_open(w, NULL);
+			fg_jw_u64(w, "port", p);
+			fg_jw_str(w, "name", sn->port[p].name);
+			for (int c = 0; c < FG_PC_MAX; c++)
+				fg_jw_u64(w, fg_port_counter_names[c], sn->port[p].c[c]);
+			fg_jw_obj_close(w);
+		}
+		fg_jw_arr_close(w);
 	}
-	fg_jw_arr_close(w);
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < sn->n_services; i++) {
 		const struct fg_stats_service *s = &sn->services[i];
@@ -501,6 +659,8 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 		fg_jw_str(w, "service", s->spec);
 		for (int c = 0; c < FG_SC_MAX; c++)
 			fg_jw_u64(w, fg_service_counter_names[c], s->c[c]);
+		fg_jw_u64(w, "active_conns", s->active);
+		fg_jw_u64(w, "inactive_conns", s->inactive);
 		fg_jw_arr_open(w, "backends");
 		for (uint32_t j = 0; j < s->n_backends; j++) {
 			const struct fg_stats_backend *b = &s->backends[j];
@@ -511,8 +671,24 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			fg_jw_u64(w, "port", b->port);
 			fg_jw_u64(w, "weight", b->weight);
 			fg_jw_str(w, "state", fg_stats_backend_state_names[b->state]);
+			fg_jw_u64(w, "active_conns", b->active);
+			fg_jw_u64(w, "inactive_conns", b->inactive);
 			for (int c = 0; c < FG_BC_MAX; c++)
 				fg_jw_u64(w, fg_backend_counter_names[c], b->c[c]);
+			if (b->has_load) {
+				fg_jw_obj_open(w, "load");
+				fg_jw_str(w, "state", fg_stats_load_state(b));
+				fg_jw_dbl(w, "score", (double)b->load.score_milli / 1000.0);
+				if (b->load.ever)
+					fg_jw_u64(w, "age_ms", b->load.age_ms);
+				else
+					fg_jw_null(w, "age_ms");
+				fg_jw_obj_open(w, "series");
+				for (uint32_t k = 0; k < b->load.n_series; k++)
+					fg_jw_dbl(w, b->load.series[k], b->load.raw[k]);
+				fg_jw_obj_close(w);
+				fg_jw_obj_close(w);
+			}
 			fg_jw_obj_close(w);
 		}
 		fg_jw_arr_close(w);
@@ -520,8 +696,39 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 	}
 	fg_jw_arr_close(w);
 	fg_jw_obj_close(w);
+	rc = fg_jw_error(w);
+	if (zero && rc == 0) {
+		fg_stats_snap_free(g_zero);
+		g_zero = all;
+		all = NULL;
+		g_zero_ms = wall_now_ms();
+	}
+	fg_stats_snap_free(all);
 	fg_stats_snap_free(sn);
-	return fg_jw_error(w);
+	return rc;
+}
+
+static int op_backend_conns(uint32_t service_id, uint32_t backend_id, uint64_t *active,
+			    uint64_t *inactive, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	uint64_t c[FG_BC_MAX];
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&dp->cfg_lock);
+	const struct fg_lb_table *lb = dp->lb;
+	uint16_t sid = lb != NULL && service_id < 65536 ? lb->svc_by_id[service_id] : 0;
+	const struct fg_lb_backend *b = sid ?
+		fg_lb_backend_find(&lb->services[sid - 1], backend_id) : NULL;
+
+	if (b != NULL) {
+		for (int k = 0; k < FG_BC_MAX; k++)
+			c[k] = fg_lb_be_counter(lb, dp->n_workers, b, k);
+		fg_stats_conns(c, active, inactive);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return rc;
 }
 
 /* ------------------------------------------------------------- watch */
@@ -556,10 +763,13 @@ static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
 	struct fg_flow_ev ev[64];
 	unsigned int n = 0;
 
+	uint64_t wall = wall_now_ms(), tsc = rte_rdtsc();
+	double ms_per_tick = 1000.0 / (double)dp->hz;
+
 	pthread_mutex_lock(&dp->cfg_lock);
 	/* round robin over the workers, a bounded batch each */
 	for (unsigned int i = 0; i < dp->n_workers && n < max; i++) {
-		struct walk_ctx c = {.dp = dp, .lb = dp->lb, .core = i};
+		struct walk_ctx c = {.dp = dp, .lb = dp->lb, .core = i, .wall_ms = wall};
 		unsigned int k = rte_ring_sc_dequeue_burst_elem(dp->workers[i]->ev_ring,
 				ev, sizeof(ev[0]), RTE_MIN(max - n, RTE_DIM(ev)), NULL);
 
@@ -574,9 +784,24 @@ static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
 				cf.k6 = ev[j].key.k6;
 			cf.e = ev[j].e;
 			cf.has_reply = (ev[j].e.flags & CT_F_NAT) != 0;
+			/* ages at the event, then the event's own wall time */
+			uint64_t ago = tsc > ev[j].tsc ?
+				(uint64_t)((double)(tsc - ev[j].tsc) * ms_per_tick) : 0;
+
+			cf.age_ticks = ev[j].tsc > ev[j].e.last_seen ?
+				       ev[j].tsc - ev[j].e.last_seen : 0;
+			cf.life_ticks = ev[j].life;
+			c.wall_ms = wall > ago ? wall - ago : 0;
 			flow_info_fill(&c, &cf, &out[n].flow);
+			out[n].flow.ts_ms = c.wall_ms;
 			snprintf(out[n].type, sizeof(out[n].type), "%s",
-				 ev[j].type == FG_EV_NEW ? "NEW" : "DESTROY");
+				 ev[j].type == FG_EV_NEW ? "NEW" :
+				 ev[j].type == FG_EV_UPDATE ? "UPDATE" : "DESTROY");
+			if (ev[j].type == FG_EV_UPDATE)
+				snprintf(out[n].flow.prev_state,
+					 sizeof(out[n].flow.prev_state), "%s",
+					 ev[j].prev_state < CT_ST_MAX ?
+					 ct_state_names[ev[j].prev_state] : "?");
 			if (ev[j].type == FG_EV_DESTROY) {
 				/* a TCP flow that timed out after its FIN/RST closed */
 				bool closed = ev[j].reason == CT_DESTROY_EXPIRED &&
@@ -594,13 +819,41 @@ static int op_watch_poll(struct fg_flow_event *out, unsigned int max, void *ctx)
 	return (int)n;
 }
 
+static int op_backend_placed(uint32_t service_id, uint32_t backend_id, uint64_t *new_flows,
+			     uint64_t *new_flows_load, void *ctx)
+{
+	struct fg_dp *dp = ctx;
+	int rc = -ENOENT;
+
+	/* cfg_lock: the table is not freed meanwhile (never taken by workers) */
+	pthread_mutex_lock(&dp->cfg_lock);
+	const struct fg_lb_table *lb = dp->lb;
+	uint16_t si = lb != NULL && service_id < 65536 ? lb->svc_by_id[service_id] : 0;
+
+	if (si != 0) {
+		const struct fg_lb_service *s = &lb->services[si - 1];
+		const struct fg_lb_backend *b = fg_lb_backend_find(s, backend_id);
+
+		if (b != NULL) {
+			*new_flows = fg_lb_be_counter(lb, dp->n_workers, b, FG_BC_new_flows);
+			*new_flows_load = fg_lb_be_counter(lb, dp->n_workers, b,
+							   FG_BC_new_flows_load);
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&dp->cfg_lock);
+	return rc;
+}
+
 static const struct fg_ctl_ops g_ops = {
+	.backend_placed = op_backend_placed,
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
 	.config_check = op_config_check,
 	.flows_walk = op_flows_walk,
 	.flows_count = op_flows_count,
 	.stats = op_stats,
+	.backend_conns = op_backend_conns,
 	.watch_set = op_watch_set,
 	.watch_poll = op_watch_poll,
 };
@@ -641,7 +894,7 @@ int fg_dp_config_load(const char *path, struct fg_config *out)
 	cfg.n_services = 0;
 	fg_config_free(&cfg);
 	if (out->ct_capacity == 0)
-		out->ct_capacity = 1u << 20;
+		out->ct_capacity = CT_DEFAULT_CAPACITY;
 	return 0;
 }
 
@@ -731,6 +984,19 @@ int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
 	return fg_health_counters(g_health, service_id, backend_id, successes, failures);
 }
 
+int fg_dp_health_load(uint32_t service_id, uint32_t backend_id,
+		      struct fg_health_load *out)
+{
+	if (g_health == NULL)
+		return -ENOENT;
+	return fg_health_load(g_health, service_id, backend_id, out);
+}
+
+uint64_t fg_dp_health_load_gen(void)
+{
+	return g_health == NULL ? 0 : fg_health_load_gen(g_health);
+}
+
 int fg_dp_ctl_counters(struct fg_ctl_counters *out)
 {
 	if (g_srv == NULL)
@@ -739,7 +1005,18 @@ int fg_dp_ctl_counters(struct fg_ctl_counters *out)
 	return 0;
 }
 
-int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms)
+/* The audit trail: one NOTICE line per change request (fg_ctl_server.h),
+ * on the control thread. */
+static void audit_log(const struct fg_ctl_audit *a, void *ctx)
+{
+	RTE_SET_USED(ctx);
+	FG_LOG(NOTICE, "audit: uid=%ld pid=%ld cmd=%s args=%s result=%s%s%s",
+	       a->uid, a->pid, a->cmd, a->args, a->ok ? "ok" : "refused",
+	       a->ok ? "" : ": ", a->error);
+}
+
+int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *config_path,
+		     int idle_timeout_ms)
 {
 	struct fg_ctl_server_params p;
 	int rc;
@@ -754,10 +1031,12 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout
 	}
 	memset(&p, 0, sizeof(p));
 	p.socket_path = socket_path;
+	p.config_path = config_path;
 	p.ops = &g_ops;
 	p.ctx = dp;
 	p.health = g_health;
 	p.idle_timeout_ms = idle_timeout_ms;
+	p.audit = audit_log;
 	rc = fg_ctl_server_create(&p, &g_srv);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control socket %s: %s\n",
@@ -786,6 +1065,8 @@ fail:
 void fg_control_stop(struct fg_dp *dp)
 {
 	RTE_SET_USED(dp);
+	fg_stats_snap_free(g_zero);
+	g_zero = NULL;
 	/* checker first: its callback applies configs and walks shards */
 	fg_health_stop(g_health);
 	fg_ctl_server_destroy(g_srv);

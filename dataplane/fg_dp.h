@@ -1,554 +1,185 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * flowgate daemon internals shared by the files of dataplane/ (not a public
- * API: the daemon, flowgate-bench dataplane and the tests link it as the
- * static library fg_dp).
+ * The flowgate dataplane as one object: its lifecycle.
  *
- * Objects and who writes them:
- * - struct fg_dp: one per process; written by the main lcore at start-up.
- * - struct fg_lb_table: services, backends, Maglev tables, addresses we
- *   answer ARP/ND for.  Immutable once published; the main lcore builds a
- *   new one, swaps fg_dp::lb, waits for an rte_rcu_qsbr grace period and
- *   frees the old one (fg_lb.c).
- * - struct fg_neigh_table: next-hop MACs, same publication scheme; workers
- *   post learned entries over an MP/SC ring, the main lcore republishes.
- * - struct fg_worker: one per worker lcore, written only by that lcore
- *   (its conntrack shard, TX buffers, counters).  Readers sum counters.
+ *   fg_dp_params_init(&p); p.cfg = &cfg; ...
+ *   fg_dp_create(&p, &dp);     ports configured and started, workers and
+ *                              conntrack shards allocated, config applied
+ *   fg_dp_start(dp);           worker lcores launched, control socket,
+ *                              telemetry and metrics serving
+ *   while (!stop) fg_dp_poll(dp);   main lcore: neighbours, host path
+ *   fg_dp_stop(dp);            control side stopped, then the workers
+ *   fg_dp_destroy(dp);         ports closed, everything freed
+ *   rte_eal_cleanup();         the caller's (it ran rte_eal_init)
+ *
+ * The daemon (fg_main.c) and `flowgate-bench dataplane` both build the
+ * dataplane through these functions; the bench then runs its own lcore
+ * loops over fg_worker_burst() (fg_dp_private.h) instead of fg_dp_start().
+ *
+ * Struct layouts are private (fg_dp_private.h).
+ *
+ * Threads: every function here runs on the main lcore, after rte_eal_init()
+ * and before rte_eal_cleanup(); none of them is reentrant.
+ * fg_dp_reload() may run while the workers and the control thread run: it
+ * takes the same lock as a `fgctl config apply`.
  */
 #ifndef FLOWGATE_FG_DP_H
 #define FLOWGATE_FG_DP_H
 
-#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#include <rte_common.h>
-#include <rte_ethdev.h>
-#include <rte_ether.h>
-#include <rte_mbuf.h>
-#include <rte_rcu_qsbr.h>
-#include <rte_ring.h>
-
-#include "ct.h"
 #include "fg_config.h"
-#include "fg_counters.h"
-#include "fg_pkt.h"
-#include "fg_rss.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/** Most worker lcores a dataplane runs. */
 #define FG_MAX_WORKERS 16
-#define FG_BURST 32
-#define FG_NEIGH_MAX 4096
-/** Learned neighbours expire this long (seconds) after they were last
- *  confirmed; from 3/4 of it they are "stale": still used, and re-solicited
- *  by the workers that use them, so a live neighbour is refreshed before
- *  it expires.  Static (configured) neighbours never expire. */
-#define FG_NEIGH_AGE_S 300
+/** --idle-sleep without a value: the longest sleep, in microseconds. */
+#define FG_IDLE_SLEEP_DEFAULT_US 200
+/** mbufs per NUMA socket unless fg_dp_params::n_mbufs says otherwise. */
+#define FG_DP_MBUFS_DEFAULT 65535
 /** ICMP errors (frag-needed / packet-too-big, unreachable) and TCP RSTs
  *  the workers generate: at most this many per second per worker by
  *  default (`flowgate --icmp-rate N`, 0 = never), bursts of up to
  *  FG_ICMP_BURST.  Linux's icmp_ratelimit is 1000/s with burst 50 per
  *  host; a balancer sends on behalf of every VIP, so less per core. */
 #define FG_ICMP_RATE_DEFAULT 100
-#define FG_ICMP_BURST 10
-/** An ARP reply / neighbour advertisement is learned only for an address a
- *  worker solicited within this many seconds (or a configured gateway). */
-#define FG_NEIGH_SOLICIT_WINDOW_S 3
-/** Addresses each worker remembers having solicited: sets x ways. */
-#define FG_SOLICIT_SETS 256
-#define FG_SOLICIT_WAYS 4
-/** Backends removed by an apply are remembered this long (seconds) so
- *  flows pinned to them can still be forwarded (FG_FAIL_KEEP). */
-#define FG_TOMBSTONE_S 900
-
-/** Daemon-only counters that are not (yet) in fg_counters.h. */
-#define FG_DP_COUNTER_LIST(X) \
-	X(backend_gone_fwd,  "packets of flows whose backend left the config, sent to its last address") \
-	X(backend_gone_drop, "packets of flows whose backend left the config, dropped (on_fail=reset)") \
-	X(service_gone,      "packets of flows whose service left the config, dropped") \
-	X(arp_requests,      "ARP requests / neighbour solicitations sent for unknown next hops") \
-	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \
-	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
-	X(neigh_table_full,  "neighbour not learned: the table holds FG_NEIGH_MAX entries") \
-	X(neigh_unsolicited, "ARP replies / neighbour advertisements for addresses nobody solicited (not learned)") \
-	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
-	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
-	X(host_to_wire,      "--host-tap: packets from the host kernel's TAP sent out of their port") \
-	X(host_ring_full,    "--host-tap: packets for the host dropped, ring to the main lcore full") \
-	X(ct_hit_relookup,   "hits looked up again: an insert earlier in the burst evicted or deleted an entry (the hit may have lost its slot)") \
-	X(frag_follow,       "first fragments that (re)armed a fragment-follow entry for their flow's later fragments") \
-	X(frag_follow_fail,  "first fragments whose fragment-follow entry could not be inserted (table full / flood)") \
-	X(gpu_packets,       "--gpu: packets parsed and hashed by the GPU batch path") \
-	X(gpu_fallback,      "--gpu: packets the CPU parsed instead (multi-segment, GPU error or GPU path stopped)") \
-	X(gpu_stale,         "--gpu: new flows whose GPU Maglev answer predates the service table (recomputed on the CPU)") \
-	X(gpu_table_uploads, "--gpu: service / Maglev tables uploaded to the GPU after a config change") \
-	X(gpu_errors,        "--gpu: GPU bursts that failed (the burst ran on the CPU)")
-
-enum fg_dp_counter {
-#define FG_X(n, d) FG_DC_##n,
-	FG_DP_COUNTER_LIST(FG_X)
-#undef FG_X
-	FG_DC_MAX
-};
-extern const char *const fg_dp_counter_names[FG_DC_MAX];
-
-/* ---------------- service / backend table (fg_lb.c) ---------------- */
-
-struct fg_lb_backend {
-	struct fg_addr addr;
-	struct fg_addr src;     /**< DSR outer source (resolved at build). */
-	uint16_t port_be;       /**< NAT destination port, network order. */
-	uint32_t id;
-	uint32_t weight;
-	bool usable;            /**< weight > 0, not drained, not down. */
-	bool gone;              /**< tombstone: removed from the config. */
-	bool health_down;       /**< health checker says down (not usable). */
-	uint64_t gone_tsc;      /**< when it was removed (tombstones). */
-	uint32_t stat_idx;      /**< row in the per-core backend counters. */
-};
-
-struct fg_lb_service {
-	uint32_t id;
-	char name[FG_NAME_MAX];
-	struct fg_addr vip;
-	uint16_t port_be;       /**< network order */
-	uint8_t proto;
-	uint8_t mode;           /**< enum fg_fwd_mode */
-	uint8_t sched;          /**< enum fg_sched */
-	uint8_t on_fail;        /**< enum fg_fail_policy */
-	uint16_t gue_port_be;   /**< network order */
-	uint32_t n_backends;    /**< live + tombstones (tombstones last) */
-	uint32_t n_live;        /**< backends in the running config */
-	struct fg_lb_backend *backends; /**< sorted by id within live/tombstones */
-	uint32_t maglev_size;
-	uint32_t *maglev;       /**< slot -> backend index; UINT32_MAX = none */
-	uint32_t n_usable;
-	uint32_t stat_idx;      /**< row in the per-core service counters. */
-	/** id -> index + 1 into backends (0 = none), when every id < 65536:
-	 *  conntrack holds backend ids, and this makes a hit's backend one
-	 *  load instead of a binary search.  NULL: fall back to the search. */
-	uint16_t *by_id;
-	uint32_t max_id;
-};
-
-/** Per-core counters of one table: svc[n_services][FG_SC_MAX] then
- *  be[n_stat_backends][FG_BC_MAX]. */
-struct fg_lb_counters {
-	uint64_t *svc;
-	uint64_t *be;
-} __rte_cache_aligned;
-
-struct fg_lb_svc_slot {
-	uint8_t used, family, proto, pad;
-	uint16_t port_be;
-	uint16_t svc;           /**< index into services */
-	uint8_t addr[16];
-};
-
-struct fg_lb_addr_slot {
-	uint8_t used, family, kind, port; /**< kind: 1 VIP, 2 local */
-	uint8_t addr[16];
-};
-
-struct fg_lb_table {
-	uint64_t generation;
-	uint32_t n_services;
-	struct fg_lb_service *services;
-	uint32_t svc_mask;
-	struct fg_lb_svc_slot *svc_slots;
-	uint32_t addr_mask;
-	struct fg_lb_addr_slot *addr_slots;
-	uint16_t *svc_by_id;    /**< 65536 entries: service index + 1, 0 none */
-	uint32_t n_stat_backends;
-	struct fg_lb_counters core[FG_MAX_WORKERS];
-	/* Totals carried over from earlier tables (written by the main lcore
-	 * only, after a grace period), same layout as one core's arrays. */
-	uint64_t *base_svc;
-	uint64_t *base_be;
-	struct fg_config *cfg;  /**< deep copy of the config it was built from */
-};
-
-/**
- * Builds an immutable table from a config.  Maglev tables, service hash and
- * address set are computed here (main lcore, off the fast path).  @p old
- * (may be NULL) supplies tombstones for removed backends and counter bases.
- * Thread safety: main lcore / control thread with fg_dp::cfg_lock held.
- * @return 0 and *out, or -EINVAL (bad config: message in @p err), -ENOMEM.
- */
-int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old,
-		      unsigned int n_workers, const struct fg_port_cfg *ports,
-		      struct fg_lb_table **out, char *err, size_t err_len);
-/** Frees a table (after the grace period).  NULL is a no-op. */
-void fg_lb_table_free(struct fg_lb_table *t);
-/** Finds a service by VIP/port/proto.  Any thread holding a table ref. */
-const struct fg_lb_service *fg_lb_service_find(const struct fg_lb_table *t,
-					       uint8_t family, const void *addr,
-					       uint16_t port_be, uint8_t proto);
-/** Finds a backend of a service by id (binary search).  NULL if none. */
-const struct fg_lb_backend *fg_lb_backend_find(const struct fg_lb_service *s,
-					       uint32_t id);
-
-/** fg_lb_backend_find with the by-id table inline (a hit's backend on the
- *  per-packet path).  Same result, same thread safety. */
-static inline const struct fg_lb_backend *
-fg_lb_backend_get(const struct fg_lb_service *s, uint32_t id)
-{
-	if (likely(s->by_id != NULL)) {
-		uint16_t i = id <= s->max_id ? s->by_id[id] : 0;
-
-		return i ? &s->backends[i - 1] : NULL;
-	}
-	return fg_lb_backend_find(s, id);
-}
-/** Is @p addr a VIP (1) or a local address (2) of ours? 0 if not. */
-int fg_lb_addr_kind(const struct fg_lb_table *t, uint8_t family,
-		    const void *addr);
-/** Sums one service / backend counter over cores + base. */
-uint64_t fg_lb_svc_counter(const struct fg_lb_table *t, unsigned int n_workers,
-			   const struct fg_lb_service *s, enum fg_service_counter c);
-uint64_t fg_lb_be_counter(const struct fg_lb_table *t, unsigned int n_workers,
-			  const struct fg_lb_backend *b, enum fg_backend_counter c);
-/** Deep-copies a config (services array included).  NULL on ENOMEM. */
-struct fg_config *fg_dp_config_dup(const struct fg_config *c);
-void fg_dp_config_free(struct fg_config *c);
-
-/* ---------------- neighbours (fg_neigh.c) ---------------- */
-
-struct fg_neigh_entry {
-	uint8_t used, family, is_static, port;
-	uint8_t addr[16];
-	struct rte_ether_addr mac;
-	uint8_t stale;          /**< learned, past 3/4 of its age: re-solicit */
-	uint64_t learned_tsc;   /**< last confirmation (rte_rdtsc) */
-};
-
-struct fg_neigh_table {
-	uint64_t gen;           /**< build number, never 0 (worker caches) */
-	uint32_t mask;
-	uint32_t count;
-	struct fg_neigh_entry *e;
-};
-
-/** What a worker posts when it learns a neighbour (to fg_dp::learn_ring). */
-struct fg_neigh_learn {
-	uint8_t family, port;
-	uint8_t addr[16];
-	struct rte_ether_addr mac;
-};
-
-const struct fg_neigh_entry *fg_neigh_lookup(const struct fg_neigh_table *t,
-					     uint8_t family, const void *addr);
-/** Builds a table from static config entries plus @p old's learned ones plus
- *  @p add (may be NULL).  @return NULL on ENOMEM. */
-struct fg_neigh_table *fg_neigh_table_build(const struct fg_config *cfg,
-					    const struct fg_neigh_table *old,
-					    const struct fg_neigh_learn *add,
-					    unsigned int n_add);
-/**
- * fg_neigh_table_build with ageing at time @p now (rte_rdtsc ticks): a
- * learned entry of @p old confirmed @p age ticks ago or more is left out,
- * one confirmed 3/4 @p age ago or more is copied as stale; @p add entries
- * are confirmed at @p now.  @p age 0: no ageing.  Entries beyond
- * FG_NEIGH_MAX are left out (statics first, then @p old, then @p add).
- * Main lcore (or a test).  @return NULL on ENOMEM.
- */
-struct fg_neigh_table *fg_neigh_table_build_aged(const struct fg_config *cfg,
-						 const struct fg_neigh_table *old,
-						 const struct fg_neigh_learn *add,
-						 unsigned int n_add, uint64_t now,
-						 uint64_t age);
-/** True when @p t has a learned entry that ageing at @p now would drop or
- *  newly mark stale (the main lcore rebuilds only then). */
-bool fg_neigh_table_due(const struct fg_neigh_table *t, uint64_t now,
-			uint64_t age);
-void fg_neigh_table_free(struct fg_neigh_table *t);
-
-/* ---------------- ports and workers ---------------- */
-
-struct fg_port {
-	uint16_t port_id;
-	struct rte_ether_addr mac;
-	uint16_t n_rxq, n_txq;
-	uint16_t mtu;
-	bool hw_rss;            /**< symmetric key programmed */
-	bool rx_only;           /**< replay source (bench): never transmits,
-				     one TX queue whatever the workers */
-	struct fg_port_cfg cfg; /**< locals, gateways */
-};
-
-
-/** --host-tap: the host exception path of one port.  Packets for the host
- *  (to a local address and not a tracked flow, ICMP the balancer does not
- *  handle, ARP/ND replies) go from any worker over @c to_host (MP/SC) to
- *  the main lcore, which writes them to the kernel's TAP; what the kernel
- *  sends comes back over @c to_wire (SP/SC) to worker 0, which transmits
- *  it on its own queue of the port. */
-struct fg_host_port {
-	uint16_t tap;           /**< ethdev id of the net_tap */
-	struct rte_ring *to_host;
-	struct rte_ring *to_wire;
-	uint64_t to_kernel;     /**< main lcore: packets written to the TAP */
-	uint64_t tap_full;      /**< main lcore: TAP TX refused, freed */
-	uint64_t wire_full;     /**< main lcore: to_wire ring full, freed */
-};
 
 struct fg_dp;
 
-/** A `flows watch` event, posted by a worker to its event ring (SP/SC:
- *  the worker produces, the control thread consumes). */
-enum fg_flow_ev_type { FG_EV_NEW = 0, FG_EV_DESTROY = 1 };
-#define FG_EV_RING_SIZE 8192
-
-struct fg_flow_ev {
-	uint8_t type;           /**< enum fg_flow_ev_type */
-	uint8_t family;         /**< enum ct_family */
-	uint8_t reason;         /**< DESTROY: enum ct_destroy_reason */
-	uint8_t pad[5];
-	union {
-		struct ct_key4 k4;
-		struct ct_key6 k6;
-	} key;                  /**< forward key (client -> VIP) */
-	struct ct_entry e;      /**< forward entry at the event */
-};
-
-struct fg_worker {
-	unsigned int idx;       /**< 0..n_workers-1 (= QSBR thread id, RETA value) */
-	unsigned int lcore;
-	struct fg_dp *dp;
-	struct ct_shard *ct;
-	struct rte_eth_dev_tx_buffer *txb[FG_MAX_PORTS];
-	/** dispatch rings: in[i] receives from worker i (SP/SC). */
-	struct rte_ring *in[FG_MAX_WORKERS];
-	uint64_t last_flush;
-	uint64_t last_expire;
-	uint64_t cc[FG_CC_MAX];
-	uint64_t drops[FG_DROP_MAX];
-	uint64_t dc[FG_DC_MAX];
-	/* least-connections: opened - closed flows per backend stat row */
-	uint32_t *lc_active;
-	uint32_t lc_size;
-	uint64_t lc_generation;
-	uint16_t nat_next;      /**< where the next NAT port search starts */
-	/* next-hop cache: destination -> (port, MAC), valid for one
-	 * neighbour-table generation; saves a table probe per packet */
-	struct fg_nh_slot {
-		uint64_t gen;
-		uint8_t family, port;
-		uint8_t addr[16];
-		struct rte_ether_addr mac;
-	} nh[256];
-	/* flows watch: events to the control thread while someone watches */
-	struct rte_ring *ev_ring;
-	volatile bool watch;
-	/* rate limit for ARP/NS we originate; also what we asked for: an
-	 * ARP reply / NA is learned only if some worker solicited its address
-	 * (other workers read these, racily: a torn read only delays or
-	 * refuses one learn, and the table is confirmed again later).
-	 * Set-associative, oldest way replaced: a direct-mapped 64 forgot
-	 * most of a burst of new on-link NAT clients before their answers
-	 * came (neigh_unsolicited), and their first replies dropped. */
-	uint64_t solicit_tsc[FG_SOLICIT_SETS][FG_SOLICIT_WAYS];
-	uint8_t solicit_addr[FG_SOLICIT_SETS][FG_SOLICIT_WAYS][16];
-	/* token bucket of generated ICMP errors / RSTs (fg_dp::icmp_rate):
-	 * credit in TSC ticks, one packet costs hz / rate */
-	uint64_t icmp_credit;
-	uint64_t icmp_last;
-	/** --gpu: this worker's GPU context (fg_gpupath.c), else NULL */
-	struct fg_gpupath *gpu;
-	volatile bool stop;
-} __rte_cache_aligned;
-
-struct fg_dp {
+/** What a dataplane is built from.  fg_dp_params_init() fills defaults. */
+struct fg_dp_params {
+	/** Services, ports, neighbours, conntrack settings (required).
+	 *  Copied; ports are matched to the probed ethdevs by name
+	 *  (fg_port_cfg_resolve).  ct_capacity 0: CT_DEFAULT_CAPACITY. */
+	const struct fg_config *cfg;
+	/** Worker lcores used, in lcore order; 0 = every worker lcore. */
 	unsigned int n_workers;
-	unsigned int n_ports;
-	struct fg_port ports[FG_MAX_PORTS];
-	uint16_t reta[FG_RSS_RETA_SIZE]; /**< worker of a dispatch hash */
-	bool sw_rss;            /**< dispatch in software over rings */
-	struct fg_worker *workers[FG_MAX_WORKERS];
-	struct rte_mempool *pool[RTE_MAX_NUMA_NODES];
-	struct rte_rcu_qsbr *qsbr;
-	struct fg_lb_table *lb;         /**< read with __atomic acquire */
-	struct fg_neigh_table *neigh;   /**< read with __atomic acquire */
-	struct rte_ring *learn_ring;    /**< MP/SC: workers -> main */
-	uint64_t neigh_age;             /**< FG_NEIGH_AGE_S in ticks (0: never) */
-	uint32_t icmp_rate;             /**< generated errors/s per worker (0: none) */
-	uint64_t neigh_aged_at;         /**< main lcore: last ageing check */
-	pthread_mutex_t cfg_lock;       /**< serializes control-side readers/writers */
-	pthread_mutex_t mbox_lock;      /**< one mailbox producer at a time */
-	struct fg_config *cfg;          /**< running config (owned) */
-	/** Local addresses of all ports, flattened (ct_entry::nat_addr). */
-	struct fg_addr locals[FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS];
-	unsigned int n_locals;
-	uint64_t hz;
-	uint64_t flush_ticks;
-	uint32_t ct_capacity;
-	/** mbuf data room (0 = RTE_MBUF_DEFAULT_BUF_SIZE); the bench uses
-	 *  small buffers to replay 10M-packet pcaps from memory. */
+	/** Software RSS dispatch between workers: -1 auto, 0 off, 1 on. */
+	int sw_rss;
+	/** mbufs per NUMA socket (default FG_DP_MBUFS_DEFAULT). */
+	unsigned int n_mbufs;
+	/** Egress L3 MTU per port index, 0 = the device's own.  mbufs grow to
+	 *  hold a frame of the largest (unless mbuf_data_room is set). */
+	uint16_t mtu[FG_MAX_PORTS];
+	/** mbuf data room; 0 = RTE_MBUF_DEFAULT_BUF_SIZE (the bench uses small
+	 *  buffers to replay 10M-packet pcaps from memory). */
 	uint16_t mbuf_data_room;
-	bool host_tap;                  /**< --host-tap: host[] is set up */
-	struct fg_host_port host[FG_MAX_PORTS];
-	volatile bool stop;
-	bool no_tx;                     /**< bench: free instead of TX */
-	/** Worker i polls queue 0 of port i only (one RX port per worker,
-	 *  as with one NIC queue per core; bench and multi-port testbeds). */
+	/** Generated ICMP errors / RSTs per second per worker (0 = none). */
+	uint32_t icmp_rate;
+	/** Worker i polls queue 0 of port i only (bench, multi-port beds). */
 	bool rx_port_per_worker;
-	/** The command line fixed these (-s / $FLOWGATE_SOCKET,
-	 *  --ct-capacity): a config apply keeps the running value, as a
-	 *  restart with the same command line would. */
+	/** Bit p set: port index p only receives (one TX queue, never sent). */
+	uint32_t rx_only_ports;
+	/** The command line fixed the control socket / conntrack capacity: a
+	 *  config apply keeps the running value (fgctl config apply). */
 	bool cli_socket, cli_ct_capacity;
+	/** --gpu launch mode ("graph" / "persistent"), NULL = CPU only. */
+	const char *gpu_mode;
+	/** --host-tap interface prefix, NULL = no host exception path. */
+	const char *host_tap;
+	/** --pdump: let dpdk-dumpcap attach (needs shared hugepage memory). */
+	bool pdump;
+	/** Control socket path served by fg_dp_start(); NULL = none (bench).
+	 *  Telemetry commands are registered with it. */
+	const char *socket_path;
+	/** The -c file (absolute), or NULL: `fgctl config show` names it and
+	 *  `fgctl config save` writes there by default. */
+	const char *config_path;
+	/** Control client idle limit in ms (0 = server default, < 0 = never). */
+	int ctl_idle_ms;
+	/** Prometheus listener "ADDR:PORT" started by fg_dp_start(), or NULL. */
+	const char *metrics_addr;
+	/** --announce: kernel routing table of the VIP routes kept through
+	 *  port 0's host TAP (fg_announce.h; needs host_tap), 0 = off. */
+	uint32_t announce_table;
+	/** --second-chance (dsr-gue): picked-up flows carry the previous
+	 *  Maglev owner in the GUE header (pkt/fg_xlate.h FG_GUE_FLAG_PREV). */
+	bool second_chance;
+	/** --idle-sleep: longest sleep of a worker whose polls come back
+	 *  empty, in microseconds; 0 = busy polling. */
+	uint32_t idle_sleep_us;
 };
 
-/** fg_mbuf_priv::parsed */
-enum {
-	FG_PARSED_NO = 0,  /**< fresh from RX */
-	FG_PARSED_CPU = 1, /**< pkt filled by fg_pkt_parse() */
-	FG_PARSED_GPU = 2, /**< pkt and the gpu_* fields filled by the GPU path */
-};
-/** fg_mbuf_priv::gpu_service of a packet that matches no service. */
-#define FG_GPUPATH_NO_SERVICE 0xFFFFu
+/** Fills @p p with the defaults (every field above). */
+void fg_dp_params_init(struct fg_dp_params *p);
 
-/** Private area of every mbuf of flowgate's pools. */
-struct fg_mbuf_priv {
-	struct fg_pkt pkt;
-	uint8_t parsed;         /**< FG_PARSED_* */
-	/* FG_PARSED_GPU only: what fg_gpupath_classify() read back, exactly
-	 * the CPU path's values (gpu/fg_gpu.h, tests/gpu) */
-	uint16_t gpu_owner;     /**< reta[rss % 128]: the owning worker */
-	uint16_t gpu_service;   /**< index in lb->services or FG_GPUPATH_NO_SERVICE */
-	uint32_t gpu_sig;       /**< fg_pkt_sig() */
-	uint32_t gpu_rss;       /**< fg_rss_hash() */
-	uint32_t gpu_backend;   /**< service's maglev[sig % size] or UINT32_MAX */
-	uint64_t gpu_gen;       /**< fg_lb_table::generation those tables had */
-};
-
-static inline struct fg_mbuf_priv *fg_mbuf_priv(struct rte_mbuf *m)
-{
-	return (struct fg_mbuf_priv *)rte_mbuf_to_priv(m);
-}
-
-/* fg_port.c */
 /**
- * Matches the config's ports to this daemon's devices by name
- * (rte_eth_dev_get_port_by_name; a port without a name is device i, as
- * options-built configs write them) and rewrites @p cfg in the dataplane's
- * terms: one port entry per device, in device order, named after the
- * device (devices without a port block get an empty one), and every
- * neighbour's port turned from a config port position into that device
- * index.  So the order of port blocks in a file never decides where
- * packets leave.  Main lcore or control thread (reads dp->ports only).
- * @return 0; -ENODEV (a name that is not a device here, or an unnamed port
- *   beyond the devices) or -EINVAL (two ports on one device, a neighbour on
- *   an undefined port), with @p err saying which.
+ * Builds a dataplane on the probed ethdevs and the worker lcores: conntrack
+ * shards, RCU, mempools, ports configured and started, service and
+ * neighbour tables published from @p p->cfg, GPU contexts and host TAPs
+ * when asked.  Nothing runs yet.  Every failure is logged with what to
+ * change (the option to raise or lower); everything built so far is freed
+ * before it returns.
+ * @return 0 and *out, or -EINVAL (bad params or config, no port / worker
+ *   lcore), -ENODEV (a config port that is no device), -ENOMEM (conntrack,
+ *   mbufs: lower --ct-capacity / --mbufs / --mtu), -ENOTSUP (--gpu without
+ *   CUDA), or the -errno of the ethdev call that failed.
  */
-int fg_port_cfg_resolve(const struct fg_dp *dp, struct fg_config *cfg,
-			char *err, size_t err_len);
+int fg_dp_create(const struct fg_dp_params *p, struct fg_dp **out);
 
-/** The device's own counters (rte_eth_stats) shown next to flowgate's:
- *  a device that drops on TX (tx_errors) is visible in `fgctl stats`,
- *  telemetry and the exit summary.  Declared once. */
-#define FG_PORT_COUNTER_LIST(X)                                              \
-	X(rx_packets, ipackets, "packets the device received")              \
-	X(tx_packets, opackets, "packets the device sent")                  \
-	X(rx_missed, imissed, "packets the device dropped: RX queue full")  \
-	X(rx_errors, ierrors, "erroneous packets the device received")      \
-	X(tx_errors, oerrors, "packets the device failed to send (its own TX drops)")
+/**
+ * Enforces @p mtu (68..16000) on what is encapsulated out of port index
+ * @p port and asks the device for it (a device that refuses keeps its own;
+ * flowgate still enforces it).  Before fg_dp_start().
+ * @return 0 or -EINVAL.
+ */
+int fg_dp_port_mtu_set(struct fg_dp *dp, unsigned int port, uint16_t mtu);
 
-enum fg_port_counter {
-#define FG_X(n, field, d) FG_PC_##n,
-	FG_PORT_COUNTER_LIST(FG_X)
-#undef FG_X
-	FG_PC_MAX
-};
-extern const char *const fg_port_counter_names[FG_PC_MAX];
+/**
+ * Launches fg_worker_main() on every worker lcore, then registers the
+ * telemetry commands and starts the control socket and the metrics
+ * listener when the params named them.  Logs "flowgate: running: ...".
+ * @return 0, or the -errno of the control socket / metrics listener (the
+ *   workers then run: call fg_dp_stop()).
+ */
+int fg_dp_start(struct fg_dp *dp);
 
-/** Reads the counters of port index @p p (rte_eth_stats_get).  Any thread.
- *  @return 0, -EINVAL (no such port) or the ethdev's -errno. */
-int fg_port_counters(const struct fg_dp *dp, unsigned int p,
-		     uint64_t out[FG_PC_MAX]);
+/**
+ * One round of the main lcore's housekeeping: publishes learned
+ * neighbours, ages the neighbour table, moves the host path's packets.
+ * @return the microseconds to sleep before the next round.
+ */
+unsigned int fg_dp_poll(struct fg_dp *dp);
 
-/** Creates the mempools and configures/starts every port with one RX and
- *  TX queue per worker where it can; programs the symmetric RSS key when
- *  the port supports RSS.  @p sw_rss: -1 auto, 0 off, 1 on.
- *  @return 0 or -errno (message printed). */
-int fg_port_setup(struct fg_dp *dp, int sw_rss, unsigned int n_mbufs);
+/**
+ * Loads @p path and applies it exactly as `fgctl config apply` does:
+ * validated, all-or-nothing, restart-only fields refused, stable backend
+ * ids, tracked flows keep their backends, the health checker follows.
+ * The running state is untouched on any failure.  Main lcore, any time
+ * between fg_dp_start() and fg_dp_stop().
+ * @return 0, or -EINVAL / -errno with the reason in @p err (file:line:
+ *   problem, or the restart-only field).
+ */
+int fg_dp_reload(struct fg_dp *dp, const char *path, char *err, size_t err_len);
 
-/* fg_worker.c */
-/** Allocates a worker (conntrack shard, TX buffers).  Main lcore. */
-int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
-		     struct fg_worker **out);
-void fg_worker_free(struct fg_worker *w);
-/** The per-lcore loop (rte_eal_remote_launch entry).  Returns on w->stop. */
-int fg_worker_main(void *arg);
-/** Processes one burst (the pipeline of DESIGN.md).  mbuf->port must be
- *  the flowgate port index and the private area's parsed flag 0 for fresh
- *  packets.  Exposed for the bench.  Owner lcore only. */
-void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
-		     uint64_t now);
-/** Creates the SP/SC software-RSS rings between all workers.  Main lcore. */
-int fg_worker_rings_create(struct fg_dp *dp);
-/** Drains dispatch rings, expires, polls the mailbox, flushes TX. */
-void fg_worker_housekeeping(struct fg_worker *w, uint64_t now);
+/** True while every started worker lcore has finished a loop iteration
+ *  since the previous call (a stuck worker makes it false): the systemd
+ *  watchdog's check.  Main lcore. */
+bool fg_dp_workers_alive(struct fg_dp *dp);
 
-/* fg_host.c: the host exception path (`flowgate --host-tap[=PREFIX]`) */
-/** Creates a net_tap per port (kernel interface PREFIX<port index>, the
- *  port's MAC) and its two rings.  Main lcore, after fg_port_setup().
- *  @return 0 or -errno (message printed). */
-int fg_host_setup(struct fg_dp *dp, const char *prefix);
-/** Main lcore: moves packets worker -> TAP and TAP -> ring of worker 0. */
-void fg_host_poll(struct fg_dp *dp);
-/** Main lcore, workers stopped: stops the TAPs, frees rings and mbufs. */
-void fg_host_free(struct fg_dp *dp);
+/**
+ * Stops the metrics listener, the health checker and the control socket
+ * (the socket file is removed), then the workers, and waits for every
+ * lcore.  Safe after a failed fg_dp_start() and when never started.
+ */
+void fg_dp_stop(struct fg_dp *dp);
 
-/* fg_gpupath.c: the optional GPU batch path (`flowgate --gpu`) */
-/** Creates one GPU context per worker in launch mode @p mode ("graph" or
- *  "persistent") and gives it the dispatch RETA.  Main lcore, after the
- *  workers exist and before they run.  @return 0, -ENOTSUP (built without
- *  CUDA), -ENODEV (no CUDA device), -EINVAL (bad mode), or the -errno of
- *  fg_gpu_create (a message is printed in every case). */
-int fg_gpupath_create(struct fg_dp *dp, const char *mode);
-/** Destroys the workers' GPU contexts.  Main lcore, workers stopped. */
-void fg_gpupath_free(struct fg_dp *dp);
-/** Runs a received burst through the GPU: parse, flow signature, dispatch
- *  hash and Maglev answer land in each mbuf's private area
- *  (FG_PARSED_GPU), so fg_worker_burst() skips that work.  Uploads the
- *  service tables first when their generation changed.  Packets the GPU
- *  path cannot take stay FG_PARSED_NO and the CPU parses them (counted as
- *  gpu_fallback).  Owner lcore only; w->gpu must be set. */
-void fg_gpupath_classify(struct fg_worker *w, struct rte_mbuf **pkts,
-			 uint16_t n);
+/** Prints the final counters (fg_stats_print) to @p f. */
+void fg_dp_summary_print(struct fg_dp *dp, FILE *f);
 
-/* fg_lb_publish (fg_lb.c): swap + grace period + free, cfg_lock held. */
-int fg_dp_apply_config(struct fg_dp *dp, const struct fg_config *cfg,
-		       char *err, size_t err_len);
-/** Main lcore: drains learned neighbours and republishes. */
-void fg_dp_neigh_poll(struct fg_dp *dp);
-
-/* fg_control.c */
-/** Conntrack counters of worker @p i through its mailbox.  Control side.
- *  @return 0, -ETIMEDOUT (worker stuck), -ENOMEM. */
-int fg_dp_ct_stats(struct fg_dp *dp, unsigned int i, struct ct_stats *out);
-/** Loads a config file with control/fg_config_parse (errors printed as
- *  file:line: reason).  @return 0 or -errno. */
-int fg_dp_config_load(const char *path, struct fg_config *out);
-/** Health-check probe counters of a backend, from the running checker.
- *  Any non-worker thread.  @return 0, or -ENOENT (no checker / not checked). */
-int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
-			  uint64_t *successes, uint64_t *failures);
-struct fg_ctl_counters;
-/** Control socket counters.  Any non-worker thread.  @return 0, or
- *  -ENOENT (no control server). */
-int fg_dp_ctl_counters(struct fg_ctl_counters *out);
-/** Creates the control socket and starts its thread; @p idle_timeout_ms
- *  as fg_ctl_server_params::idle_timeout_ms (0 = default, < 0 = never).
- *  @return 0 or -errno. */
-int fg_control_start(struct fg_dp *dp, const char *socket_path, int idle_timeout_ms);
-void fg_control_stop(struct fg_dp *dp);
-
-/* fg_stats.c, fg_metrics.c: see fg_stats.h and fg_metrics.h */
+/**
+ * Stops and closes the ports, frees the GPU contexts, host TAPs, workers,
+ * tables, rings and mempools.  The workers must be stopped (fg_dp_stop or
+ * never started).  NULL is a no-op.  Does not call rte_eal_cleanup().
+ */
+void fg_dp_destroy(struct fg_dp *dp);
 
 #ifdef __cplusplus
 }

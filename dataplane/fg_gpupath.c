@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_worker_private.h"
 
 #ifdef FG_HAVE_GPU
 #include "fg_gpu.h"

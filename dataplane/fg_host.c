@@ -25,7 +25,8 @@
 #include <rte_ethdev.h>
 #include <rte_ring.h>
 
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_log.h"
 
 #define HOST_RING 2048
 #define HOST_BURST 32
@@ -84,16 +85,19 @@ int fg_host_setup(struct fg_dp *dp, const char *prefix)
 				rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
-		printf("flowgate: port %u: host exception path on TAP %s%u (mac %s)\n",
+		/* the log, not stdout: a pipe's stdout is block-buffered, and
+		 * scripts wait for this line (tests/e2e/host.sh, ecmp.py) */
+		FG_LOG(INFO, "port %u: host exception path on TAP %s%u (mac %s)",
 		       p, prefix, p, mac);
 	}
 	dp->host_tap = true;
 	return 0;
 }
 
-void fg_host_poll(struct fg_dp *dp)
+unsigned int fg_host_poll(struct fg_dp *dp)
 {
 	struct rte_mbuf *m[HOST_BURST];
+	unsigned int moved = 0;
 
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		struct fg_host_port *h = &dp->host[p];
@@ -101,6 +105,7 @@ void fg_host_poll(struct fg_dp *dp)
 
 		/* workers -> kernel */
 		n = rte_ring_sc_dequeue_burst(h->to_host, (void **)m, HOST_BURST, NULL);
+		moved += n;
 		if (n) {
 			k = rte_eth_tx_burst(h->tap, 0, m, (uint16_t)n);
 			h->to_kernel += k;
@@ -111,6 +116,7 @@ void fg_host_poll(struct fg_dp *dp)
 		}
 		/* kernel -> worker 0 -> wire */
 		n = rte_eth_rx_burst(h->tap, 0, m, HOST_BURST);
+		moved += n;
 		if (n) {
 			k = rte_ring_sp_enqueue_burst(h->to_wire, (void **)m, n, NULL);
 			if (k < n) {
@@ -119,6 +125,7 @@ void fg_host_poll(struct fg_dp *dp)
 			}
 		}
 	}
+	return moved;
 }
 
 void fg_host_free(struct fg_dp *dp)

@@ -21,7 +21,8 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_rcu.h"
 #include "fg_maglev.h"
 
 const char *const fg_dp_counter_names[FG_DC_MAX] = {
@@ -89,6 +90,7 @@ void fg_lb_table_free(struct fg_lb_table *t)
 	for (uint32_t i = 0; i < t->n_services; i++) {
 		rte_free(t->services[i].backends);
 		rte_free(t->services[i].maglev);
+		rte_free(t->services[i].prev_maglev);
 		rte_free(t->services[i].by_id);
 	}
 	rte_free(t->services);
@@ -101,6 +103,7 @@ void fg_lb_table_free(struct fg_lb_table *t)
 	}
 	rte_free(t->base_svc);
 	rte_free(t->base_be);
+	rte_free(t->base_core_svc);
 	fg_dp_config_free(t->cfg);
 	rte_free(t);
 }
@@ -216,113 +219,25 @@ static uint64_t backend_key(const struct fg_lb_backend *b)
 				     rte_be_to_cpu_16(b->port_be));
 }
 
-static int build_service(struct fg_lb_service *s,
-			 const struct fg_service_cfg *sc,
-			 const struct fg_lb_service *old_s,
-			 const struct fg_config *cfg, uint64_t now,
-			 uint64_t hz, char *err, size_t err_len)
+static int keep_prev(struct fg_lb_service *s, const struct fg_lb_service *old_s);
+
+/* An old backend that the new config no longer lists stays as a tombstone
+ * (its flows still find it) until FG_TOMBSTONE_S after it went. */
+static bool tombstone_kept(const struct fg_lb_backend *ob,
+			   const struct fg_service_cfg *sc, uint64_t now, uint64_t hz)
 {
-	uint32_t n_tomb = 0, n = sc->n_backends;
+	for (uint32_t j = 0; j < sc->n_backends; j++)
+		if (sc->backends[j].id == ob->id)
+			return false;
+	return !(ob->gone && now - ob->gone_tsc > FG_TOMBSTONE_S * hz);
+}
 
-	s->id = sc->id;
-	snprintf(s->name, sizeof(s->name), "%s", sc->name);
-	s->vip = sc->vip;
-	s->port_be = rte_cpu_to_be_16(sc->port);
-	s->proto = sc->proto;
-	s->mode = sc->mode;
-	s->sched = sc->sched;
-	s->on_fail = sc->on_fail;
-	s->gue_port_be = rte_cpu_to_be_16(sc->gue_port ? sc->gue_port :
-					  (cfg->gue_port ? cfg->gue_port : 6080));
-
-	/* tombstones: backends of the old service that are not in the new
-	 * one, and old tombstones that have not timed out */
-	if (old_s != NULL) {
-		for (uint32_t i = 0; i < old_s->n_backends; i++) {
-			const struct fg_lb_backend *ob = &old_s->backends[i];
-			bool found = false;
-
-			for (uint32_t j = 0; j < n && !found; j++)
-				found = sc->backends[j].id == ob->id;
-			if (found)
-				continue;
-			if (ob->gone && now - ob->gone_tsc > FG_TOMBSTONE_S * hz)
-				continue;
-			n_tomb++;
-		}
-	}
-	s->n_live = n;
-	s->n_backends = n + n_tomb;
-	s->backends = rte_zmalloc("fg_lb_be",
-				  RTE_MAX(1u, s->n_backends) * sizeof(*s->backends), 0);
-	if (s->backends == NULL)
-		return -ENOMEM;
-	for (uint32_t j = 0; j < n; j++) {
-		const struct fg_backend_cfg *bc = &sc->backends[j];
-		struct fg_lb_backend *b = &s->backends[j];
-
-		if (bc->addr.family != sc->vip.family && sc->mode != FG_MODE_NAT) {
-			snprintf(err, err_len, "service %s: backend %u family differs "
-				 "from the VIP (DSR encapsulates in the VIP's family)",
-				 sc->name, bc->id);
-			return -EINVAL;
-		}
-		b->addr = bc->addr;
-		b->port_be = rte_cpu_to_be_16(bc->port ? bc->port : sc->port);
-		b->id = bc->id;
-		b->weight = bc->weight;
-		/* a backend the health checker marked down is built like a
-		 * drained one: out of Maglev and lc, so no new flows; its
-		 * existing flows still find it (on_fail keep; reset deletes
-		 * them, fg_control.c) */
-		b->health_down = bc->health_down;
-		b->usable = bc->weight > 0 && !bc->drained && !bc->health_down;
-		b->src = bc->src;
-	}
-	if (old_s != NULL) {
-		uint32_t k = n;
-
-		for (uint32_t i = 0; i < old_s->n_backends; i++) {
-			const struct fg_lb_backend *ob = &old_s->backends[i];
-			bool found = false;
-
-			for (uint32_t j = 0; j < n && !found; j++)
-				found = sc->backends[j].id == ob->id;
-			if (found)
-				continue;
-			if (ob->gone && now - ob->gone_tsc > FG_TOMBSTONE_S * hz)
-				continue;
-			s->backends[k] = *ob;
-			s->backends[k].usable = false;
-			if (!ob->gone) {
-				s->backends[k].gone = true;
-				s->backends[k].gone_tsc = now;
-			}
-			k++;
-		}
-	}
-	qsort(s->backends, s->n_backends, sizeof(*s->backends), cmp_backend_id);
-	for (uint32_t j = 1; j < n; j++)
-		if (s->backends[j].id == s->backends[j - 1].id) {
-			snprintf(err, err_len, "service %s: duplicate backend id %u",
-				 sc->name, s->backends[j].id);
-			return -EINVAL;
-		}
-
-	uint32_t max_id = 0;
-
-	for (uint32_t j = 0; j < s->n_backends; j++)
-		max_id = RTE_MAX(max_id, s->backends[j].id);
-	if (max_id < 65536) {
-		s->by_id = rte_zmalloc("fg_be_by_id", (max_id + 1) * sizeof(uint16_t), 0);
-		if (s->by_id == NULL)
-			return -ENOMEM;
-		for (uint32_t j = 0; j < s->n_backends; j++)
-			s->by_id[s->backends[j].id] = (uint16_t)(j + 1);
-		s->max_id = max_id;
-	}
-
-	/* Maglev over the usable backends */
+/* The service's Maglev table over its usable backends (the first @p n of
+ * s->backends are the configured ones), as backend indexes; all
+ * UINT32_MAX when none is usable. */
+static int service_maglev(struct fg_lb_service *s, const struct fg_service_cfg *sc,
+			  const struct fg_lb_service *old_s, uint32_t n, char *err, size_t err_len)
+{
 	uint32_t M = sc->maglev_size;
 
 	if (M == 0) {
@@ -370,11 +285,178 @@ static int build_service(struct fg_lb_service *s,
 		for (uint32_t i = 0; i < M; i++)
 			s->maglev[i] = map[s->maglev[i]];
 	}
+	if (rc == 0 && keep_prev(s, old_s) < 0)
+		rc = -ENOMEM;
 out:
 	free(w);
 	free(keys);
 	free(map);
 	return rc;
+}
+
+static int build_service(struct fg_lb_service *s,
+			 const struct fg_service_cfg *sc,
+			 const struct fg_lb_service *old_s,
+			 const struct fg_config *cfg, uint64_t now,
+			 uint64_t hz, char *err, size_t err_len)
+{
+	uint32_t n_tomb = 0, n = sc->n_backends;
+
+	s->id = sc->id;
+	snprintf(s->name, sizeof(s->name), "%s", sc->name);
+	s->vip = sc->vip;
+	s->port_be = rte_cpu_to_be_16(sc->port);
+	s->proto = sc->proto;
+	s->mode = sc->mode;
+	s->sched = sc->sched;
+	s->on_fail = sc->on_fail;
+	s->gue_port_be = rte_cpu_to_be_16(sc->gue_port ? sc->gue_port :
+					  (cfg->gue_port ? cfg->gue_port : FG_GUE_DEFAULT_PORT));
+
+	/* tombstones: backends of the old service that are not in the new
+	 * one, and old tombstones that have not timed out */
+	if (old_s != NULL) {
+		for (uint32_t i = 0; i < old_s->n_backends; i++) {
+			const struct fg_lb_backend *ob = &old_s->backends[i];
+
+			if (!tombstone_kept(ob, sc, now, hz))
+				continue;
+			n_tomb++;
+		}
+	}
+	s->n_live = n;
+	s->n_backends = n + n_tomb;
+	s->backends = rte_zmalloc("fg_lb_be",
+				  RTE_MAX(1u, s->n_backends) * sizeof(*s->backends), 0);
+	if (s->backends == NULL)
+		return -ENOMEM;
+	for (uint32_t j = 0; j < n; j++) {
+		const struct fg_backend_cfg *bc = &sc->backends[j];
+		struct fg_lb_backend *b = &s->backends[j];
+
+		if (bc->addr.family != sc->vip.family && sc->mode != FG_MODE_NAT) {
+			snprintf(err, err_len, "service %s: backend %u family differs "
+				 "from the VIP (DSR encapsulates in the VIP's family)",
+				 sc->name, bc->id);
+			return -EINVAL;
+		}
+		b->addr = bc->addr;
+		b->port_be = rte_cpu_to_be_16(bc->port ? bc->port : sc->port);
+		b->id = bc->id;
+		b->weight = bc->weight;
+		/* a backend the health checker marked down is built like a
+		 * drained one: out of Maglev and lc, so no new flows; its
+		 * existing flows still find it (on_fail keep; reset deletes
+		 * them, fg_control.c) */
+		b->health_down = bc->health_down;
+		b->usable = bc->weight > 0 && !bc->drained && !bc->health_down;
+		b->src = bc->src;
+	}
+	if (old_s != NULL) {
+		uint32_t k = n;
+
+		for (uint32_t i = 0; i < old_s->n_backends; i++) {
+			const struct fg_lb_backend *ob = &old_s->backends[i];
+
+			if (!tombstone_kept(ob, sc, now, hz))
+				continue;
+			s->backends[k] = *ob;
+			s->backends[k].usable = false;
+			if (!ob->gone) {
+				s->backends[k].gone = true;
+				s->backends[k].gone_tsc = now;
+			}
+			k++;
+		}
+	}
+	qsort(s->backends, s->n_backends, sizeof(*s->backends), cmp_backend_id);
+	for (uint32_t j = 1; j < n; j++)
+		if (s->backends[j].id == s->backends[j - 1].id) {
+			snprintf(err, err_len, "service %s: duplicate backend id %u",
+				 sc->name, s->backends[j].id);
+			return -EINVAL;
+		}
+
+	uint32_t max_id = 0;
+
+	for (uint32_t j = 0; j < s->n_backends; j++)
+		max_id = RTE_MAX(max_id, s->backends[j].id);
+	if (max_id < 65536) {
+		s->by_id = rte_zmalloc("fg_be_by_id", (max_id + 1) * sizeof(uint16_t), 0);
+		if (s->by_id == NULL)
+			return -ENOMEM;
+		for (uint32_t j = 0; j < s->n_backends; j++)
+			s->by_id[s->backends[j].id] = (uint16_t)(j + 1);
+		s->max_id = max_id;
+	}
+
+	return service_maglev(s, sc, old_s, n, err, err_len);
+}
+
+/* The usable set of @p a and @p b (ids, weights, Maglev keys, table
+ * size) is the same: their Maglev tables are identical. */
+static bool same_usable(const struct fg_lb_service *a,
+			const struct fg_lb_service *b)
+{
+	uint32_t i = 0, j = 0;
+
+	if (a->maglev_size != b->maglev_size || a->n_usable != b->n_usable)
+		return false;
+	for (;;) {
+		while (i < a->n_backends && !a->backends[i].usable)
+			i++;
+		while (j < b->n_backends && !b->backends[j].usable)
+			j++;
+		if (i == a->n_backends || j == b->n_backends)
+			return i == a->n_backends && j == b->n_backends;
+		if (a->backends[i].id != b->backends[j].id ||
+		    a->backends[i].weight != b->backends[j].weight ||
+		    backend_key(&a->backends[i]) != backend_key(&b->backends[j]))
+			return false;
+		i++;
+		j++;
+	}
+}
+
+/*
+ * Second chance: @p s keeps, as backend ids, the Maglev table in force
+ * before the last change of its usable set: @p old_s's own table when the
+ * set changed now, else @p old_s's previous one.  Off the fast path (a
+ * copy of M words per rebuild of a dsr-gue Maglev service).
+ */
+static int keep_prev(struct fg_lb_service *s, const struct fg_lb_service *old_s)
+{
+	const uint32_t *src;
+	uint32_t M;
+
+	if (old_s == NULL || s->mode != FG_MODE_DSR_GUE ||
+	    s->sched != FG_SCHED_MAGLEV || old_s->mode != s->mode ||
+	    old_s->sched != s->sched)
+		return 0;
+	if (same_usable(s, old_s)) {
+		if (old_s->prev_maglev == NULL)
+			return 0;
+		M = old_s->prev_size;
+		src = old_s->prev_maglev;
+	} else {
+		M = old_s->maglev_size;
+		src = NULL;
+	}
+	s->prev_maglev = rte_malloc("fg_maglev_prev", (size_t)M * sizeof(uint32_t), 0);
+	if (s->prev_maglev == NULL)
+		return -ENOMEM;
+	s->prev_size = M;
+	if (src != NULL) {
+		memcpy(s->prev_maglev, src, (size_t)M * sizeof(uint32_t));
+		return 0;
+	}
+	for (uint32_t i = 0; i < M; i++) {
+		uint32_t bi = old_s->maglev[i];
+
+		s->prev_maglev[i] = bi == UINT32_MAX ? UINT32_MAX :
+				    old_s->backends[bi].id;
+	}
+	return 0;
 }
 
 static const struct fg_lb_service *old_service(const struct fg_lb_table *old,
@@ -383,6 +465,54 @@ static const struct fg_lb_service *old_service(const struct fg_lb_table *old,
 	if (old == NULL || old->svc_by_id[id & 0xffff] == 0)
 		return NULL;
 	return &old->services[old->svc_by_id[id & 0xffff] - 1];
+}
+
+/* Outer source address of each backend (its own src, else the first
+ * local address of its family on a port) and its counter row. */
+static int backends_src(struct fg_lb_service *s, const struct fg_service_cfg *sc,
+			const struct fg_port_cfg *ports, uint32_t n_ports,
+			uint32_t *n_be, char *err, size_t err_len)
+{
+	for (uint32_t j = 0; j < s->n_backends; j++) {
+		struct fg_lb_backend *b = &s->backends[j];
+
+		if (b->src.family == 0) {
+			const struct fg_addr *l = port_local(ports, n_ports,
+							     b->addr.family);
+			if (l)
+				b->src = *l;
+		}
+		if (b->src.family == 0 && sc->mode != FG_MODE_NAT) {
+			snprintf(err, err_len, "service %s: DSR needs an outer "
+				 "source: give backend %u a src or a port a "
+				 "local address of its family", sc->name, b->id);
+			return -EINVAL;
+		}
+		b->stat_idx = (*n_be)++;
+	}
+	return 0;
+}
+
+/* Service @p i into the (VIP, port, proto) open-addressing table. */
+static void svc_slot_add(struct fg_lb_table *t, const struct fg_service_cfg *sc,
+			 uint16_t port_be, uint32_t i)
+{
+	uint32_t h = lb_hash(sc->vip.family, sc->vip.bytes,
+			     ((uint32_t)port_be << 8) | sc->proto);
+
+	for (uint32_t k = h & t->svc_mask;; k = (k + 1) & t->svc_mask) {
+		struct fg_lb_svc_slot *sl = &t->svc_slots[k];
+
+		if (sl->used)
+			continue;
+		sl->used = 1;
+		sl->family = sc->vip.family;
+		sl->proto = sc->proto;
+		sl->port_be = port_be;
+		sl->svc = i;
+		memcpy(sl->addr, sc->vip.bytes, addr_len(sc->vip.family));
+		return;
+	}
 }
 
 int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old,
@@ -457,42 +587,12 @@ int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old
 			rc = -EINVAL;
 			goto fail;
 		}
-		for (uint32_t j = 0; j < s->n_backends; j++) {
-			struct fg_lb_backend *b = &s->backends[j];
-
-			if (b->src.family == 0) {
-				const struct fg_addr *l = port_local(ports, cfg->n_ports,
-								     b->addr.family);
-				if (l)
-					b->src = *l;
-			}
-			if (b->src.family == 0 && sc->mode != FG_MODE_NAT) {
-				snprintf(err, err_len, "service %s: DSR needs an outer "
-					 "source: give backend %u a src or a port a "
-					 "local address of its family", sc->name, b->id);
-				rc = -EINVAL;
-				goto fail;
-			}
-			b->stat_idx = n_be++;
-		}
+		rc = backends_src(s, sc, ports, cfg->n_ports, &n_be, err, err_len);
+		if (rc < 0)
+			goto fail;
 		s->stat_idx = i;
 		t->svc_by_id[sc->id] = i + 1;
-
-		uint32_t h = lb_hash(sc->vip.family, sc->vip.bytes,
-				     ((uint32_t)s->port_be << 8) | sc->proto);
-		for (uint32_t k = h & t->svc_mask;; k = (k + 1) & t->svc_mask) {
-			struct fg_lb_svc_slot *sl = &t->svc_slots[k];
-
-			if (sl->used)
-				continue;
-			sl->used = 1;
-			sl->family = sc->vip.family;
-			sl->proto = sc->proto;
-			sl->port_be = s->port_be;
-			sl->svc = i;
-			memcpy(sl->addr, sc->vip.bytes, addr_len(sc->vip.family));
-			break;
-		}
+		svc_slot_add(t, sc, s->port_be, i);
 	}
 	t->n_stat_backends = n_be;
 
@@ -526,7 +626,11 @@ int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old
 				  FG_SC_MAX * sizeof(uint64_t), 0);
 	t->base_be = rte_zmalloc("fg_lb_bbe", RTE_MAX(1u, n_be) * FG_BC_MAX *
 				 sizeof(uint64_t), 0);
-	if (t->base_svc == NULL || t->base_be == NULL)
+	t->n_workers = n_workers;
+	t->base_core_svc = rte_zmalloc("fg_lb_bcsvc", RTE_MAX(1u, n_workers) *
+				       RTE_MAX(1u, t->n_services) * FG_SC_MAX *
+				       sizeof(uint64_t), 0);
+	if (t->base_svc == NULL || t->base_be == NULL || t->base_core_svc == NULL)
 		goto fail_nomem;
 	*out = t;
 	return 0;
@@ -548,6 +652,14 @@ uint64_t fg_lb_svc_counter(const struct fg_lb_table *t, unsigned int n_workers,
 	for (unsigned int w = 0; w < n_workers; w++)
 		sum += t->core[w].svc[s->stat_idx * FG_SC_MAX + c];
 	return sum;
+}
+
+uint64_t fg_lb_svc_core_counter(const struct fg_lb_table *t, unsigned int worker,
+				const struct fg_lb_service *s, enum fg_service_counter c)
+{
+	size_t row = ((size_t)worker * t->n_services + s->stat_idx) * FG_SC_MAX + c;
+
+	return t->base_core_svc[row] + t->core[worker].svc[s->stat_idx * FG_SC_MAX + c];
 }
 
 uint64_t fg_lb_be_counter(const struct fg_lb_table *t, unsigned int n_workers,
@@ -574,6 +686,11 @@ static void carry_counters(struct fg_lb_table *nt, const struct fg_lb_table *ot,
 		for (unsigned int c = 0; c < FG_SC_MAX; c++)
 			nt->base_svc[s->stat_idx * FG_SC_MAX + c] +=
 				fg_lb_svc_counter(ot, n_workers, os, c);
+		for (unsigned int w = 0; w < n_workers; w++)
+			for (unsigned int c = 0; c < FG_SC_MAX; c++)
+				nt->base_core_svc[((size_t)w * nt->n_services + s->stat_idx) *
+						  FG_SC_MAX + c] +=
+					fg_lb_svc_core_counter(ot, w, os, c);
 		for (uint32_t j = 0; j < s->n_backends; j++) {
 			const struct fg_lb_backend *ob =
 				fg_lb_backend_find(os, s->backends[j].id);
@@ -590,7 +707,7 @@ static void carry_counters(struct fg_lb_table *nt, const struct fg_lb_table *ot,
 int fg_dp_apply_config(struct fg_dp *dp, const struct fg_config *cfg,
 		       char *err, size_t err_len)
 {
-	struct fg_lb_table *nt = NULL, *ot = dp->lb;
+	struct fg_lb_table *nt = NULL, *ot;
 	struct fg_port_cfg ports[FG_MAX_PORTS];
 	int rc;
 
@@ -601,12 +718,10 @@ int fg_dp_apply_config(struct fg_dp *dp, const struct fg_config *cfg,
 	struct fg_config tmp = *cfg;
 
 	tmp.n_ports = dp->n_ports;
-	rc = fg_lb_table_build(&tmp, ot, dp->n_workers, ports, &nt, err, err_len);
+	rc = fg_lb_table_build(&tmp, dp->lb, dp->n_workers, ports, &nt, err, err_len);
 	if (rc < 0)
 		return rc;
-	__atomic_store_n(&dp->lb, nt, __ATOMIC_RELEASE);
-	if (dp->qsbr != NULL)
-		rte_rcu_qsbr_synchronize(dp->qsbr, RTE_QSBR_THRID_INVALID);
+	ot = fg_rcu_publish(dp->qsbr, &dp->lb, nt);
 	if (ot != NULL) {
 		carry_counters(nt, ot, dp->n_workers);
 		fg_lb_table_free(ot);

@@ -25,7 +25,7 @@
 
 #include <rte_version.h>
 
-#include "fg_dp.h"
+#include "fg_dp_private.h"
 #include "fg_metrics.h"
 #include "fg_stats.h"
 
@@ -134,7 +134,7 @@ static void render_cores(FILE *f, const struct fg_stats_snap *sn)
 				sn->core[i].dc[c]);
 	}
 	family(f, "flowgate_drops_total", "counter",
-	       "packets dropped, by core and reason (dataplane/lib/fg_counters.h)");
+	       "packets dropped, by core and reason (pkt/fg_counters.h)");
 	for (unsigned int i = 0; i < sn->n_workers; i++)
 		for (int r = 1; r < FG_DROP_MAX; r++)
 			fprintf(f, "flowgate_drops_total{core=\"%u\",reason=\"%s\"} %"
@@ -261,6 +261,16 @@ static void render_backends(FILE *f, const struct fg_stats_snap *sn)
 				"state=\"%s\"} %d\n", lv.service, lv.backend,
 				fg_stats_backend_state_names[st], (int)b->state == st);
 	}
+	family(f, "flowgate_backend_connections", "gauge",
+	       "tracked flows of the backend by state: active = ESTABLISHED (ipvsadm "
+	       "ActiveConn), inactive = any other state (InActConn)");
+	FOR_EACH_BACKEND(sn, s, b) {
+		backend_labels(s, b, &lv);
+		fprintf(f, "flowgate_backend_connections{service=\"%s\",backend=\"%s\","
+			"state=\"active\"} %" PRIu64 "\n", lv.service, lv.backend, b->active);
+		fprintf(f, "flowgate_backend_connections{service=\"%s\",backend=\"%s\","
+			"state=\"inactive\"} %" PRIu64 "\n", lv.service, lv.backend, b->inactive);
+	}
 	family(f, "flowgate_backend_health_checks_total", "counter",
 	       "health-check probes of the backend, by result (checked backends only)");
 	FOR_EACH_BACKEND(sn, s, b) {
@@ -273,6 +283,63 @@ static void render_backends(FILE *f, const struct fg_stats_snap *sn)
 		fprintf(f, "flowgate_backend_health_checks_total{service=\"%s\",backend=\"%s\","
 			"result=\"failure\"} %" PRIu64 "\n", lv.service, lv.backend,
 			b->hc_failures);
+	}
+	family(f, "flowgate_backend_load_score", "gauge",
+	       "maglev-load: the worker's load score from its own metrics (health metrics backends)");
+	FOR_EACH_BACKEND(sn, s, b) {
+		if (!b->has_load)
+			continue;
+		backend_labels(s, b, &lv);
+		fprintf(f, "flowgate_backend_load_score{service=\"%s\",backend=\"%s\"} %.3f\n",
+			lv.service, lv.backend, (double)b->load.score_milli / 1000.0);
+	}
+	family(f, "flowgate_backend_load_age_seconds", "gauge",
+	       "age of the worker's last good metrics scrape (+Inf: never)");
+	FOR_EACH_BACKEND(sn, s, b) {
+		if (!b->has_load)
+			continue;
+		backend_labels(s, b, &lv);
+		if (b->load.ever)
+			fprintf(f, "flowgate_backend_load_age_seconds{service=\"%s\",backend=\"%s\"} "
+				"%.3f\n", lv.service, lv.backend, (double)b->load.age_ms / 1000.0);
+		else
+			fprintf(f, "flowgate_backend_load_age_seconds{service=\"%s\",backend=\"%s\"} "
+				"+Inf\n", lv.service, lv.backend);
+	}
+	family(f, "flowgate_backend_load_state", "gauge",
+	       "1 for the worker's load-signal state (fresh, saturated, stale, never), 0 for the others");
+	FOR_EACH_BACKEND(sn, s, b) {
+		static const char *const st[] = { "fresh", "saturated", "stale", "never" };
+
+		if (!b->has_load)
+			continue;
+		backend_labels(s, b, &lv);
+		for (unsigned int k = 0; k < 4; k++)
+			fprintf(f, "flowgate_backend_load_state{service=\"%s\",backend=\"%s\","
+				"state=\"%s\"} %d\n", lv.service, lv.backend, st[k],
+				!strcmp(fg_stats_load_state(b), st[k]));
+	}
+	family(f, "flowgate_backend_load_series", "gauge",
+	       "the raw series the worker's load score is made of, as last scraped");
+	FOR_EACH_BACKEND(sn, s, b) {
+		if (!b->has_load || !b->load.ever)
+			continue;
+		backend_labels(s, b, &lv);
+		for (uint32_t k = 0; k < b->load.n_series; k++)
+			fprintf(f, "flowgate_backend_load_series{service=\"%s\",backend=\"%s\","
+				"series=\"%s\"} %.17g\n", lv.service, lv.backend,
+				b->load.series[k], b->load.raw[k]);
+	}
+	family(f, "flowgate_backend_load_scrapes_total", "counter",
+	       "metrics scrapes of the worker, by outcome (every outcome but scrapes_ok leaves the signal stale)");
+	FOR_EACH_BACKEND(sn, s, b) {
+		if (!b->has_load)
+			continue;
+		backend_labels(s, b, &lv);
+		for (unsigned int k = 0; k < FG_LS_MAX; k++)
+			fprintf(f, "flowgate_backend_load_scrapes_total{service=\"%s\",backend=\"%s\","
+				"outcome=\"%s\"} %" PRIu64 "\n", lv.service, lv.backend,
+				fg_loadsig_counter_names[k], b->load.ls[k]);
 	}
 	for (int c = 0; c < FG_BC_MAX; c++) {
 		family3(f, name, sizeof(name), "flowgate_backend_",

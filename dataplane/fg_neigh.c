@@ -11,7 +11,7 @@
  * FG_NEIGH_SOLICIT_WINDOW_S seconds; anything from a configured gateway.
  * Learned entries age out FG_NEIGH_AGE_S after their last confirmation;
  * from 3/4 of that they are stale, and the workers that use them solicit
- * them again (fg_worker.c, next_hop_slow), so a live neighbour is
+ * them again (fg_neigh_next_hop_slow below), so a live neighbour is
  * confirmed before it expires.  The ageing check runs on the main lcore
  * and rebuilds the table only when an entry is due.
  */
@@ -22,7 +22,9 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
-#include "fg_dp.h"
+#include "fg_rcu.h"
+#include "fg_worker_private.h"
+#include "fg_xlate.h"
 
 /* One lookup per forwarded packet: a multiplicative mix, not CRC. */
 static inline uint32_t neigh_hash(uint8_t family, const void *addr)
@@ -220,10 +222,298 @@ void fg_dp_neigh_poll(struct fg_dp *dp)
 	struct fg_neigh_table *nt = fg_neigh_table_build_aged(dp->cfg, old, add, k,
 							      now, dp->neigh_age);
 
-	if (nt != NULL) {
-		__atomic_store_n(&dp->neigh, nt, __ATOMIC_RELEASE);
-		rte_rcu_qsbr_synchronize(dp->qsbr, RTE_QSBR_THRID_INVALID);
-		fg_neigh_table_free(old);
-	}
+	if (nt != NULL)
+		fg_neigh_table_free(fg_rcu_publish(dp->qsbr, &dp->neigh, nt));
 	pthread_mutex_unlock(&dp->cfg_lock);
+}
+
+/* ------------------------------------------------ worker side: resolution */
+
+/* True when this worker solicited @p addr less than a second ago. */
+static inline bool solicit_recent(const struct fg_worker *w, uint8_t af,
+				  const uint8_t *addr, uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1);
+
+	for (uint32_t i = 0; i < FG_SOLICIT_WAYS; i++)
+		if (memcmp(w->solicit_addr[set][i], addr, alen) == 0)
+			return now - w->solicit_tsc[set][i] < w->dp->hz;
+	return false;
+}
+
+static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
+		    const uint8_t *addr, uint64_t now)
+{
+	struct fg_port *pt = &w->dp->ports[port];
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1), way = 0;
+	struct rte_mbuf *m;
+	int rc;
+
+	for (uint32_t i = 0; i < FG_SOLICIT_WAYS; i++) {
+		if (memcmp(w->solicit_addr[set][i], addr, alen) == 0) {
+			if (now - w->solicit_tsc[set][i] < w->dp->hz)
+				return;
+			way = i;
+			break;
+		}
+		if (w->solicit_tsc[set][i] < w->solicit_tsc[set][way])
+			way = i;   /* else the oldest */
+	}
+	memcpy(w->solicit_addr[set][way], addr, alen);
+	w->solicit_tsc[set][way] = now;
+	m = rte_pktmbuf_alloc(w->dp->pool[rte_socket_id() < RTE_MAX_NUMA_NODES ?
+							  rte_socket_id() : 0]);
+	if (m == NULL)
+		return;
+	/* the port's first local address of the family is the sender (none:
+	 * an ARP probe from 0.0.0.0; IPv6 needs a source) */
+	const struct fg_addr *src = NULL;
+
+	for (uint32_t i = 0; i < pt->cfg.n_local && !src; i++)
+		if (pt->cfg.local[i].family == af)
+			src = &pt->cfg.local[i];
+	uint32_t len = af == AF_INET ? FG_XLATE_ARP_REQUEST_LEN : FG_XLATE_ND_SOLICIT_LEN;
+	uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)len);
+
+	if (d == NULL)
+		rc = -ENOSPC;
+	else if (af == AF_INET)
+		rc = fg_xlate_arp_request(d, len, pt->mac.addr_bytes,
+					  src ? src->bytes : NULL, addr);
+	else if (src != NULL)
+		rc = fg_xlate_nd_solicit(d, len, pt->mac.addr_bytes, src->bytes, addr);
+	else
+		rc = -EADDRNOTAVAIL;
+	if (rc < 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	w->dc[FG_DC_arp_requests]++;
+	fg_worker_tx(w, port, m);
+}
+
+bool fg_neigh_next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
+			  uint8_t af, const uint8_t *addr, uint16_t *port,
+			  const struct rte_ether_addr **mac, uint64_t now)
+{
+	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
+
+	if (likely(e != NULL)) {
+		/* ageing: confirm it before it expires (once per table
+		 * generation and worker: this runs on next-hop cache misses) */
+		if (unlikely(e->stale))
+			solicit(w, e->port, af, addr, now);
+		*port = e->port;
+		*mac = &e->mac;
+		return true;
+	}
+	for (unsigned int p = 0; p < w->dp->n_ports; p++) {
+		const struct fg_addr *gw = af == AF_INET6 ?
+			&w->dp->ports[p].cfg.gateway6 : &w->dp->ports[p].cfg.gateway;
+
+		if (gw->family != af)
+			continue;
+		e = fg_neigh_lookup(nt, af, gw->bytes);
+		if (e != NULL) {
+			if (unlikely(e->stale))
+				solicit(w, e->port, af, gw->bytes, now);
+			*port = e->port;
+			*mac = &e->mac;
+			return true;
+		}
+		solicit(w, p, af, gw->bytes, now);
+		return false;
+	}
+	/* on-link guess: ask on every port */
+	for (unsigned int p = 0; p < w->dp->n_ports; p++)
+		solicit(w, p, af, addr, now);
+	return false;
+}
+
+/* True when some worker solicited @p addr in the last
+ * FG_NEIGH_SOLICIT_WINDOW_S seconds (its solicit cache; other workers'
+ * caches are read racily, see struct fg_worker). */
+static bool solicited(const struct fg_worker *w, uint8_t af, const uint8_t *addr,
+		      uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1);
+	uint64_t win = FG_NEIGH_SOLICIT_WINDOW_S * w->dp->hz;
+
+	for (unsigned int i = 0; i < w->dp->n_workers; i++) {
+		const struct fg_worker *o = w->dp->workers[i];
+
+		if (o == NULL)
+			continue;
+		for (uint32_t k = 0; k < FG_SOLICIT_WAYS; k++)
+			if (memcmp(o->solicit_addr[set][k], addr, alen) == 0 &&
+			    (int64_t)(now - o->solicit_tsc[set][k]) < (int64_t)win)
+				return true;
+	}
+	return false;
+}
+
+/* A configured gateway of @p port: learned from anything it sends
+ * (gratuitous ARP / unsolicited NA after a failover). */
+static bool is_gateway(const struct fg_worker *w, uint8_t af, const uint8_t *addr,
+		       uint16_t port)
+{
+	const struct fg_port_cfg *pc = &w->dp->ports[port].cfg;
+	const struct fg_addr *gw = af == AF_INET6 ? &pc->gateway6 : &pc->gateway;
+
+	return gw->family == af && memcmp(gw->bytes, addr, af == AF_INET6 ? 16 : 4) == 0;
+}
+
+/*
+ * Posts a neighbour for the main lcore to publish, if it may be learned:
+ * a reply (@p reply: ARP reply / NA) to our own solicitation, or anything
+ * from a configured gateway.  Requests from other hosts are answered but
+ * never learned: 5,000 spoofed requests used to fill the table for good
+ * (issue 9, defect 4).
+ */
+static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
+		  uint8_t af, const uint8_t *addr, const uint8_t *mac,
+		  uint16_t port, bool reply, uint64_t now)
+{
+	const struct fg_neigh_entry *e = fg_neigh_lookup(nt, af, addr);
+	struct fg_neigh_learn l;
+
+	if (e != NULL && (e->is_static ||
+			  (memcmp(e->mac.addr_bytes, mac, 6) == 0 && e->port == port &&
+			   !e->stale)))
+		return;
+	if (!is_gateway(w, af, addr, port)) {
+		if (!reply)
+			return;
+		if (!solicited(w, af, addr, now)) {
+			w->dc[FG_DC_neigh_unsolicited]++;
+			return;
+		}
+	}
+	if (e == NULL && nt != NULL && nt->count >= FG_NEIGH_MAX) {
+		w->dc[FG_DC_neigh_table_full]++;
+		return;
+	}
+	memset(&l, 0, sizeof(l));
+	l.family = af;
+	l.port = (uint8_t)port;
+	memcpy(l.addr, addr, af == AF_INET6 ? 16 : 4);
+	memcpy(l.mac.addr_bytes, mac, 6);
+	if (rte_ring_enqueue_elem(w->dp->learn_ring, &l, sizeof(l)) == 0)
+		w->dc[FG_DC_neigh_learned]++;
+	else
+		w->dc[FG_DC_neigh_learn_full]++;
+}
+
+void fg_neigh_arp_input(struct fg_worker *w, const struct fg_lb_table *lb,
+		       const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		       struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now)
+{
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	uint16_t port = m->port;
+
+	if (p->key.k4.saddr != 0)
+		learn(w, nt, AF_INET, (const uint8_t *)&p->key.k4.saddr,
+		      d + p->l3_off + 8, port, p->flags & FG_PF_ARP_REPLY, now);
+	if (p->flags & FG_PF_ARP_REPLY) {
+		fg_worker_consumed_reply(w, o, m);   /* learned above */
+		return;
+	}
+	if (fg_lb_addr_kind(lb, AF_INET, &p->key.k4.daddr) == 0) {
+		fg_worker_drop(w, o, m, FG_DROP_arp_not_ours);
+		return;
+	}
+	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
+			     rte_pktmbuf_tailroom(m)};
+	int len = fg_xlate_arp_reply(&f, p, w->dp->ports[port].mac.addr_bytes);
+
+	if (len < 0) {
+		fg_worker_drop(w, o, m, FG_DROP_arp_malformed);
+		return;
+	}
+	w->cc[FG_CC_arp_replies]++;
+	fg_worker_tx(w, port, m);
+}
+
+/* Source / target link-layer address option of an NS / NA, or NULL. */
+static const uint8_t *nd_lladdr(const uint8_t *d, uint32_t len,
+				const struct fg_pkt *p, uint8_t type)
+{
+	uint32_t off = p->l4_off + 24;
+	uint32_t end = RTE_MIN(len, (uint32_t)p->l3_off + p->l3_len);
+
+	for (int i = 0; i < 8 && off + 8 <= end; i++) {
+		uint32_t olen = d[off + 1] * 8u;
+
+		if (olen == 0)
+			return NULL;
+		if (d[off] == type && olen >= 8)
+			return d + off + 2;
+		off += olen;
+	}
+	return NULL;
+}
+
+void fg_neigh_nd_input(struct fg_worker *w, const struct fg_lb_table *lb,
+		      const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		      struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now)
+{
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+	uint16_t port = m->port;
+	static const uint8_t zero[16];
+
+	if (p->flags & FG_PF_ND_ADVERT) {
+		const uint8_t *ll = nd_lladdr(d, m->data_len, p, 2);
+
+		if (ll)
+			learn(w, nt, AF_INET6, p->key.k6.daddr, ll, port, true, now);
+		fg_worker_consumed_reply(w, o, m);
+		return;
+	}
+	if (memcmp(p->key.k6.saddr, zero, 16) != 0) {
+		const uint8_t *ll = nd_lladdr(d, m->data_len, p, 1);
+
+		if (ll)
+			learn(w, nt, AF_INET6, p->key.k6.saddr, ll, port, false, now);
+	}
+	if (fg_lb_addr_kind(lb, AF_INET6, p->key.k6.daddr) == 0) {
+		fg_worker_drop(w, o, m, FG_DROP_arp_not_ours);
+		return;
+	}
+	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
+			     rte_pktmbuf_tailroom(m)};
+	int len = fg_xlate_nd_advert(&f, p, w->dp->ports[port].mac.addr_bytes);
+
+	if (len < 0) {
+		fg_worker_drop(w, o, m, len == -ENOSPC ? FG_DROP_no_headroom : FG_DROP_nd_malformed);
+		return;
+	}
+	m->data_len = m->pkt_len = len;
+	w->cc[FG_CC_nd_adverts]++;
+	fg_worker_tx(w, port, m);
+}
+
+/*
+ * NAT without a gateway: the replies of a new flow go to its client on the
+ * link, whose MAC is learned only from a reply to our own solicitation
+ * (learn(): requests are never learned, issue 9 defect 4).  Soliciting
+ * when the first reply needs the MAC dropped that reply (no_neighbor) on
+ * every new on-link client; soliciting now, when the flow opens, has the
+ * client's answer learned a round trip before the backend's first reply.
+ * It sends nothing that the first reply would not have sent (the same
+ * solicit(), same per-address limit), and a spoofed source learns nothing:
+ * only a host that answers for the address does.
+ */
+void fg_neigh_resolve_client(struct fg_worker *w, const struct fg_neigh_table *nt,
+			       uint8_t af, const uint8_t *client, uint64_t now)
+{
+	const struct rte_ether_addr *mac;
+	uint16_t port;
+
+	/* a client's flows come in runs: its first one asked already */
+	if (solicit_recent(w, af, client, now))
+		return;
+	(void)fg_neigh_next_hop(w, nt, af, client, &port, &mac, now);
 }

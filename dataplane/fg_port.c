@@ -17,7 +17,8 @@
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_worker_private.h"
 
 static int pool_for_socket(struct fg_dp *dp, int socket, unsigned int n_mbufs)
 {

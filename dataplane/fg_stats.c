@@ -17,9 +17,11 @@
 #include <rte_telemetry.h>
 
 #include "fg_config_parse.h"
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_worker_private.h"
 #include "fg_proto.h"
 #include "fg_stats.h"
+#include "fg_load.h"
 
 const char *const fg_stats_backend_state_names[FG_STATS_BE_MAX] = {
 #define FG_X(n, d) #n,
@@ -38,6 +40,15 @@ const char *const fg_dp_counter_help[FG_DC_MAX] = {
 	FG_DP_COUNTER_LIST(FG_X)
 #undef FG_X
 };
+
+const char *fg_stats_load_state(const struct fg_stats_backend *b)
+{
+	if (!b->has_load)
+		return "none";
+	if (!b->load.fresh)
+		return b->load.ever ? "stale" : "never";
+	return b->load.saturated ? "saturated" : "fresh";
+}
 
 enum fg_stats_backend_state fg_stats_backend_state(const struct fg_lb_backend *b)
 {
@@ -74,6 +85,18 @@ static void core_add(struct fg_stats_core *sum, const struct fg_stats_core *c)
 	}
 }
 
+void fg_stats_conns(const uint64_t *c, uint64_t *active, uint64_t *inactive)
+{
+	uint64_t open = c[FG_BC_conns_opened], closed = c[FG_BC_conns_closed];
+	uint64_t est = c[FG_BC_conns_established], unest = c[FG_BC_conns_unestablished];
+	uint64_t all = open > closed ? open - closed : 0;
+
+	*active = est > unest ? est - unest : 0;
+	if (*active > all)
+		*active = all;
+	*inactive = all - *active;
+}
+
 static void service_fill(const struct fg_lb_table *lb, unsigned int n_workers,
 			 const struct fg_lb_service *s, struct fg_stats_service *o)
 {
@@ -100,6 +123,9 @@ static void service_fill(const struct fg_lb_table *lb, unsigned int n_workers,
 		fg_addr_format(&b->addr, ob->addr_str, sizeof(ob->addr_str));
 		for (int c = 0; c < FG_BC_MAX; c++)
 			ob->c[c] = fg_lb_be_counter(lb, n_workers, b, c);
+		fg_stats_conns(ob->c, &ob->active, &ob->inactive);
+		o->active += ob->active;
+		o->inactive += ob->inactive;
 	}
 }
 
@@ -158,6 +184,19 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 		}
 		o->n_backends = s->n_backends;
 		service_fill(lb, dp->n_workers, s, o);
+		if (flags & FG_STATS_SNAP_SVC_CORE) {
+			o->core_c = calloc((size_t)dp->n_workers * FG_SC_MAX + 1,
+					   sizeof(uint64_t));
+			if (o->core_c == NULL) {
+				sn->n_services = ++k;
+				rc = -ENOMEM;
+				break;
+			}
+			for (unsigned int w = 0; w < dp->n_workers; w++)
+				for (int c = 0; c < FG_SC_MAX; c++)
+					o->core_c[w * FG_SC_MAX + c] =
+						fg_lb_svc_core_counter(lb, w, s, c);
+		}
 		sn->n_services = ++k;
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
@@ -175,6 +214,9 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 				     fg_dp_health_counters(sn->services[i].id, b->id,
 							   &b->hc_successes,
 							   &b->hc_failures) == 0;
+			b->has_load = b->state != FG_STATS_BE_gone &&
+				      fg_dp_health_load(sn->services[i].id, b->id,
+							&b->load) == 0;
 		}
 	sn->has_ctl = fg_dp_ctl_counters(&sn->ctl) == 0;
 
@@ -190,8 +232,10 @@ void fg_stats_snap_free(struct fg_stats_snap *s)
 {
 	if (s == NULL)
 		return;
-	for (uint32_t i = 0; i < s->n_services; i++)
+	for (uint32_t i = 0; i < s->n_services; i++) {
 		free(s->services[i].backends);
+		free(s->services[i].core_c);
+	}
 	free(s->services);
 	free(s);
 }
@@ -294,6 +338,8 @@ static int tel_services(const char *cmd, const char *params,
 		rte_tel_data_add_dict_string(sd, "sched", s->sched);
 		rte_tel_data_add_dict_u64(sd, "backends", s->n_live);
 		rte_tel_data_add_dict_u64(sd, "usable_backends", s->n_usable);
+		rte_tel_data_add_dict_u64(sd, "active_conns", s->active);
+		rte_tel_data_add_dict_u64(sd, "inactive_conns", s->inactive);
 		for (int c = 0; c < FG_SC_MAX; c++)
 			rte_tel_data_add_dict_u64(sd, fg_service_counter_names[c], s->c[c]);
 		if (rte_tel_data_add_dict_container(d, key, sd, 0) < 0)
@@ -346,9 +392,26 @@ static int tel_backends(const char *cmd, const char *params,
 			rte_tel_data_add_dict_u64(bd, "weight", b->weight);
 			rte_tel_data_add_dict_string(bd, "state",
 						     fg_stats_backend_state_names[b->state]);
+			rte_tel_data_add_dict_u64(bd, "active_conns", b->active);
+			rte_tel_data_add_dict_u64(bd, "inactive_conns", b->inactive);
 			for (int c = 0; c < FG_BC_MAX; c++)
 				rte_tel_data_add_dict_u64(bd, fg_backend_counter_names[c],
 							  b->c[c]);
+			if (b->has_load) {
+				rte_tel_data_add_dict_string(bd, "load_state",
+							     fg_stats_load_state(b));
+				rte_tel_data_add_dict_u64(bd, "load_score_milli",
+							  b->load.score_milli);
+				rte_tel_data_add_dict_u64(bd, "load_age_ms",
+							  b->load.ever ? b->load.age_ms : 0);
+				for (uint32_t k = 0; k < b->load.n_series; k++) {
+					char sk[RTE_TEL_MAX_STRING_LEN];
+
+					if (fg_stats_key_escape(b->load.series[k], sk, sizeof(sk)) > 0)
+						rte_tel_data_add_dict_u64(bd, sk,
+							(uint64_t)(b->load.raw[k] * 1000.0 + 0.5));
+				}
+			}
 			if (rte_tel_data_add_dict_container(d, key, bd, 0) < 0)
 				rte_tel_data_free(bd);
 		}

@@ -29,7 +29,8 @@
 #include "ct.h"
 #include "fg_config.h"
 #include "fg_ctl_server.h"
-#include "fg_dp.h"
+#include "fg_dp_private.h"
+#include "fg_health.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +55,21 @@ extern const char *const fg_stats_backend_state_help[FG_STATS_BE_MAX];
 /** A backend's state from its table entry.  Pure, any thread. */
 enum fg_stats_backend_state fg_stats_backend_state(const struct fg_lb_backend *b);
 
+/**
+ * A backend's active (ESTABLISHED) and inactive (other states) tracked
+ * flows from its summed counters c[FG_BC_MAX]: opened - closed flows, of
+ * which established - unestablished are ESTABLISHED.  The counters are
+ * read racily one after another, so a flow changing state meanwhile can
+ * make a difference briefly negative: it reads 0.  Pure, any thread.
+ */
+void fg_stats_conns(const uint64_t *c, uint64_t *active, uint64_t *inactive);
+/** A backend's load-signal state as every reader names it: "fresh",
+ *  "saturated" (fresh, at or over the threshold), "stale" (the last scrape
+ *  failed or is older than the stale age), "never" (no good scrape yet),
+ *  "none" (not a `health metrics` backend).  Pure, any thread. */
+struct fg_stats_backend;
+const char *fg_stats_load_state(const struct fg_stats_backend *b);
+
 /** Daemon-only per-core counter help strings (FG_DP_COUNTER_LIST). */
 extern const char *const fg_dp_counter_help[FG_DC_MAX];
 
@@ -66,8 +82,14 @@ struct fg_stats_backend {
 	enum fg_stats_backend_state state;
 	uint64_t c[FG_BC_MAX];          /**< summed over cores + earlier tables */
 	char addr_str[64];              /**< fg_addr_format(addr) */
+	/** ipvsadm's ActiveConn / InActConn: tracked flows of the backend in
+	 *  ESTABLISHED / in any other state, from its conns_* counters
+	 *  (fg_stats_conns()) */
+	uint64_t active, inactive;
 	bool checked;                   /**< health-checked: hc_* are set */
 	uint64_t hc_successes, hc_failures; /**< health probes */
+	bool has_load;                  /**< `health metrics`: load is set */
+	struct fg_health_load load;     /**< the worker's load signal, aged now */
 };
 
 /** One service, with its backends (tombstones last). */
@@ -80,6 +102,10 @@ struct fg_stats_service {
 	const char *sched;              /**< fg_sched_name() */
 	uint32_t n_live, n_usable;
 	uint64_t c[FG_SC_MAX];
+	uint64_t active, inactive;      /**< sums of its backends' */
+	/** FG_STATS_SNAP_SVC_CORE: per worker [n_workers][FG_SC_MAX] (they
+	 *  sum to c[]); NULL otherwise */
+	uint64_t *core_c;
 	uint32_t n_backends;
 	struct fg_stats_backend *backends;
 };
@@ -115,6 +141,7 @@ struct fg_stats_snap {
 
 /** fg_stats_snap_take() flags. */
 #define FG_STATS_SNAP_CT 0x1u   /**< also each shard's conntrack counters */
+#define FG_STATS_SNAP_SVC_CORE 0x2u /**< also per-worker service counters */
 
 /**
  * Takes a snapshot.  Thread safety: any non-worker thread (control,

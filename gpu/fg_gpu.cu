@@ -145,11 +145,6 @@ const char *fg_gpu_mode_name(enum fg_gpu_mode m)
 	return m == FG_GPU_MODE_PERSISTENT ? "persistent" : "graph";
 }
 
-enum fg_gpu_mode fg_gpu_mode_get(const struct fg_gpu *g)
-{
-	return g->cfg.mode;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -649,25 +644,6 @@ int fg_gpu_services_set(struct fg_gpu *g, const struct fg_gpu_service *svcs,
 			return -EINVAL;
 	}
 	return with_kernel_stopped(g, do_services_set, &a);
-}
-
-static int do_reta_set(struct fg_gpu *g, const void *reta)
-{
-	int rc = 0;
-
-	memcpy(g->cfg.reta, reta, sizeof(g->cfg.reta));
-	CK(cudaMemcpyAsync(g->d_reta, g->cfg.reta, sizeof(g->cfg.reta),
-			   cudaMemcpyHostToDevice, g->stream));
-	CK(cudaStreamSynchronize(g->stream));
-fail:
-	return rc;
-}
-
-int fg_gpu_reta_set(struct fg_gpu *g, const uint16_t reta[FG_GPU_RETA_SIZE])
-{
-	if (g == NULL || reta == NULL)
-		return -EINVAL;
-	return with_kernel_stopped(g, do_reta_set, reta);
 }
 
 /* ---- bursts ------------------------------------------------------------ */

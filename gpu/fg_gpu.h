@@ -6,8 +6,8 @@
  *
  * For each frame the kernel produces exactly what the CPU path computes:
  *  - `pkt`     = fg_pkt_parse(frame, len) (same kind, drop reason, offsets,
- *                key with zeroed padding; see dataplane/lib/fg_pkt.h);
- *  - `sig`     = ct_hash_crc(&pkt.key, 16 or 48) (CRC32C, seed 0xF10A6A7E);
+ *                key with zeroed padding; see pkt/fg_pkt.h);
+ *  - `sig`     = ct_hash_crc(&pkt.key, 16 or 48) (CRC32C, seed CT_HASH_SEED);
  *  - `rss`     = fg_rss_hash(&pkt) (symmetric Toeplitz, key 0x6d5a...);
  *  - `worker`  = reta[rss % 128];
  *  - `service` = index of the first service whose (family, proto, VIP,
@@ -18,7 +18,7 @@
  * `service` and `backend` only for FG_PK_FLOW and FG_PK_ICMP_ERR (the
  * key's destination is the VIP).  Otherwise sig = rss = worker = 0,
  * service = FG_GPU_NO_SERVICE, backend = FG_GPU_NO_BACKEND, exactly as
- * fg_gpu_ref_one() (the CPU reference) defines.
+ * fg_gpu_ref_one() (the CPU reference, fg_gpu_ref.h) defines.
  *
  * Two launch modes (enum fg_gpu_mode):
  *  - FG_GPU_MODE_GRAPH: each burst is one CUDA Graph replay (descriptor /
@@ -194,12 +194,6 @@ int fg_gpu_services_set(struct fg_gpu *g, const struct fg_gpu_service *svcs,
 			uint32_t n, const uint32_t *tables, uint32_t n_entries);
 
 /**
- * Replaces the redirection table (worker = reta[rss % 128]).  Call between
- * bursts.  @return 0 or -EIO.
- */
-int fg_gpu_reta_set(struct fg_gpu *g, const uint16_t reta[FG_GPU_RETA_SIZE]);
-
-/**
  * Starts processing a burst.  Host frames are copied into the pinned
  * staging area before this returns (the caller may reuse its buffers);
  * device frames must stay valid until fg_gpu_burst_wait returns.
@@ -234,9 +228,6 @@ int fg_gpu_burst_wait(struct fg_gpu *g, const struct fg_gpu_result **res);
 int fg_gpu_burst_process(struct fg_gpu *g, const struct fg_gpu_frame *frames,
 			 uint32_t n, enum fg_gpu_mem mem,
 			 struct fg_gpu_result *out);
-
-/** Launch mode of a context. */
-enum fg_gpu_mode fg_gpu_mode_get(const struct fg_gpu *g);
 
 /** Name of a launch mode ("graph", "persistent"). */
 const char *fg_gpu_mode_name(enum fg_gpu_mode m);
@@ -290,40 +281,6 @@ uint64_t fg_gpu_last_gpu_span_ns(const struct fg_gpu *g);
 /** cudaMalloc / cudaFree wrappers for C callers.  @return 0, -ENOMEM, -EIO. */
 int fg_gpu_dev_alloc(size_t bytes, void **dev);
 void fg_gpu_dev_free(void *dev);
-
-/**
- * The CPU reference of one frame: fg_pkt_parse + ct_hash_crc +
- * fg_rss_hash + RETA + service match + Maglev, with the same rules as the
- * kernel.  Used by the tests (bit-for-bit comparison) and by the CPU
- * baseline of flowgate-bench gpu.  Thread safety: any thread.
- */
-void fg_gpu_ref_one(const uint8_t *frame, uint32_t len,
-		    const uint16_t reta[FG_GPU_RETA_SIZE],
-		    const struct fg_gpu_service *svcs, uint32_t n_svcs,
-		    const uint32_t *tables, struct fg_gpu_result *out);
-
-/* ---- synthetic producer (tests, bench; machines without GPUDirect) --- */
-
-/** fg_gpu_gen_frame() flags. */
-#define FG_GPU_GEN_VALID 0x1 /**< only well-formed 64-byte TCP/UDP frames */
-#define FG_GPU_GEN_FUZZ  0x2 /**< random headers, truncations, mutations */
-
-/**
- * Writes one synthetic Ethernet frame into @p buf.  FG_GPU_GEN_VALID: a
- * 64-byte IPv4 TCP/UDP frame (one in eight IPv6, 78 bytes), destination a
- * service VIP:port in 3 of 4 cases.  FG_GPU_GEN_FUZZ: every header the
- * parser knows (VLAN/QinQ, IPv4 options and fragments, IPv6 extension
- * chains, ICMP errors with embedded flows, ND, ARP, random ethertypes),
- * with random field values, random truncation and byte mutations; frames
- * up to @p room bytes (long IPv6 chains cross the kernel's 128-byte window).
- * Deterministic for a given *rng state.  Thread safety: any thread.
- * @param rng   xorshift state (non-zero), advanced.
- * @param room  bytes available at @p buf (>= 128).
- * @return frame length (0..room).
- */
-uint32_t fg_gpu_gen_frame(uint64_t *rng, uint8_t *buf, uint32_t room,
-			  const struct fg_gpu_service *svcs, uint32_t n_svcs,
-			  unsigned int flags);
 
 #ifdef __cplusplus
 }

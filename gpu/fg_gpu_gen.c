@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "fg_gpu.h"
+#include "fg_gpu_ref.h"
 
 static inline uint64_t rnd(uint64_t *s)
 {

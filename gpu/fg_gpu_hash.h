@@ -17,11 +17,11 @@
 extern "C" {
 #endif
 
-/** rte_hash_crc(words, 4 * nw, FG_GPU_CRC_SEED) with slice-by-4 tables. */
+/** rte_hash_crc(words, 4 * nw, CT_HASH_SEED) with slice-by-4 tables. */
 FG_HD uint32_t fg_gpu_crc32c_words(const uint32_t *w, unsigned int nw,
 				   const uint32_t (*crc)[256])
 {
-	uint32_t c = FG_GPU_CRC_SEED;
+	uint32_t c = CT_HASH_SEED;
 
 	for (unsigned int i = 0; i < nw; i++) {
 		c ^= w[i];

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * CUDA kernels of the GPU batch path: parse (a line-by-line mirror of
- * dataplane/lib/fg_pkt.c), CRC32C flow signature, symmetric Toeplitz,
- * RETA, service match and Maglev index.
+ * CUDA kernels of the GPU batch path: parse, CRC32C flow signature,
+ * symmetric Toeplitz, RETA, service match and Maglev index.
  *
- * The parser below must stay a mirror of fg_pkt_parse(): same checks in the
- * same order, same partial key writes on drop paths, so the 64-byte struct
- * fg_pkt is bit-identical.  tests/gpu compares every byte of every result
- * against the CPU on the fixtures and on >= 10M random frames.
+ * The parser is the CPU's own source, pkt/fg_pkt_parse.h, compiled here
+ * over a frame view instead of a pointer (the reader macros below), so the
+ * 64-byte struct fg_pkt is the CPU's by construction; tests/gpu still
+ * compares every byte of every result against the CPU on the fixtures and
+ * on >= 10M random frames (scripts/device-gpu.sh).
  *
  * Memory access: each thread first copies the first FG_GPU_WIN bytes of its
  * frame into a shared-memory window (4-byte loads when the frame is
@@ -24,20 +24,6 @@
 
 #include "fg_gpu_hash.h"
 #include "fg_gpu_private.h"
-
-#define ETH_HLEN 14u
-#define ET_IPV4 0x0800u
-#define ET_IPV6 0x86DDu
-#define ET_ARP 0x0806u
-#define ET_VLAN 0x8100u
-#define ET_QINQ 0x88A8u
-
-#define P_ICMP 1
-#define P_TCP 6
-#define P_UDP 17
-#define P_ESP 50
-#define P_AH 51
-#define P_ICMPV6 58
 
 /* Shared tables of one block. */
 struct fg_gpu_smem {
@@ -70,428 +56,42 @@ template <bool PERSIST> struct fview {
 	}
 };
 
+/* The parser's byte reader (see pkt/fg_pkt_parse.h) over a frame view. */
 template <bool P>
-__device__ __forceinline__ uint16_t rd16(const fview<P> &f, uint32_t o)
-{
-	return (uint16_t)((uint16_t)f[o] << 8 | f[o + 1]);
-}
-
-/* The bytes at o as a uint16_t in memory order (ld16 of fg_pkt.c). */
-template <bool P>
-__device__ __forceinline__ uint16_t ld16(const fview<P> &f, uint32_t o)
+__device__ __forceinline__ uint16_t fv_ld16(const fview<P> &f, uint32_t o)
 {
 	return (uint16_t)(f[o] | (uint16_t)f[o + 1] << 8);
 }
 
 template <bool P>
-__device__ __forceinline__ uint32_t ld32(const fview<P> &f, uint32_t o)
+__device__ __forceinline__ uint32_t fv_ld32(const fview<P> &f, uint32_t o)
 {
 	return (uint32_t)f[o] | (uint32_t)f[o + 1] << 8 |
 	       (uint32_t)f[o + 2] << 16 | (uint32_t)f[o + 3] << 24;
 }
 
 template <bool P>
-__device__ __forceinline__ void cp16(uint8_t *dst, const fview<P> &f,
-				     uint32_t o)
+__device__ __forceinline__ void fv_cp(uint8_t *dst, const fview<P> &f,
+				      uint32_t o, uint32_t n)
 {
 #pragma unroll
-	for (int i = 0; i < 16; i++)
-		dst[i] = f[o + i];
+	for (uint32_t i = 0; i < 16; i++)
+		if (i < n)
+			dst[i] = f[o + i];
 }
 
-__device__ __forceinline__ int pdrop(struct fg_pkt *out, int why)
-{
-	out->kind = FG_PK_DROP;
-	out->drop = (uint8_t)why;
-	return FG_PK_DROP;
-}
-
-template <bool P>
-__device__ __forceinline__ void key_addrs(struct fg_pkt *out,
-					  const fview<P> &f, uint32_t ip,
-					  int v6)
-{
-	if (v6) {
-		cp16(out->key.k6.saddr, f, ip + 8);
-		cp16(out->key.k6.daddr, f, ip + 24);
-	} else {
-		out->key.k4.saddr = ld32(f, ip + 12);
-		out->key.k4.daddr = ld32(f, ip + 16);
-	}
-}
-
-__device__ __forceinline__ void key_ports(struct fg_pkt *out, int v6,
-					  uint16_t sport, uint16_t dport,
-					  uint8_t proto)
-{
-	if (v6) {
-		out->key.k6.sport = sport;
-		out->key.k6.dport = dport;
-		out->key.k6.proto = proto;
-	} else {
-		out->key.k4.sport = sport;
-		out->key.k4.dport = dport;
-		out->key.k4.proto = proto;
-	}
-}
-
-enum { V6W_OK = 0, V6W_LATER = 1 };
-
-template <bool P>
-__device__ int v6_walk(const fview<P> &f, uint32_t *off, uint32_t end,
-		       uint8_t *nh, uint8_t *flags)
-{
-	uint32_t o = *off;
-	uint8_t n = *nh;
-	unsigned int i;
-
-	for (i = 0;; i++) {
-		switch (n) {
-		case 0:
-		case 43:
-		case 60: {
-			uint32_t hlen;
-
-			if (i >= FG_PKT_V6_EXT_MAX)
-				return -FG_DROP_ipv6_ext_chain_too_long;
-			if (o + 8 > end)
-				return -FG_DROP_ipv6_ext_truncated;
-			hlen = ((uint32_t)f[o + 1] + 1) * 8;
-			if (o + hlen > end)
-				return -FG_DROP_ipv6_ext_truncated;
-			n = f[o];
-			o += hlen;
-			*flags |= FG_PF_IP_OPTS;
-			break;
-		}
-		case 44: {
-			uint16_t fo;
-
-			if (i >= FG_PKT_V6_EXT_MAX)
-				return -FG_DROP_ipv6_ext_chain_too_long;
-			if (o + 8 > end)
-				return -FG_DROP_ipv6_ext_truncated;
-			fo = rd16(f, o + 2);
-			n = f[o];
-			o += 8;
-			*flags |= FG_PF_IP_OPTS;
-			if (fo & 0xFFF8) {
-				*off = o;
-				*nh = n;
-				return V6W_LATER;
-			}
-			if (fo & 1)
-				*flags |= FG_PF_FRAG;
-			break;
-		}
-		case P_AH:
-		case P_ESP:
-			return -FG_DROP_ipsec_unsupported;
-		case 59:
-		case 135:
-		case 139:
-		case 140:
-		case 253:
-		case 254:
-			return -FG_DROP_ipv6_unsupported_ext;
-		default:
-			*off = o;
-			*nh = n;
-			return V6W_OK;
-		}
-	}
-}
-
-template <bool P>
-__device__ int parse_icmp_err(const fview<P> &f, uint32_t in, uint32_t end,
-			      struct fg_pkt *out, int v6)
-{
-	uint32_t l4;
-	uint8_t proto;
-	uint16_t sport, dport;
-
-	if (!v6) {
-		uint32_t ihl;
-
-		if (in + 20 > end || (f[in] >> 4) != 4)
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		ihl = (uint32_t)(f[in] & 15) * 4;
-		if (ihl < 20 || in + ihl > end)
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		if (rd16(f, in + 6) & 0x1FFF)
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		proto = f[in + 9];
-		l4 = in + ihl;
-		out->key.k4.saddr = ld32(f, in + 16);
-		out->key.k4.daddr = ld32(f, in + 12);
-	} else {
-		uint8_t fl = 0;
-		int r;
-
-		if (in + 40 > end || (f[in] >> 4) != 6)
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		l4 = in + 40;
-		proto = f[in + 6];
-		r = v6_walk(f, &l4, end, &proto, &fl);
-		if (r != V6W_OK)
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		cp16(out->key.k6.saddr, f, in + 24);
-		cp16(out->key.k6.daddr, f, in + 8);
-	}
-	if (l4 + 8 > end)
-		return pdrop(out, FG_DROP_icmp_unrelated);
-	switch (proto) {
-	case P_TCP:
-	case P_UDP:
-		sport = ld16(f, l4);
-		dport = ld16(f, l4 + 2);
-		break;
-	case P_ICMP:
-	case P_ICMPV6: {
-		uint8_t t = f[l4];
-
-		if ((v6 && proto != P_ICMPV6) || (!v6 && proto != P_ICMP))
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		if (t == (v6 ? 128 : 8)) {
-			sport = ld16(f, l4 + 4);
-			dport = 0;
-		} else if (t == (v6 ? 129 : 0)) {
-			sport = 0;
-			dport = ld16(f, l4 + 4);
-		} else {
-			return pdrop(out, FG_DROP_icmp_unrelated);
-		}
-		break;
-	}
-	default:
-		return pdrop(out, FG_DROP_icmp_unrelated);
-	}
-	key_ports(out, v6, dport, sport, proto);
-	out->kind = FG_PK_ICMP_ERR;
-	return FG_PK_ICMP_ERR;
-}
-
-template <bool P>
-__device__ int parse_l4(const fview<P> &f, uint32_t l4, uint32_t end,
-			struct fg_pkt *out, int v6, uint8_t hop)
-{
-	uint32_t avail = end - l4;
-	uint8_t proto = out->proto;
-
-	if (proto == P_TCP) {
-		uint32_t doff;
-
-		if (avail < 20)
-			return pdrop(out, FG_DROP_l4_truncated);
-		doff = (uint32_t)(f[l4 + 12] >> 4) * 4;
-		if (doff < 20 || doff > avail)
-			return pdrop(out, FG_DROP_tcp_bad_doff);
-		out->tcp_flags = f[l4 + 13];
-		key_ports(out, v6, ld16(f, l4), ld16(f, l4 + 2), proto);
-		out->kind = FG_PK_FLOW;
-	} else if (proto == P_UDP) {
-		uint32_t ulen;
-
-		if (avail < 8)
-			return pdrop(out, FG_DROP_l4_truncated);
-		ulen = rd16(f, l4 + 4);
-		if (ulen < 8 || (ulen > avail && !(out->flags & FG_PF_FRAG)))
-			return pdrop(out, FG_DROP_udp_bad_len);
-		key_ports(out, v6, ld16(f, l4), ld16(f, l4 + 2), proto);
-		out->kind = FG_PK_FLOW;
-	} else if (proto == (v6 ? P_ICMPV6 : P_ICMP)) {
-		uint8_t t;
-
-		if (avail < 8)
-			return pdrop(out, FG_DROP_l4_truncated);
-		t = f[l4];
-		if (t == (v6 ? 128 : 8)) {
-			key_ports(out, v6, ld16(f, l4 + 4), 0, proto);
-			out->kind = FG_PK_FLOW;
-		} else if (t == (v6 ? 129 : 0)) {
-			key_ports(out, v6, 0, ld16(f, l4 + 4), proto);
-			out->flags |= FG_PF_ECHO_REPLY;
-			out->kind = FG_PK_FLOW;
-		} else if (!v6 && (t == 3 || t == 11 || t == 12)) {
-			if (out->flags & FG_PF_FRAG)
-				return pdrop(out, FG_DROP_icmp_unrelated);
-			if (parse_icmp_err(f, l4 + 8, end, out, 0) ==
-			    FG_PK_DROP)
-				return FG_PK_DROP;
-		} else if (v6 && t >= 1 && t <= 4) {
-			if (out->flags & FG_PF_FRAG)
-				return pdrop(out, FG_DROP_icmp_unrelated);
-			if (parse_icmp_err(f, l4 + 8, end, out, 1) ==
-			    FG_PK_DROP)
-				return FG_PK_DROP;
-		} else if (v6 && (t == 135 || t == 136)) {
-			if (hop != 255 || f[l4 + 1] != 0 || avail < 24)
-				return pdrop(out, FG_DROP_nd_malformed);
-			cp16(out->key.k6.daddr, f, l4 + 8);
-			out->key.k6.proto = proto;
-			if (t == 136)
-				out->flags |= FG_PF_ND_ADVERT;
-			out->kind = FG_PK_ND;
-			return FG_PK_ND;
-		} else {
-			key_ports(out, v6, 0, 0, proto);
-			out->kind = FG_PK_HOST;
-			return FG_PK_HOST;
-		}
-	} else if (proto == P_AH || proto == P_ESP) {
-		return pdrop(out, FG_DROP_ipsec_unsupported);
-	} else {
-		return pdrop(out, FG_DROP_l4_unsupported_proto);
-	}
-	if (hop <= 1)
-		return pdrop(out, FG_DROP_ttl_expired);
-	return out->kind;
-}
-
-template <bool P>
-__device__ int parse_v4(const fview<P> &f, uint32_t len, uint32_t off,
-			struct fg_pkt *out)
-{
-	uint32_t avail = len - off;
-	uint32_t ihl, tot;
-	uint16_t fo;
-
-	out->family = CT_V4;
-	if (avail < 20)
-		return pdrop(out, FG_DROP_ipv4_truncated);
-	if ((f[off] >> 4) != 4)
-		return pdrop(out, FG_DROP_ipv4_bad_version);
-	ihl = (uint32_t)(f[off] & 15) * 4;
-	if (ihl < 20 || ihl > avail)
-		return pdrop(out, FG_DROP_ipv4_bad_ihl);
-	tot = rd16(f, off + 2);
-	if (tot < ihl || tot > avail)
-		return pdrop(out, FG_DROP_ipv4_bad_len);
-	out->l3_len = (uint16_t)tot;
-	out->l4_off = (uint16_t)(off + ihl);
-	out->proto = f[off + 9];
-	if (ihl > 20)
-		out->flags |= FG_PF_IP_OPTS;
-	key_addrs(out, f, off, 0);
-	fo = rd16(f, off + 6);
-	if (fo & 0x4000)
-		out->flags |= FG_PF_DF;
-	if (fo & 0x3FFF) {
-		uint32_t foff = (uint32_t)(fo & 0x1FFF) * 8;
-
-		if (foff) {
-			if (foff + tot - ihl > 65535)
-				return pdrop(out, FG_DROP_ipv4_bad_frag);
-			out->key.k4.proto = f[off + 9];
-			if (f[off + 8] <= 1)
-				return pdrop(out, FG_DROP_ttl_expired);
-			out->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
-		}
-		out->flags |= FG_PF_FRAG;
-	}
-	return parse_l4(f, off + ihl, off + tot, out, 0, f[off + 8]);
-}
-
-template <bool P>
-__device__ int parse_v6(const fview<P> &f, uint32_t len, uint32_t off,
-			struct fg_pkt *out)
-{
-	uint32_t avail = len - off;
-	uint32_t end, l4;
-	uint8_t nh;
-	int r;
-
-	out->family = CT_V6;
-	if (avail < 40)
-		return pdrop(out, FG_DROP_ipv6_truncated);
-	if ((f[off] >> 4) != 6)
-		return pdrop(out, FG_DROP_ipv6_bad_version);
-	end = 40 + (uint32_t)rd16(f, off + 4);
-	if (end > avail)
-		return pdrop(out, FG_DROP_ipv6_bad_len);
-	out->l3_len = (uint16_t)end;
-	end += off;
-	key_addrs(out, f, off, 1);
-	nh = f[off + 6];
-	l4 = off + 40;
-	if (nh != P_TCP && nh != P_UDP) {
-		r = v6_walk(f, &l4, end, &nh, &out->flags);
-		if (r < 0) {
-			out->proto = nh;
-			return pdrop(out, -r);
-		}
-		if (r == V6W_LATER) {
-			out->l4_off = (uint16_t)l4;
-			out->proto = nh;
-			out->key.k6.proto = nh;
-			if (f[off + 7] <= 1)
-				return pdrop(out, FG_DROP_ttl_expired);
-			out->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
-		}
-	}
-	out->l4_off = (uint16_t)l4;
-	out->proto = nh;
-	return parse_l4(f, l4, end, out, 1, f[off + 7]);
-}
-
-template <bool P>
-__device__ int parse_arp(const fview<P> &f, uint32_t len, uint32_t off,
-			 struct fg_pkt *out)
-{
-	uint16_t op;
-
-	out->family = CT_V4;
-	out->l4_off = (uint16_t)off;
-	if (len - off < 28 || rd16(f, off) != 1 || rd16(f, off + 2) != ET_IPV4 ||
-	    f[off + 4] != 6 || f[off + 5] != 4)
-		return pdrop(out, FG_DROP_arp_malformed);
-	op = rd16(f, off + 6);
-	if (op == 2)
-		out->flags |= FG_PF_ARP_REPLY;
-	else if (op != 1)
-		return pdrop(out, FG_DROP_arp_unsupported_op);
-	out->l3_len = 28;
-	out->key.k4.saddr = ld32(f, off + 14);
-	out->key.k4.daddr = ld32(f, off + 24);
-	out->kind = FG_PK_ARP;
-	return FG_PK_ARP;
-}
-
-/* fg_pkt_parse(); *out is zeroed by the caller. */
-template <bool P>
-__device__ int fg_gpu_parse(const fview<P> &f, uint32_t len,
-			    struct fg_pkt *out)
-{
-	uint32_t off = ETH_HLEN;
-	uint16_t et;
-
-	if (len < ETH_HLEN)
-		return pdrop(out, FG_DROP_l2_truncated);
-	if (len > 0xFFFFu)
-		len = 0xFFFFu;
-	et = rd16(f, 12);
-	if (et == ET_VLAN || et == ET_QINQ) {
-		if (len < ETH_HLEN + 4)
-			return pdrop(out, FG_DROP_vlan_truncated);
-		out->vlan = rd16(f, 14);
-		out->flags |= FG_PF_VLAN;
-		et = rd16(f, 16);
-		off += 4;
-		if (et == ET_VLAN || et == ET_QINQ)
-			return pdrop(out, FG_DROP_vlan_qinq);
-	}
-	out->l2_len = (uint16_t)off;
-	out->l3_off = (uint16_t)off;
-	if (et == ET_IPV4)
-		return parse_v4(f, len, off, out);
-	if (et == ET_IPV6)
-		return parse_v6(f, len, off, out);
-	if (et == ET_ARP)
-		return parse_arp(f, len, off, out);
-	return pdrop(out, FG_DROP_unknown_ethertype);
-}
+#define FG_PKT_FN template <typename FgRd> __device__
+#define FG_PKT_FN_INLINE template <typename FgRd> __device__ __forceinline__
+#define FG_PKT_HELPER __device__ __forceinline__
+#define FG_PKT_RD const FgRd &
+#define FG_PKT_U8(r, o) ((r)[o])
+#define FG_PKT_LD16(r, o) fv_ld16((r), (o))
+#define FG_PKT_LD32(r, o) fv_ld32((r), (o))
+#define FG_PKT_CP(d, r, o, n) fv_cp((d), (r), (o), (n))
+#define FG_PKT_CSUM_BAD(r, o, n) 0 /* FG_PARSE_CHECK_CSUM: CPU only */
+#define FG_PKT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define FG_PKT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#include "fg_pkt_parse.h"
 
 __device__ __forceinline__ uint16_t svc_lookup(const struct fg_gpu_kparams &p,
 					       const struct fg_gpu_smem *s,
@@ -557,7 +157,7 @@ __device__ __forceinline__ void fg_gpu_one(const struct fg_gpu_kparams &p,
 
 	memset(&r, 0, sizeof(r));
 	fview<P> f = { g, (const uint8_t *)win, wlen };
-	int kind = fg_gpu_parse(f, len, &r.pkt);
+	int kind = fg_pkt__parse(f, len, &r.pkt, 0);
 
 	r.service = FG_GPU_NO_SERVICE;
 	r.backend = FG_GPU_NO_BACKEND;

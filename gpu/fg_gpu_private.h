@@ -20,8 +20,6 @@
 extern "C" {
 #endif
 
-/** Seed of ct_hash_crc (conntrack/ct.h: rte_hash_crc seed). */
-#define FG_GPU_CRC_SEED 0xF10A6A7Eu
 /** Reflected CRC32C (Castagnoli) polynomial, as rte_hash_crc. */
 #define FG_GPU_CRC_POLY 0x82F63B78u
 

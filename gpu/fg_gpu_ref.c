@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "fg_gpu.h"
+#include "fg_gpu_ref.h"
 #include "fg_maglev.h"
 #include "fg_rss.h"
 

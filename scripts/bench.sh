@@ -8,7 +8,7 @@
 #
 #   --quick        smallest sizes only (a few minutes; smoke test of the rig)
 #   --only LIST    comma list of steps: machine,testpmd,scenarios,conntrack,
-#                  dataplane,control,latency,daemon,report
+#                  dataplane,control,latency,daemon,inference,report
 #   --no-report    do not rewrite RESULTS.md / plots
 #
 # A sub-benchmark that is not built is recorded as "not available" (never a
@@ -167,6 +167,15 @@ if want daemon; then
       printf '{"status":"not available","reason":"flowgate daemon not built (%s)","command":""}\n' "$DAEMON" > "$RES/scenario-$s.json"
     done
   fi
+fi
+
+# ---- inference placement: a simulation, seconds on any machine (issue 12)
+if want inference; then
+  say "[inference] flowgate-bench inference, load 0.5-0.95 x maglev, lc, maglev-load"
+  mkdir -p "$RES/plots"
+  $PYTHON "$ROOT/bench/tools/inference_sweep.py" --fgb "$FGB" --out "$RES/inference.json" \
+    --plot "$RES/plots/inference_p99.png" $( ((REPORT)) && echo --md "$ROOT/bench/RESULTS.md" ) ||
+    say "      inference sweep failed (see above)"
 fi
 
 # ---- 8. report

@@ -60,9 +60,8 @@ echo "flowgate takes 512 MiB of ordinary memory: its port is net_af_packet on a 
 echo "every packet through the kernel, so hugepages would not make it faster (make bench reserves them)"
 
 step "network: client, balancer (flowgate on net_af_packet), 3 GPU workers, one L2 segment"
-clang -O2 -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" || fail "could not compile the TC decap program"
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || fail "network setup (see the line above)"
+[ -x "$BUILD/xdp/fg-decap" ] || fail "no $BUILD/xdp/fg-decap (the worker-side decap): build first"
+"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || fail "network setup (see the line above)"
 
 step "flowgate: 5 services, backends gpu1..3 weighted 1:2:3"
 "$HERE/scripts/netns-flowgate.sh" "$P" "$BUILD" "$RUN" || fail "flowgate did not start (see above)"

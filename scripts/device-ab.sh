@@ -7,6 +7,13 @@
 # per run to $OUT/ab.jsonl (with "build": "A"|"B") and $OUT/env.txt.
 # The comparison (median per mode, B/A) is printed by bench/tools/fg_ab.py.
 #
+# PAIRED=1 runs A and B at the same time on two disjoint core sets
+# (swapped every round), so that what the host's neighbours do to memory
+# bandwidth and clocks hits both samples of a pair alike; fg_ab.py then
+# also prints the median of the per-pair ratios.  On the shared device
+# hosts, sequential samples of one binary spread by up to 2x, which no
+# number of rounds turns into a 5% answer; pairs cancel most of it.
+#
 # Unpacked outside /tmp: EAL refuses a plugin directory (-d) under a
 # world-writable folder.
 set -uo pipefail
@@ -24,14 +31,30 @@ echo 16384 > /proc/sys/vm/nr_hugepages
 mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 { lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo
   echo "A $(cat .carry/ab/A/commit)"; echo "B $(cat .carry/ab/B/commit)"; } > "$OUT/env.txt" 2>&1
+CORES=2-5
 run() {   # run LABEL ARGS...: LABEL A or B, or S (B with a /metrics scraper)
 	local v=$1 bin=$1; shift
 	[ "$v" = S ] && bin=B
 	echo "== $v $*" >&2
-	LD_LIBRARY_PATH=$W/$bin/lib timeout 120 taskset -c 2-5 $W/$bin/flowgate-bench "$@" \
+	LD_LIBRARY_PATH=$W/$bin/lib timeout 120 taskset -c $CORES $W/$bin/flowgate-bench "$@" \
 		2>>"$OUT/stderr.txt" | tail -1 |
-		sed "s/^{/{\"build\":\"$v\",\"args\":\"$*\",/" | tee -a "$OUT/ab.jsonl"
+		sed "s/^{/{\"build\":\"$v\",\"cores\":\"$CORES\",\"pair\":${PAIR:-0},\"args\":\"$*\",/" |
+		tee -a "$OUT/ab.jsonl"
 }
+if [ -n "${PAIRED:-}" ]; then
+	PAIR=0
+	for r in $(seq "$ROUNDS"); do
+		for mode in ${MODES:-dsr-ipip dsr-gue nat}; do
+			for k in ${KINDS:-hits new-flows}; do
+				PAIR=$((PAIR + 1))
+				args="dataplane --flows 1000000 --mode $mode --seconds ${SECS:-3} $([ $k = new-flows ] && echo --new-flows) --no-testpmd --json"
+				if ((r % 2)); then ca=2-5 cb=8-11; else ca=8-11 cb=2-5; fi
+				CORES=$ca run A $args & CORES=$cb run B $args & wait
+			done
+		done
+	done
+	exit 0
+fi
 # MODES, KINDS (hits new-flows) narrow a rerun
 for r in $(seq "$ROUNDS"); do
 	for mode in ${MODES:-dsr-ipip dsr-gue nat}; do
@@ -45,7 +68,7 @@ for r in $(seq "$ROUNDS"); do
 done
 # issue 15: what scraping /metrics every 100 ms costs the dataplane (B with a
 # scraper thread, label S, against B without; same binary, alternated)
-if [ -n "${SCRAPE:-1}" ]; then
+if [ -n "${SCRAPE-1}" ]; then
 	for r in $(seq "$ROUNDS"); do
 		run B dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --no-testpmd --json
 		run S dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --no-testpmd --scrape-ms 100 --json

@@ -12,11 +12,18 @@
 #                (without it clients send partial checksums: every request fails)
 #   debootstrap  .ci/run builds the clean Debian 12 root `make test` runs in
 #   git, xz-utils  bench/tools/fg_results.py, scripts/device-*-pack.sh
+#   man-db       tests/install checks the man pages (man --warnings)
+#   systemd      tests/install: systemd-analyze verify of flowgate.service
+#                (and systemd-run / systemctl where systemd is PID 1)
+#   bpftool      xdp/meson.build: `bpftool gen skeleton` for flowgate-xdp and fg-decap
+#   bird2, frr   e2e-ecmp (tests/e2e/ecmp.py): BIRD 2 announces the VIPs of
+#                each flowgate node, FRR (zebra, bgpd, bfdd) is the ECMP router
 set -euo pipefail
 PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
-      libdpdk-dev dpdk dpdk-dev libbpf-dev libelf-dev zlib1g-dev libcmocka-dev
+      libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       libpcap-dev libnuma-dev libsystemd-dev iproute2 iputils-ping procps
-      ethtool python3 python3-matplotlib curl git xz-utils debootstrap prometheus)
+      ethtool python3 python3-matplotlib curl git xz-utils debootstrap prometheus
+      man-db systemd bird2 frr)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${PKGS[@]}"; exit 0; }
 missing=()
 for p in "${PKGS[@]}"; do

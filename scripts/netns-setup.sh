@@ -4,7 +4,10 @@
 # in its own namespace) joining a client, the balancer's port and three
 # backend "GPU workers".
 #
-#   scripts/netns-setup.sh PREFIX DECAP_OBJ
+#   scripts/netns-setup.sh PREFIX FG_DECAP
+#
+# FG_DECAP: the fg-decap binary (build/xdp/fg-decap), used when the kernel
+# has no ipip/ip6tnl/fou
 #
 #   PREFIX-c   client     eth0 10.99.0.2/24 fd99::2/64 (MTU 1400), VIPs on-link
 #   PREFIX-lb  balancer   lb0: no addresses, IPv6 off: only flowgate answers
@@ -14,7 +17,7 @@
 #   PREFIX-bN  backends   eth0 10.99.0.1N/24 fd99::1N/64, DSR VIPs on lo,
 #                         arp_ignore=1/arp_announce=2, rp_filter off,
 #                         DSR decapsulation (kernel ipip/ip6tnl/fou when the
-#                         kernel has them, else the TC program DECAP_OBJ)
+#                         kernel has them, else `fg-decap attach eth0 --vip ...`)
 #   PREFIX-sw  bridge br0
 #
 # VIPs: 10.99.100.1 (DSR IPIP), 10.99.100.2 (NAT), 10.99.100.3 (DSR GUE),
@@ -26,8 +29,8 @@
 # after `ethtool -K`: a veth that keeps TX checksum offload hands flowgate
 # packets with partial checksums, which the backends drop.
 set -eEuo pipefail
-P=${1:?usage: netns-setup.sh PREFIX DECAP_OBJ}
-DECAP=${2:?usage: netns-setup.sh PREFIX DECAP_OBJ}
+P=${1:?usage: netns-setup.sh PREFIX FG_DECAP}
+DECAP=${2:?usage: netns-setup.sh PREFIX FG_DECAP}
 NB=3
 trap 'echo "netns-setup: FAIL: \`$BASH_COMMAND\` exited $? (line $LINENO); the network $P is incomplete" >&2' ERR
 fail() { trap - ERR; echo "netns-setup: FAIL: $*" >&2; exit 1; }
@@ -108,8 +111,7 @@ if ip -n "$P-c" link add fgprobe type ipip 2>/dev/null; then
 	fi
 fi
 if [ $kernel_tunnels = 0 ]; then
-	[ -s "$DECAP" ] || fail "no kernel ipip/ip6tnl/fou here and no TC decap object $DECAP"
-	command -v tc >/dev/null || fail "tc is not installed (iproute2)"
+	[ -x "$DECAP" ] || fail "no kernel ipip/ip6tnl/fou here and no fg-decap binary at $DECAP (ninja -C build xdp/fg-decap)"
 fi
 
 for i in $(seq 1 $NB); do
@@ -133,8 +135,8 @@ for i in $(seq 1 $NB); do
 		ip -n "$ns" link set ip6tnl0 up
 		ip -n "$ns" fou add port 6080 gue
 	else
-		nse "$ns" tc qdisc add dev eth0 clsact
-		nse "$ns" tc filter add dev eth0 ingress bpf direct-action obj "$DECAP" sec tc
+		nse "$ns" "$DECAP" attach eth0 --vip 10.99.100.1 --vip 10.99.100.3 \
+			--vip fd99:100::1 --gue-port 6080 >/dev/null
 	fi
 done
-echo "netns-setup: $P ready (decap: $([ $kernel_tunnels = 1 ] && echo kernel tunnels || echo TC BPF))"
+echo "netns-setup: $P ready (decap: $([ $kernel_tunnels = 1 ] && echo kernel tunnels || echo fg-decap))"

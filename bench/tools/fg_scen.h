@@ -547,6 +547,56 @@ static inline void fg_scen__addr6(const uint8_t base[16], uint32_t len,
 	(void)len;
 }
 
+/* The IPv4 or IPv6 header of packet @p i at @p ip (@p l3len bytes of IP
+ * packet, @p plen of them after the header): client or spoofed source
+ * (@p flood, random @p r), the scenario's VIP. */
+static inline void fg_scen__ip_hdr(const struct fg_scen *s, uint8_t *ip,
+				   uint32_t l3len, uint32_t plen, uint64_t i,
+				   uint8_t v6, bool flood, uint64_t r, uint64_t conn)
+{
+	if (!v6) {
+		uint32_t src;
+
+		if (flood)
+			src = ntohl(s->spoof4) |
+			      ((uint32_t)(r & 0xffffffffu) & ((1u << (32 - s->spoof4_len)) - 1));
+		else
+			src = ntohl(s->client4) + 1 + (uint32_t)(conn & 0xffff);
+		ip[0] = 0x45;
+		ip[1] = 0;
+		ip[2] = (uint8_t)(l3len >> 8);
+		ip[3] = (uint8_t)l3len;
+		ip[4] = (uint8_t)(i >> 8);
+		ip[5] = (uint8_t)i;
+		ip[6] = 0x40; /* DF */
+		ip[7] = 0;
+		ip[8] = 64;
+		ip[9] = s->proto;
+		ip[10] = ip[11] = 0;
+		src = htonl(src);
+		memcpy(ip + 12, &src, 4);
+		memcpy(ip + 16, &s->vip4, 4);
+		{
+			uint16_t c = fg_scen__csum_fold(fg_scen__csum_add(0, ip, 20));
+
+			ip[10] = (uint8_t)(c >> 8);
+			ip[11] = (uint8_t)c;
+		}
+	} else {
+		ip[0] = 0x60;
+		ip[1] = ip[2] = ip[3] = 0;
+		ip[4] = (uint8_t)(plen >> 8);
+		ip[5] = (uint8_t)plen;
+		ip[6] = s->proto;
+		ip[7] = 64;
+		if (flood)
+			fg_scen__addr6(s->spoof6, s->spoof6_len, r & 0xffffffffffull, ip + 8);
+		else
+			fg_scen__addr6(s->client6, s->client6_len, 1 + (conn & 0xffff), ip + 8);
+		memcpy(ip + 24, s->vip6, 16);
+	}
+}
+
 /**
  * Build packet number @p i of the scenario into @p buf.
  *
@@ -613,50 +663,7 @@ static inline int fg_scen_packet(const struct fg_scen *s, uint64_t i,
 	buf[12] = v6 ? 0x86 : 0x08;
 	buf[13] = v6 ? 0xdd : 0x00;
 
-	if (!v6) {
-		uint8_t *ip = buf + l3;
-		uint32_t src;
-
-		if (flood)
-			src = ntohl(s->spoof4) |
-			      ((uint32_t)(r & 0xffffffffu) & ((1u << (32 - s->spoof4_len)) - 1));
-		else
-			src = ntohl(s->client4) + 1 + (uint32_t)(conn & 0xffff);
-		ip[0] = 0x45;
-		ip[1] = 0;
-		ip[2] = (uint8_t)((len - l3) >> 8);
-		ip[3] = (uint8_t)(len - l3);
-		ip[4] = (uint8_t)(i >> 8);
-		ip[5] = (uint8_t)i;
-		ip[6] = 0x40; /* DF */
-		ip[7] = 0;
-		ip[8] = 64;
-		ip[9] = s->proto;
-		ip[10] = ip[11] = 0;
-		src = htonl(src);
-		memcpy(ip + 12, &src, 4);
-		memcpy(ip + 16, &s->vip4, 4);
-		{
-			uint16_t c = fg_scen__csum_fold(fg_scen__csum_add(0, ip, 20));
-
-			ip[10] = (uint8_t)(c >> 8);
-			ip[11] = (uint8_t)c;
-		}
-	} else {
-		uint8_t *ip = buf + l3;
-
-		ip[0] = 0x60;
-		ip[1] = ip[2] = ip[3] = 0;
-		ip[4] = (uint8_t)(plen >> 8);
-		ip[5] = (uint8_t)plen;
-		ip[6] = s->proto;
-		ip[7] = 64;
-		if (flood)
-			fg_scen__addr6(s->spoof6, s->spoof6_len, r & 0xffffffffffull, ip + 8);
-		else
-			fg_scen__addr6(s->client6, s->client6_len, 1 + (conn & 0xffff), ip + 8);
-		memcpy(ip + 24, s->vip6, 16);
-	}
+	fg_scen__ip_hdr(s, buf + l3, len - l3, plen, i, v6, flood, r, conn);
 
 	{
 		uint8_t *t = buf + l4;

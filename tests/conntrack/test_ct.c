@@ -3,6 +3,8 @@
  * conntrack unit tests.  Cases are tables; each row becomes one cmocka
  * test.  The clock is the test's own counter (hz = 1000: one tick = 1 ms).
  */
+#include <unistd.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1061,6 +1063,97 @@ test_destroy_hook(void **state)
 	ct_shard_free(s);
 }
 
+/* ---- state hook and creation time ------------------------------------ */
+
+struct st_log {
+	int n;
+	enum ct_state old[8], now[8];
+	struct ct_key4 key[8];
+	uint64_t life[8];
+	struct ct_shard *s;
+};
+
+static void
+st_cb(void *arg, enum ct_family fam, const void *key, const struct ct_entry *e,
+      enum ct_state old, uint64_t now)
+{
+	struct st_log *l = arg;
+
+	assert_int_equal(fam, CT_V4);
+	assert_false(e->flags & CT_F_REPLY);   /* always the forward entry */
+	assert_true(l->n < 8);
+	l->old[l->n] = old;
+	l->now[l->n] = (enum ct_state)e->state;
+	memcpy(&l->key[l->n], key, sizeof(l->key[0]));
+	l->life[l->n] = ct_entry_life(l->s, e, now);
+	l->n++;
+}
+
+static int
+walk_life(const struct ct_flow *f, void *arg)
+{
+	uint64_t *life = arg;
+
+	*life = f->life_ticks;
+	return 0;
+}
+
+/* The state hook fires once per change, with the forward key and entry
+ * (also for a packet of the NAT reply direction), never for a packet that
+ * keeps the state; ct_entry_life and the walk tell the time since insert,
+ * for either direction's entry. */
+static void
+test_state_hook_and_life(void **state)
+{
+	struct ct_shard *s = mk_shard(256, 0, NULL);
+	struct st_log log = {.s = s};
+	struct ct_key4 f = k4(5), r = k4(6);
+	uint32_t pf, pr;
+
+	ct_set_state_cb(s, st_cb, &log);
+	struct ct_entry *e = ct_insert(s, CT_V4, &f, ct_key4_hash(s, &f), IPPROTO_TCP,
+				       CT_ST_SYN_SENT, false, 100, &pf, NULL);
+	struct ct_entry *re = ct_insert(s, CT_V4, &r, ct_key4_hash(s, &r), IPPROTO_TCP,
+					CT_ST_SYN_SENT, false, 100, &pr, NULL);
+	assert_non_null(e);
+	assert_non_null(re);
+	ct_link_peer(s, CT_V4, pf, pr);
+	assert_int_equal(ct_entry_life(s, e, 100), 0);
+	assert_int_equal(ct_entry_life(s, e, 2600), 2500);
+	assert_int_equal(ct_entry_life(s, re, 2600), 2500);   /* the flow's birth */
+	/* a SYN again: no change, no call */
+	ct_update(s, e, false, CT_TCP_SYN, 60, 200);
+	assert_int_equal(log.n, 0);
+	/* the backend's SYN-ACK through the reply entry */
+	ct_update(s, re, true, CT_TCP_SYN | CT_TCP_ACK, 60, 300);
+	assert_int_equal(log.n, 1);
+	assert_int_equal(log.old[0], CT_ST_SYN_SENT);
+	assert_int_equal(log.now[0], CT_ST_SYN_RECV);
+	assert_memory_equal(&log.key[0], &f, sizeof(f));
+	assert_int_equal(log.life[0], 200);
+	ct_update(s, e, false, CT_TCP_ACK, 60, 400);
+	assert_int_equal(log.n, 2);
+	assert_int_equal(log.old[1], CT_ST_SYN_RECV);
+	assert_int_equal(log.now[1], CT_ST_ESTABLISHED);
+	/* data: no change, whatever the direction */
+	ct_touch(s, e, false, CT_TCP_ACK, 1000, 500);
+	ct_update(s, re, true, CT_TCP_ACK, 1000, 600);
+	assert_int_equal(log.n, 2);
+	ct_update(s, e, false, CT_TCP_RST, 40, 700);
+	assert_int_equal(log.n, 3);
+	assert_int_equal(log.old[2], CT_ST_ESTABLISHED);
+	assert_int_equal(log.now[2], CT_ST_CLOSE);
+	uint64_t cur = 0, life = 0;
+	ct_walk(s, &cur, 1024, 10100, walk_life, &life);
+	assert_int_equal(life, 10000);
+	/* without a hook nothing is called */
+	ct_set_state_cb(s, NULL, NULL);
+	struct ct_entry *u = ins4(s, 9, CT_ST_SYN_SENT, false, 0, NULL);
+	ct_update(s, u, false, CT_TCP_ACK, 40, 10);
+	assert_int_equal(log.n, 3);
+	ct_shard_free(s);
+}
+
 /* Capacity rounding keeps the bucket load at capacity <= 90%. */
 static void
 test_capacity_rounding(void **state)
@@ -1103,16 +1196,32 @@ test_bad_config(void **state)
 	ct_shard_free(s);
 }
 
+/* EAL leaves its runtime directory behind, and its telemetry socket goes
+ * only in an atexit handler: this one, registered before EAL's, runs after
+ * it and removes the directory once empty (as the daemon does). */
+static char g_rundir[PATH_MAX];
+
+static void rundir_remove(void)
+{
+	if (g_rundir[0])
+		rmdir(g_rundir);
+}
+
 int
 main(void)
 {
-	char *eal[] = {"test_ct", "--no-pci", "--no-huge", "--no-shconf", "-m", "512",
-		       "--log-level=lib.eal:error", "-l", "0"};
+	char prefix[48];	/* its own runtime directory, removed at exit */
 
+	snprintf(prefix, sizeof(prefix), "--file-prefix=%s%d", "fgtct", (int)getpid());
+	char *eal[] = {"test_ct", "--no-pci", "--no-huge", "--no-shconf", "-m", "512",
+		       "--log-level=lib.eal:error", "-l", "0", prefix};
+
+	atexit(rundir_remove);
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
 		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	snprintf(g_rundir, sizeof(g_rundir), "%s", rte_eal_get_runtime_dir());
 	struct CMUnitTest tests[128];
 	size_t n = 0;
 	static char names[128][96];
@@ -1166,6 +1275,7 @@ main(void)
 	ADD(test_walk_while_owner_writes);
 	ADD(test_capacity_rounding);
 	ADD(test_destroy_hook);
+	ADD(test_state_hook_and_life);
 	ADD(test_bad_config);
 #undef ADD
 	int rc = _cmocka_run_group_tests("conntrack", tests, n, NULL, NULL);

@@ -199,5 +199,18 @@ kept=$(join "$WORK/before" "$WORK/after" | wc -l)
 if (( moved == 0 && kept >= FLOWS * 99 / 100 )); then ok "PCC: 100 backend operations, $kept flows tracked, 0 changed backend"
 else bad "PCC: $moved of $kept tracked flows changed backend"; fi
 
+# ---- config save: the running config survives a restart ---------------------
+c backend weight web 10.200.0.12 42 >/dev/null 2>&1
+c config show > "$WORK/shown.conf"
+j 0 'd["saved"].endswith("/saved.conf") and d["bytes"] > 0' -- config save "$WORK/saved.conf"
+cmp -s "$WORK/saved.conf" "$WORK/shown.conf" && grep -q "backend 10.200.0.12 weight 42" "$WORK/saved.conf" \
+  && ok "config save FILE writes what config show prints (weight 42 included)" || bad "config save FILE differs from config show"
+j 0 'd["saved"] == "'"$WORK"'/fg.conf"' -- config save
+cmp -s "$WORK/fg.conf" "$WORK/shown.conf" && ok "config save with no FILE replaces the -c file" \
+  || bad "config save: the -c file is not the running config"
+j 0 'd["services"] == 3' -- config check "$WORK/fg.conf"
+ls "$WORK"/*.fgctl-* >/dev/null 2>&1 && bad "config save left a temp file" || ok "config save left no temp file"
+e 1 "config save" -- config save /nonexistent-dir/x.conf
+
 if (( fails )); then echo "$fails check(s) failed; daemon log: $LOG"; exit 1; fi
 echo "all checks passed"

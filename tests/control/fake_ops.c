@@ -69,7 +69,7 @@ void fake_dp_add_flows(struct fake_dp *d, size_t n)
 		f->core = (int32_t)(i % d->n_cores);
 		f->packets = i;
 		f->bytes = i * 100;
-		f->age_ms = i % 1000;
+		f->idle_ms = i % 1000;
 		f->expires_ms = 900000 - i % 1000;
 	}
 	d->n_flows += n;
@@ -172,8 +172,10 @@ static int op_flows_count(struct fg_flow_counts *out, void *ctx)
 	return 0;
 }
 
-static int op_stats(struct fg_json_writer *w, const char *service, bool per_core, void *ctx)
+static int op_stats(struct fg_json_writer *w, const char *service, bool per_core, bool zero,
+		    void *ctx)
 {
+	(void)zero;
 	struct fake_dp *d = ctx;
 	int rc = 0;
 	pthread_mutex_lock(&d->lock);

@@ -128,6 +128,23 @@ static const struct bad_case bad_cases[] = {
 	{ "port p0 {\n local 10.0.0.2;\n}\nservice 10.0.0.1:80/tcp {\n mode nat;\n}\n"
 	  "service [fd00::1]:80/tcp {\n mode nat;\n}\n", 7, "needs a local IPv6" },
 	{ SVC(" mode nat;\n backend 10.1.0.1 src 10.0.0.2;"), 3, "DSR modes only" },
+	/* health metrics / maglev-load (issue 12) */
+	{ SVC(" scheduler maglev-load;"), 1, "needs 'health metrics" },
+	{ SVC(" health metrics {\n  preset tgi;\n }"), 3, "unknown preset" },
+	{ SVC(" health metrics {\n  series a 1;\n  preset vllm;\n }"), 4, "before the 'series'" },
+	{ SVC(" health metrics {\n  series a b c;\n }"), 3, "weight 'b'" },
+	{ SVC(" health metrics {\n  series a 1 or;\n }"), 3, "series NAME" },
+	{ SVC(" health metrics {\n  series a 0.0001;\n }"), 3, "at most 3 decimals" },
+	{ SVC(" health metrics {\n  series a;\n  series b;\n  series c;\n  series d;\n"
+	      "  series e;\n }"), 7, "at most 4 series" },
+	{ SVC(" health metrics {\n  select model_name;\n }"), 3, "select" },
+	{ SVC(" health metrics {\n  series \"a b\";\n }"), 3, "not a Prometheus metric name" },
+	{ SVC(" health metrics {\n  select \"a=\\\"x\\\" b\";\n }"), 3, "select" },
+	{ SVC(" health metrics {\n  saturate -1;\n }"), 3, "saturate" },
+	{ SVC(" health metrics {\n  margin x;\n }"), 3, "margin" },
+	{ SVC(" health metrics {\n  stale 100ms;\n }"), 1, "stale (100ms) must be >=" },
+	{ SVC(" health metrics {\n  expect 200;\n }"), 3, "only for 'health http'" },
+	{ SVC(" health tcp {\n  preset vllm;\n }"), 3, "unknown keyword 'preset'" },
 	/* syntax */
 	{ "service 10.0.0.1:80/tcp {\n mode nat\n}\n", 2, "missing ';'" },
 	{ "service 10.0.0.1:80/tcp {\n mode nat;\n", 3, "missing '}'" },
@@ -222,6 +239,95 @@ static void test_round_trip(void **state)
 	/* a change is seen by fg_config_equal */
 	b.services[0].backends[1].weight++;
 	assert_false(fg_config_equal(&a, &b));
+	fg_config_free(&a);
+	fg_config_free(&b);
+}
+
+/* health metrics: defaults, presets, custom series, selector; the dump
+ * parses back to an equal config (issue 12). */
+static void test_metrics_config(void **state)
+{
+	(void)state;
+	static const char t[] =
+		"service infer 10.0.0.1:8000/tcp {\n"
+		" scheduler maglev-load;\n"
+		" health metrics {\n"
+		"  port 9000;\n"
+		"  select model_name \"llama-3 \\\"8b\\\"\";\n"
+		"  saturate 16;\n"
+		"  margin 0.5;\n"
+		" }\n"
+		" backend 10.1.0.1;\n"
+		"}\n"
+		"service s2 10.0.0.2:8000/tcp {\n"
+		" scheduler maglev-load;\n"
+		" health metrics { preset sglang; interval 100ms; timeout 50ms; stale 1s; }\n"
+		" backend 10.1.0.1;\n"
+		"}\n"
+		"service s3 10.0.0.3:8000/tcp {\n"
+		" health metrics { preset triton; }\n"
+		" backend 10.1.0.1;\n"
+		"}\n"
+		"service s4 10.0.0.4:8000/tcp {\n"
+		" health metrics { series my:queue 1.5 or my:q2; series my:kv 0.002; path /m; }\n"
+		" backend 10.1.0.1;\n"
+		"}\n";
+	struct fg_cfg_err ev[8];
+	struct fg_cfg_errs e = { .v = ev, .max = 8 };
+	struct fg_config a, b;
+	int rc = fg_config_parse(t, strlen(t), "m.conf", &a, &e);
+
+	for (unsigned i = 0; i < e.n && i < e.max; i++)
+		print_error("%s:%u: %s\n", ev[i].file, ev[i].line, ev[i].msg);
+	assert_int_equal(rc, 0);
+	const struct fg_service_cfg *s = &a.services[0];
+	const struct fg_health_cfg *h = &s->health;
+
+	assert_int_equal(s->sched, FG_SCHED_MAGLEV_LOAD);
+	assert_int_equal(h->type, FG_HC_METRICS);
+	assert_int_equal(h->interval_ms, 250);
+	assert_int_equal(h->timeout_ms, 200);
+	assert_int_equal(h->port, 9000);
+	assert_string_equal(h->path, "/metrics");
+	assert_int_equal(h->metrics.preset, FG_LOAD_PRESET_VLLM);
+	assert_int_equal(h->metrics.n_series, 3);
+	assert_string_equal(h->metrics.series[0].name, "vllm:num_requests_waiting");
+	assert_string_equal(h->metrics.series[1].name, "vllm:num_requests_running");
+	assert_string_equal(h->metrics.series[2].name, "vllm:kv_cache_usage_perc");
+	assert_string_equal(h->metrics.series[2].alt, "vllm:gpu_cache_usage_perc");
+	assert_string_equal(h->metrics.select, "model_name=\"llama-3 \\\"8b\\\"\"");
+	assert_int_equal(h->metrics.saturate_milli, 16000);
+	assert_int_equal(h->metrics.margin_milli, 500);
+	h = &a.services[1].health;
+	assert_int_equal(h->metrics.preset, FG_LOAD_PRESET_SGLANG);
+	assert_string_equal(h->metrics.series[0].name, "sglang:num_queue_reqs");
+	assert_string_equal(h->metrics.series[1].name, "sglang:token_usage");
+	assert_int_equal(h->metrics.stale_ms, 1000);
+	assert_int_equal(h->interval_ms, 100);
+	h = &a.services[2].health;
+	assert_int_equal(h->metrics.n_series, 1);
+	assert_string_equal(h->metrics.series[0].name, "nv_inference_pending_request_count");
+	h = &a.services[3].health;
+	assert_int_equal(h->metrics.preset, FG_LOAD_PRESET_CUSTOM);
+	assert_int_equal(h->metrics.n_series, 2);
+	assert_int_equal(h->metrics.series[0].weight_milli, 1500);
+	assert_string_equal(h->metrics.series[0].alt, "my:q2");
+	assert_int_equal(h->metrics.series[1].weight_milli, 2);
+	assert_string_equal(h->path, "/m");
+
+	assert_int_equal(fg_config_assign_ids(&a, NULL), 0);
+	char *text = NULL;
+
+	assert_int_equal(fg_config_dump_str(&a, &text), 0);
+	e.n = 0;
+	rc = fg_config_parse(text, strlen(text), "dump", &b, &e);
+	for (unsigned i = 0; i < e.n && i < e.max; i++)
+		print_error("%s:%u: %s\n%s", ev[i].file, ev[i].line, ev[i].msg, text);
+	assert_int_equal(rc, 0);
+	assert_true(fg_config_equal(&a, &b));
+	b.services[3].health.metrics.series[1].weight_milli++;
+	assert_false(fg_config_equal(&a, &b));
+	free(text);
 	fg_config_free(&a);
 	fg_config_free(&b);
 }
@@ -360,6 +466,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_many_errors),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_metrics_config),
 		cmocka_unit_test(test_stable_ids),
 		cmocka_unit_test(test_edit_helpers),
 		cmocka_unit_test(test_restart_diff),

@@ -367,6 +367,130 @@ static void test_endpoints(void **state)
 	assert_int_equal(fg_service_spec_parse("10.0.0.1/tcp", &v, &p, &pr), -EINVAL);
 }
 
+/* Filter cases of flows list/delete/watch: one row per criterion. */
+static const struct filter_case {
+	const char *name;
+	const char *client;         /* fg_flow_filter_client_parse, or NULL */
+	int client_port;            /* -1 = none */
+	const char *nat;            /* NULL = none */
+	int nat_port;               /* -1 = none */
+	uint64_t idle_min, idle_max, life_min, life_max;
+	bool match;                 /* for the flow in test_flow_filters */
+} filter_cases[] = {
+	{ "client /32 exact", "172.16.5.9", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "client /32 other", "172.16.5.8", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "client /24", "172.16.5.0/24", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "client /12 (bits)", "172.16.0.0/12", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "client /13 outside", "172.24.0.0/13", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "client /0", "0.0.0.0/0", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "client v6 prefix, v4 flow", "::/0", -1, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "client port", NULL, 40001, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "client port other", NULL, 40002, NULL, -1, 0, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "nat addr", NULL, -1, "10.0.0.2", -1, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "nat addr other", NULL, -1, "10.0.0.3", -1, 0, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "nat port", NULL, -1, NULL, 5555, 0, UINT64_MAX, 0, UINT64_MAX, true },
+	{ "nat port other", NULL, -1, NULL, 5556, 0, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "idle in range (inclusive)", NULL, -1, NULL, -1, 300, 300, 0, UINT64_MAX, true },
+	{ "idle above max", NULL, -1, NULL, -1, 0, 299, 0, UINT64_MAX, false },
+	{ "idle below min", NULL, -1, NULL, -1, 301, UINT64_MAX, 0, UINT64_MAX, false },
+	{ "lifetime in range", NULL, -1, NULL, -1, 0, UINT64_MAX, 1000, 5000, true },
+	{ "lifetime below min", NULL, -1, NULL, -1, 0, UINT64_MAX, 5001, UINT64_MAX, false },
+	{ "all at once", "172.16.0.0/16", 40001, "10.0.0.2", 5555, 1, 1000, 1, 5000, true },
+};
+
+static void test_flow_filters(void **state)
+{
+	const struct filter_case *c = *state;
+	struct fg_flow_info f;
+	struct fg_flow_filter flt;
+	memset(&f, 0, sizeof(f));
+	fg_addr_parse("172.16.5.9", &f.src);
+	fg_addr_parse("10.100.0.1", &f.dst);
+	f.sport = 40001;
+	f.dport = 80;
+	f.proto = IPPROTO_TCP;
+	snprintf(f.state, sizeof(f.state), "ESTABLISHED");
+	fg_addr_parse("10.0.0.2", &f.nat_addr);
+	f.nat_port = 5555;
+	f.idle_ms = 300;
+	f.lifetime_ms = 5000;
+	fg_flow_filter_init(&flt);
+	if (c->client)
+		assert_int_equal(fg_flow_filter_client_parse(&flt, c->client), 0);
+	if (c->client_port >= 0) {
+		flt.has_client_port = true;
+		flt.client_port = (uint16_t)c->client_port;
+	}
+	if (c->nat) {
+		flt.has_nat_addr = true;
+		assert_int_equal(fg_addr_parse(c->nat, &flt.nat_addr), 0);
+	}
+	if (c->nat_port >= 0) {
+		flt.has_nat_port = true;
+		flt.nat_port = (uint16_t)c->nat_port;
+	}
+	flt.idle_min_ms = c->idle_min;
+	flt.idle_max_ms = c->idle_max;
+	flt.life_min_ms = c->life_min;
+	flt.life_max_ms = c->life_max;
+	assert_int_equal(fg_flow_filter_match(&flt, &f), c->match);
+	/* a flow without NAT never matches a NAT criterion */
+	if (c->nat || c->nat_port >= 0) {
+		memset(&f.nat_addr, 0, sizeof(f.nat_addr));
+		assert_false(fg_flow_filter_match(&flt, &f));
+	}
+}
+
+static void test_filter_parsers(void **state)
+{
+	(void)state;
+	struct fg_flow_filter f;
+	uint64_t ms;
+	fg_flow_filter_init(&f);
+	assert_true(f.idle_max_ms == UINT64_MAX && f.life_max_ms == UINT64_MAX);
+	assert_int_equal(fg_flow_filter_client_parse(&f, "fd00:aa::/48"), 0);
+	assert_int_equal(f.client_plen, 48);
+	assert_int_equal(fg_flow_filter_client_parse(&f, "[fd00::1]"), 0);
+	assert_int_equal(f.client_plen, 128);
+	assert_int_equal(fg_flow_filter_client_parse(&f, "10.1.2.3"), 0);
+	assert_int_equal(f.client_plen, 32);
+	static const char *const bad[] = { "10.0.0.0/33", "fd00::/129", "10.0.0.0/", "/8",
+					   "10.0.0.0/-1", "10.0.0.0/8x", "nothing", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(fg_flow_filter_client_parse(&f, bad[i]), -EINVAL);
+	static const struct { const char *s; uint64_t ms; } good[] = {
+		{ "0", 0 }, { "500", 500 }, { "500ms", 500 }, { "10s", 10000 }, { "5m", 300000 },
+		{ "2h", 7200000 },
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(fg_duration_parse(good[i].s, &ms), 0);
+		assert_true(ms == good[i].ms);
+	}
+	static const char *const badd[] = { "", "s", "-1", "1d", "10 s", "1.5s",
+					     "99999999999999999999", "5124095576030432h" };
+	for (size_t i = 0; i < sizeof(badd) / sizeof(badd[0]); i++)
+		assert_int_equal(fg_duration_parse(badd[i], &ms), -EINVAL);
+}
+
+/* Doubles print in their shortest exact form. */
+static void test_json_double_precision(void **state)
+{
+	(void)state;
+	static const struct { double v; const char *out; } rows[] = {
+		{ 43.956, "43.956" }, { 0.1, "0.1" }, { 1e-7, "1e-07" },
+		{ 1.0 / 3, "0.3333333333333333" }, { 0.1 + 0.2, "0.30000000000000004" },
+		{ 12345678.5, "12345678.5" }, { 0, "0" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct fg_json_writer w;
+		fg_jw_init(&w, 0);
+		fg_jw_dbl(&w, NULL, rows[i].v);
+		assert_string_equal(w.buf, rows[i].out);
+		assert_true(strtod(w.buf, NULL) == rows[i].v);
+		fg_jw_fini(&w);
+	}
+}
+
 static void test_flow_json_and_filter(void **state)
 {
 	(void)state;
@@ -386,7 +510,7 @@ static void test_flow_json_and_filter(void **state)
 	f.core = 1;
 	f.packets = 5;
 	f.bytes = UINT64_MAX;
-	f.age_ms = 12;
+	f.idle_ms = 12;
 	f.expires_ms = 899988;
 	struct fg_json_writer w;
 	fg_jw_init(&w, 0);
@@ -470,7 +594,7 @@ static void test_flow_json_and_filter(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	static const struct CMUnitTest fixed[] = {
 		cmocka_unit_test(test_json_table),
 		cmocka_unit_test(test_json_values),
 		cmocka_unit_test(test_json_round_trip_table),
@@ -479,6 +603,19 @@ int main(void)
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_flow_json_and_filter),
+		cmocka_unit_test(test_filter_parsers),
+		cmocka_unit_test(test_json_double_precision),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	enum { NF = sizeof(fixed) / sizeof(fixed[0]),
+	       NC = sizeof(filter_cases) / sizeof(filter_cases[0]) };
+	struct CMUnitTest tests[NF + NC];
+	static char names[NC][96];
+	memcpy(tests, fixed, sizeof(fixed));
+	for (size_t i = 0; i < NC; i++) {
+		snprintf(names[i], sizeof(names[i]), "filter: %s", filter_cases[i].name);
+		tests[NF + i] = (struct CMUnitTest)cmocka_unit_test_prestate(
+			test_flow_filters, (void *)&filter_cases[i]);
+		tests[NF + i].name = names[i];
+	}
+	return _cmocka_run_group_tests("control_proto", tests, NF + NC, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """A small packet builder for daemon tests (Ethernet, IPv4, IPv6, TCP,
 ICMP/ICMPv6 errors) with its own checksum code: expected outputs are built
-here, independently of dataplane/lib."""
+here, independently of pkt/."""
 import ipaddress
 import struct
 

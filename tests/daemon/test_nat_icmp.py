@@ -18,7 +18,7 @@ so the backend is known), one pcap of:
   ICMP errors quoting untracked tuples -> dropped, icmp_unrelated
 
 Expected frames are built by tests/daemon/pktgen.py (own checksum code),
-not by dataplane/lib.
+not by pkt/.
 """
 import os
 import shutil

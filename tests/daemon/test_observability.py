@@ -42,7 +42,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import Daemon  # noqa: E402
+from fgdaemon import HANG_S, Daemon  # noqa: E402
 from pktgen import eth, ip, ipv4, ipv6, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
@@ -329,7 +329,7 @@ def check_prometheus(d, port, work):
             return json.loads(r.read())["data"]["result"]
 
     try:
-        up, deadline = [], time.monotonic() + 30
+        up, deadline = [], time.monotonic() + HANG_S
         while time.monotonic() < deadline:
             try:
                 up = query('up{job="flowgate"}')
@@ -384,7 +384,7 @@ service hc-a.1 10.100.0.5:80/tcp {{
     prefix = d.cmd[d.cmd.index("--file-prefix") + 1]
     try:
         with d:
-            deadline, st = time.monotonic() + 20, None
+            deadline, st = time.monotonic() + HANG_S, None
             while time.monotonic() < deadline:
                 st = d.stats()
                 states = {b["port"]: b["state"] for b in st["services"][0]["backends"]}

@@ -36,12 +36,15 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import Daemon  # noqa: E402
+from fgdaemon import HANG_S, Daemon  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
 N = 64
-FLAGS = ["--mbufs", "8191", "--port-mac", "0,02:00:00:00:00:01",
+# a small conntrack: the daemon's -m 192 must leave room in the shared
+# hugepages for dumpcap's capture pool (with the default 2^20 entries,
+# grown by later per-slot arrays, dumpcap's pool creation failed: ENOMEM)
+FLAGS = ["--mbufs", "8191", "--ct-capacity", "65536", "--port-mac", "0,02:00:00:00:00:01",
          "--local", "10.0.0.1", "--gateway", "10.0.0.254",
          "--neigh", "10.0.0.254,02:00:00:00:00:fe",
          "--service", "10.100.0.1:80/tcp,mode=dsr-ipip,name=cap",
@@ -167,7 +170,7 @@ def run(build, dumpcap, hdir):
             dc = subprocess.Popen([dumpcap, "--file-prefix", prefix, "-i", "0", "-q",
                                    "-w", out], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + HANG_S
             while (not os.path.exists(out) or os.path.getsize(out) < 65536) and \
                     time.monotonic() < deadline and dc.poll() is None:
                 time.sleep(0.05)

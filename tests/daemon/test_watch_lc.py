@@ -36,6 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from fgdaemon import HANG_S  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
@@ -97,7 +98,7 @@ class Netns:
         return ["ip", "netns", "exec", self.name] + list(c)
 
 
-def wait_for(get, done, timeout=20.0):
+def wait_for(get, done, timeout=HANG_S):
     """Polls get() until done(value) or @timeout s (a guard against a hang,
     not a bound the test asserts); returns the last value."""
     end = time.monotonic() + timeout
@@ -229,7 +230,7 @@ def main():
             est = deliver(ns, a_ids, 0x10, lambda: flows("--state", "ESTABLISHED"), lambda f: True)
             expect(len(est) == len(a_ids), f"phase 2: {len(est)} of A's {len(a_ids)} flows ESTABLISHED")
             # 3. B's SYN_SENT flows expire (5 s)
-            left = wait_for(lambda: flows(), lambda v: len(v) <= len(a_ids), timeout=30)
+            left = wait_for(lambda: flows(), lambda v: len(v) <= len(a_ids))
             expect(len(left) == len(a_ids) and all(f["backend"] == a_addr for f in left),
                    f"phase 3: {len(left)} flows left, expected A's {len(a_ids)} "
                    f"({[f['state'] for f in left][:5]})")

@@ -19,7 +19,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import Daemon  # noqa: E402
+from fgdaemon import HANG_S, Daemon  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
@@ -55,7 +55,7 @@ def main():
             t.start()
             time.sleep(1.0)       # the watch is registered
             d.fgctl("flows", "delete", "--all")
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + HANG_S
             while len(events) < N and time.monotonic() < deadline:
                 time.sleep(0.1)
             w.terminate()

@@ -7,7 +7,7 @@ scripts/install-deps.sh installs.
 
 Reads the package list (the PKGS=( ... ) array) of install-deps.sh, then
 every shell script, Makefile, Python file and meson.build under the given
-paths (default: Makefile scripts tests bench/tools pktgen-scripts .ci of
+paths (default: Makefile scripts tests bench/tools pktgen-scripts .ci xdp of
 --root), lists the external commands they run, and for each one finds its
 package: `dpkg -S` on the command's path.  A command passes when that
 package is in the list, is installed as a dependency of a listed package,
@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 
-DEFAULT_PATHS = ["Makefile", "scripts", "tests", "bench/tools", "pktgen-scripts", ".ci"]
+DEFAULT_PATHS = ["Makefile", "scripts", "tests", "bench/tools", "pktgen-scripts", ".ci", "xdp"]
 STD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # not from Debian: optional, found by the files that use them

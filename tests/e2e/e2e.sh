@@ -34,10 +34,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
-	|| { echo "e2e: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || { echo "e2e: FAIL: network setup (the line above says which step)"; exit 1; }
+[ -x "$BUILD/xdp/fg-decap" ] || { echo "e2e: FAIL: no $BUILD/xdp/fg-decap (the worker-side decap; ninja -C $BUILD xdp/fg-decap)"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "e2e: FAIL: network setup (the line above says which step)"; exit 1; }
 
 fail=0
 run() { # vip dsr?

@@ -40,10 +40,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-clang -O2 -g -target bpf -I/usr/include/x86_64-linux-gnu \
-	-c "$HERE/tests/e2e/fg_decap.bpf.c" -o "$RUN/fg_decap.o" \
-	|| { echo "host: FAIL: clang could not build the TC decap program tests/e2e/fg_decap.bpf.c"; exit 1; }
-"$HERE/scripts/netns-setup.sh" "$P" "$RUN/fg_decap.o" || { echo "host: FAIL: network setup (the line above says which step)"; exit 1; }
+[ -x "$BUILD/xdp/fg-decap" ] || { echo "host: FAIL: no $BUILD/xdp/fg-decap (the worker-side decap; ninja -C $BUILD xdp/fg-decap)"; exit 1; }
+"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "host: FAIL: network setup (the line above says which step)"; exit 1; }
 if ! FG_WORKERS=1 "$HERE/scripts/netns-flowgate.sh" "$P" "$BUILD" "$RUN" --host-tap; then
 	# a sandbox without TUN support: not a flowgate failure
 	grep -q "host-tap: cannot create TAP" "$RUN/flowgate.log" && { echo "host: SKIP, no TAP here: $(grep 'cannot create TAP' "$RUN/flowgate.log")"; exit 77; }

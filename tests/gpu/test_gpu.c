@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_gpu.h"
+#include "fg_gpu_ref.h"
 #include "fg_maglev.h"
 #include "fg_rss.h"
 

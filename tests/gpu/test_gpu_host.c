@@ -12,6 +12,7 @@
 
 #include "ct.h"
 #include "fg_gpu.h"
+#include "fg_gpu_ref.h"
 #include "fg_gpu_hash.h"
 #include "fg_maglev.h"
 #include "fg_rss.h"

@@ -18,6 +18,7 @@
 #include <rte_memory.h>
 
 #include "fg_gpu.h"
+#include "fg_gpu_ref.h"
 #include "fg_gpu_mempool.h"
 #include "fg_rss.h"
 

@@ -266,6 +266,67 @@ static void t_gue6_hdr(void **st)
 	assert_int_not_equal(pb_verify_csums(f.data, f.len), 0);
 }
 
+/* Second chance: the previous owner rides in a GUE v0 header (flag
+ * FG_GUE_FLAG_PREV, hlen 1 word for IPv4 / 4 for IPv6), the inner packet
+ * untouched behind it; the MTU check counts the longer header. */
+static void t_gue_prev(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	struct fg_encap e;
+	struct fg_frame f;
+	uint8_t inner[256], prev6[16];
+	uint32_t il;
+	int r;
+
+	spec_tcp4(&s);
+	f = load(&s, &p);
+	il = p.l3_len;
+	memcpy(inner, f.data + 14, il);
+	encap4(&e);
+	e.flags = FG_ENCAP_GUE_PREV;
+	inet_pton(AF_INET, "10.1.0.7", &e.prev.v4);
+	assert_int_equal(fg_xlate_encap_hdr_len(&e, 1), 14 + 20 + 8 + 8);
+	r = fg_xlate_gue(&f, &p, &e, 0x1234);
+	assert_int_equal(r, 14 + 20 + 8 + 8 + il);
+	assert_int_equal(f.data[14 + 9], 17);
+	assert_int_equal(f.data[38] << 8 | f.data[39], 8 + 8 + il);
+	assert_int_equal(f.data[42], 1);          /* v0, C 0, hlen 1 */
+	assert_int_equal(f.data[43], 4);          /* IPv4 inside */
+	assert_int_equal(f.data[44] << 8 | f.data[45], FG_GUE_FLAG_PREV);
+	assert_memory_equal(f.data + 46, &e.prev.v4, 4);
+	assert_memory_equal(f.data + 50, inner, il);
+	assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+
+	spec_tcp6(&s);
+	f = load(&s, &p);
+	il = p.l3_len;
+	memcpy(inner, f.data + 14, il);
+	encap6(&e);
+	e.flags = FG_ENCAP_GUE_PREV;
+	inet_pton(AF_INET6, "fd00:1::7", prev6);
+	memcpy(e.prev.v6, prev6, 16);
+	r = fg_xlate_gue(&f, &p, &e, 0x1234);
+	assert_int_equal(r, 14 + 40 + 8 + 20 + il);
+	assert_int_equal(f.data[62], 4);          /* hlen 4 words */
+	assert_int_equal(f.data[63], 41);
+	assert_int_equal(f.data[64] << 8 | f.data[65], FG_GUE_FLAG_PREV);
+	assert_memory_equal(f.data + 66, prev6, 16);
+	assert_memory_equal(f.data + 82, inner, il);
+	assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+
+	/* 1500-byte MTU: 8 more header bytes than plain GUE */
+	spec_tcp4(&s);
+	s.payload = 1500 - 40 - 35;
+	f = load(&s, &p);
+	encap4(&e);
+	e.flags = FG_ENCAP_GUE_PREV;
+	assert_int_equal(fg_xlate_gue(&f, &p, &e, 1), -EMSGSIZE);
+	s.payload = 1500 - 40 - 36;
+	f = load(&s, &p);
+	assert_int_equal(fg_xlate_gue(&f, &p, &e, 1), 1514);
+}
+
 static void t_encap_errors(void **st)
 {
 	struct pb_spec s;
@@ -690,6 +751,109 @@ static void t_nd_advert(void **st)
 	assert_int_equal(pb_verify_csums(f.data, f.len), 0);
 }
 
+/* xorshift64: seeded, so a failure replays */
+static uint64_t rng_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* ARP requests the worker sends (fg_xlate_arp_request) against the test
+ * builder's independent request, over seeded random addresses: byte for
+ * byte, parsed as a request of the right tuple, and answered by its twin
+ * fg_xlate_arp_reply() with the target as sender. */
+static void t_arp_request(void **st)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint8_t got[64], mac[6], sip[4], tip[4];
+	char ssip[16], stip[16];
+
+	for (int i = 0; i < 2000; i++) {
+		uint64_t r = rng_next(&x), q = rng_next(&x);
+
+		memcpy(mac, &r, 6);
+		mac[0] &= 0xfe;
+		memcpy(sip, &q, 4);
+		memcpy(tip, (uint8_t *)&q + 4, 4);
+		if (i == 0)
+			memset(sip, 0, 4);
+		snprintf(ssip, sizeof(ssip), "%u.%u.%u.%u", sip[0], sip[1], sip[2], sip[3]);
+		snprintf(stip, sizeof(stip), "%u.%u.%u.%u", tip[0], tip[1], tip[2], tip[3]);
+		assert_int_equal(fg_xlate_arp_request(got, sizeof(got), mac,
+						      i == 0 ? NULL : sip, tip),
+				 FG_XLATE_ARP_REQUEST_LEN);
+		assert_int_equal(pb_arp(1, mac, ssip, stip, 0, EXP, sizeof(EXP)), 60);
+		assert_memory_equal(got, EXP, 60);
+
+		struct fg_pkt p;
+		struct fg_frame f = { BUF + HEAD, 60, HEAD, 64 };
+
+		memcpy(f.data, got, 60);
+		assert_int_equal(fg_pkt_parse(f.data, f.len, &p), FG_PK_ARP);
+		assert_false(p.flags & FG_PF_ARP_REPLY);
+		assert_memory_equal(&p.key.k4.saddr, sip, 4);
+		assert_memory_equal(&p.key.k4.daddr, tip, 4);
+		assert_int_equal(fg_xlate_arp_reply(&f, &p, LB_MAC), 60);
+		assert_int_equal(fg_pkt_parse(f.data, f.len, &p), FG_PK_ARP);
+		assert_true(p.flags & FG_PF_ARP_REPLY);
+		assert_memory_equal(f.data, mac, 6);
+		assert_memory_equal(f.data + 14 + 14, tip, 4);
+	}
+	assert_int_equal(fg_xlate_arp_request(got, 59, LB_MAC, NULL, tip), -ENOSPC);
+	assert_int_equal(fg_xlate_arp_request(NULL, 64, LB_MAC, NULL, tip), -EINVAL);
+	assert_int_equal(fg_xlate_arp_request(got, 64, LB_MAC, NULL, NULL), -EINVAL);
+}
+
+/* Neighbour solicitations (fg_xlate_nd_solicit) against the builder's, over
+ * seeded random addresses: byte for byte, checksums valid, parsed as an NS
+ * for the target, and answered by its twin fg_xlate_nd_advert(). */
+static void t_nd_solicit(void **st)
+{
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	uint8_t got[96], mac[6], sip[16], tgt[16];
+	char ssip[48], stgt[48];
+
+	for (int i = 0; i < 2000; i++) {
+		uint64_t r = rng_next(&x);
+
+		memcpy(mac, &r, 6);
+		mac[0] &= 0xfe;
+		for (int k = 0; k < 16; k += 8) {
+			r = rng_next(&x);
+			memcpy(sip + k, &r, 8);
+			r = rng_next(&x);
+			memcpy(tgt + k, &r, 8);
+		}
+		sip[0] = 0xfd; /* not :: (DAD) nor multicast */
+		tgt[0] = 0xfd;
+		assert_non_null(inet_ntop(AF_INET6, sip, ssip, sizeof(ssip)));
+		assert_non_null(inet_ntop(AF_INET6, tgt, stgt, sizeof(stgt)));
+		assert_int_equal(fg_xlate_nd_solicit(got, sizeof(got), mac, sip, tgt),
+				 FG_XLATE_ND_SOLICIT_LEN);
+		assert_int_equal(pb_ns(mac, ssip, stgt, 255, 0, EXP, sizeof(EXP)), 86);
+		assert_memory_equal(got, EXP, 86);
+		assert_int_equal(pb_verify_csums(got, 86), 0);
+
+		struct fg_pkt p;
+		struct fg_frame f = { BUF + HEAD, 86, HEAD, 64 };
+
+		memcpy(f.data, got, 86);
+		assert_int_equal(fg_pkt_parse(f.data, f.len, &p), FG_PK_ND);
+		assert_false(p.flags & FG_PF_ND_ADVERT);
+		assert_memory_equal(p.key.k6.saddr, sip, 16);
+		assert_memory_equal(p.key.k6.daddr, tgt, 16);
+		assert_int_equal(fg_xlate_nd_advert(&f, &p, LB_MAC), 86);
+		assert_int_equal(fg_pkt_parse(f.data, f.len, &p), FG_PK_ND);
+		assert_true(p.flags & FG_PF_ND_ADVERT);
+		assert_memory_equal(f.data, mac, 6);
+		assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+	}
+	assert_int_equal(fg_xlate_nd_solicit(got, 85, LB_MAC, sip, tgt), -ENOSPC);
+	assert_int_equal(fg_xlate_nd_solicit(got, 96, LB_MAC, NULL, tgt), -EINVAL);
+}
+
 static void t_csum_full_verify(void **st)
 {
 	struct pb_spec s;
@@ -935,6 +1099,7 @@ int main(void)
 		cmocka_unit_test(t_ipip_mixed_vlan_padding),
 		cmocka_unit_test(t_gue4),
 		cmocka_unit_test(t_gue6_hdr),
+		cmocka_unit_test(t_gue_prev),
 		cmocka_unit_test(t_encap_errors),
 		cmocka_unit_test(t_icmp_err_forward),
 		cmocka_unit_test(t_nat4_tcp_both_ways),
@@ -947,6 +1112,8 @@ int main(void)
 		cmocka_unit_test(t_eth),
 		cmocka_unit_test(t_arp_reply),
 		cmocka_unit_test(t_nd_advert),
+		cmocka_unit_test(t_arp_request),
+		cmocka_unit_test(t_nd_solicit),
 		cmocka_unit_test(t_csum_full_verify),
 		cmocka_unit_test(t_icmp_too_big_errors),
 		cmocka_unit_test(t_tcp_rst_errors),

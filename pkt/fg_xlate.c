@@ -63,12 +63,21 @@ static inline uint32_t write_eth(uint8_t *d, const uint8_t dst[6],
 	return 14;
 }
 
+/* GUE header bytes after UDP: none (v1 direct IP), 4 (v0), or 4 + the
+ * previous owner's address (second chance). */
+static inline uint32_t gue_hdr_len(const struct fg_encap *e)
+{
+	if (e->flags & FG_ENCAP_GUE_PREV)
+		return 4 + (e->family == CT_V6 ? 16 : 4);
+	return (e->flags & FG_ENCAP_GUE_HDR) ? 4 : 0;
+}
+
 uint32_t fg_xlate_encap_hdr_len(const struct fg_encap *e, int gue)
 {
 	uint32_t h = (e->vlan ? 18 : 14) + (e->family == CT_V6 ? 40 : 20);
 
 	if (gue)
-		h += 8 + ((e->flags & FG_ENCAP_GUE_HDR) ? 4 : 0);
+		h += 8 + gue_hdr_len(e);
 	return h;
 }
 
@@ -107,7 +116,7 @@ static int encap(struct fg_frame *f, const struct fg_pkt *p,
 {
 	uint32_t hdr, inner_len, outer_l3, delta, tail_freed, o;
 	uint8_t *inner, *d, inner_proto, tos;
-	int gue_hdr = gue && (e->flags & FG_ENCAP_GUE_HDR);
+	uint32_t gue_hdr = gue ? gue_hdr_len(e) : 0;
 
 	if (unlikely(f == NULL || p == NULL || e == NULL || !is_ip_kind(p) ||
 		     (e->family != CT_V4 && e->family != CT_V6)))
@@ -184,17 +193,20 @@ static int encap(struct fg_frame *f, const struct fg_pkt *p,
 	}
 	if (gue) {
 		uint8_t *u = d + o;
-		uint32_t ulen = 8 + (gue_hdr ? 4 : 0) + inner_len;
+		uint32_t ulen = 8 + gue_hdr + inner_len;
 
 		wr16(u, fg_rss_gue_sport(flow_hash));
 		st16(u + 2, e->gue_port);
 		wr16(u + 4, (uint16_t)ulen);
 		wr16(u + 6, 0);
 		if (gue_hdr) {
-			u[8] = 0;  /* version 0, C 0, hlen 0 */
+			/* version 0, C 0, hlen in 32-bit words */
+			u[8] = (uint8_t)((gue_hdr - 4) / 4);
 			u[9] = inner_proto;
-			u[10] = 0;
-			u[11] = 0;
+			wr16(u + 10, gue_hdr > 4 ? FG_GUE_FLAG_PREV : 0);
+			if (gue_hdr > 4)
+				memcpy(u + 12, e->family == CT_V6 ? e->prev.v6 :
+				       (const uint8_t *)&e->prev.v4, gue_hdr - 4);
 		}
 		if (e->family == CT_V6) {
 			const uint8_t *ip = d + o - 40;
@@ -202,7 +214,7 @@ static int encap(struct fg_frame *f, const struct fg_pkt *p,
 			uint16_t c;
 
 			/* inner bytes are not moved: sum them where they are */
-			s = fg_csum_partial(u, 8 + (gue_hdr ? 4 : 0), s);
+			s = fg_csum_partial(u, 8 + gue_hdr, s);
 			s = fg_csum_partial(inner, inner_len, s);
 			c = (uint16_t)~fg_csum_fold(s);
 			st16(u + 6, c == 0 ? 0xFFFF : c);
@@ -752,6 +764,76 @@ int fg_xlate_nd_advert(struct fg_frame *f, const struct fg_pkt *p,
 		f->tailroom += f->len - new_len;
 	f->len = new_len;
 	return (int)new_len;
+}
+
+int fg_xlate_arp_request(uint8_t *buf, uint32_t room, const uint8_t mac[6],
+			 const uint8_t *sip, const uint8_t tip[4])
+{
+	uint8_t *a;
+
+	if (unlikely(buf == NULL || mac == NULL || tip == NULL))
+		return -EINVAL;
+	if (room < FG_XLATE_ARP_REQUEST_LEN)
+		return -ENOSPC;
+	memset(buf, 0, FG_XLATE_ARP_REQUEST_LEN);
+	memset(buf, 0xff, 6);
+	memcpy(buf + 6, mac, 6);
+	wr16(buf + 12, 0x0806);
+	a = buf + 14;
+	wr16(a, 1);          /* hardware: Ethernet */
+	wr16(a + 2, 0x0800); /* protocol: IPv4 */
+	a[4] = 6;
+	a[5] = 4;
+	wr16(a + 6, 1);      /* request */
+	memcpy(a + 8, mac, 6);
+	if (sip != NULL)
+		memcpy(a + 14, sip, 4);
+	memcpy(a + 24, tip, 4);
+	return FG_XLATE_ARP_REQUEST_LEN;
+}
+
+int fg_xlate_nd_solicit(uint8_t *buf, uint32_t room, const uint8_t mac[6],
+			const uint8_t sip[16], const uint8_t target[16])
+{
+	uint8_t *ip, *icmp;
+	uint32_t s;
+	uint16_t c;
+
+	if (unlikely(buf == NULL || mac == NULL || sip == NULL || target == NULL))
+		return -EINVAL;
+	if (room < FG_XLATE_ND_SOLICIT_LEN)
+		return -ENOSPC;
+	ip = buf + 14;
+	icmp = ip + 40;
+	memset(buf, 0, FG_XLATE_ND_SOLICIT_LEN);
+	/* solicited-node multicast: ff02::1:ff + the target's low 24 bits,
+	 * its MAC 33:33 + the group's low 32 bits */
+	buf[0] = 0x33;
+	buf[1] = 0x33;
+	buf[2] = 0xff;
+	memcpy(buf + 3, target + 13, 3);
+	memcpy(buf + 6, mac, 6);
+	wr16(buf + 12, 0x86dd);
+	ip[0] = 0x60;
+	wr16(ip + 4, 32);
+	ip[6] = P_ICMPV6;
+	ip[7] = 255;
+	memcpy(ip + 8, sip, 16);
+	ip[24] = 0xff;
+	ip[25] = 0x02;
+	ip[35] = 0x01;
+	ip[36] = 0xff;
+	memcpy(ip + 37, target + 13, 3);
+	icmp[0] = 135;
+	memcpy(icmp + 8, target, 16);
+	icmp[24] = 1; /* source link-layer address */
+	icmp[25] = 1;
+	memcpy(icmp + 26, mac, 6);
+	s = pseudo_sum(ip, 1, P_ICMPV6, 32);
+	s = fg_csum_partial(icmp, 32, s);
+	c = (uint16_t)~fg_csum_fold(s);
+	memcpy(icmp + 2, &c, 2);
+	return FG_XLATE_ND_SOLICIT_LEN;
 }
 
 /* Offset of the L4 checksum field, or -1 when the packet has none we own. */

@@ -45,6 +45,20 @@ struct fg_frame {
 
 /** fg_encap::flags */
 #define FG_ENCAP_GUE_HDR 0x1 /**< GUE: 4-byte GUE v0 header (else v1 direct IP) */
+/** GUE: a GUE v0 header carrying fg_encap::prev, the backend that the
+ *  service's previous Maglev table chose for this flow (second chance,
+ *  see FG_GUE_FLAG_PREV); implies FG_ENCAP_GUE_HDR. */
+#define FG_ENCAP_GUE_PREV 0x2
+
+/**
+ * Second chance (GLB's idea, one hop): GUE v0 header flags bit 0 (Linux's
+ * GUE_FLAG_PRIV position) set, hlen = 1 (IPv4) or 4 (IPv6) words holding
+ * the previous owner's address in the outer family.  A backend that holds
+ * no socket for a non-SYN TCP packet forwards it once to that address with
+ * the flag cleared (tests/e2e/fg_decap.bpf.c does this); any other
+ * receiver must strip hlen words.  Written once here for both sides.
+ */
+#define FG_GUE_FLAG_PREV 0x0001
 
 /**
  * Everything an encapsulation needs about its egress, built once per
@@ -66,6 +80,10 @@ struct fg_encap {
 		uint32_t v4;
 		uint8_t v6[16];
 	} dst;                 /**< outer destination: the backend. */
+	union {
+		uint32_t v4;
+		uint8_t v6[16];
+	} prev;                /**< FG_ENCAP_GUE_PREV: previous owner. */
 };
 
 /**
@@ -90,6 +108,8 @@ int fg_xlate_ipip(struct fg_frame *f, const struct fg_pkt *p,
  * gue` decapsulates it since 4.11, as Katran relies on); with
  * FG_ENCAP_GUE_HDR a 4-byte GUE v0 header (proto/ctype = 4 or 41, no
  * flags) is inserted, which `gue` mode accepts on every kernel version.
+ * With FG_ENCAP_GUE_PREV the v0 header carries e->prev (FG_GUE_FLAG_PREV):
+ * 4 (IPv4) or 16 (IPv6) more bytes.
  * The outer IPv4 UDP checksum is 0 (allowed); outer IPv6 UDP checksum is
  * computed (RFC 8200 requires it).
  * @return new length, or -EINVAL, -EMSGSIZE, -ENOSPC.
@@ -226,6 +246,34 @@ int fg_xlate_arp_reply(struct fg_frame *f, const struct fg_pkt *p,
  */
 int fg_xlate_nd_advert(struct fg_frame *f, const struct fg_pkt *p,
 		       const uint8_t mac[6]);
+
+/** Length of the frame fg_xlate_arp_request() writes (minimum Ethernet). */
+#define FG_XLATE_ARP_REQUEST_LEN 60
+/** Length of the frame fg_xlate_nd_solicit() writes (14 + 40 + 32). */
+#define FG_XLATE_ND_SOLICIT_LEN 86
+
+/**
+ * Writes a broadcast ARP request for @p tip into @p buf (untagged, padded
+ * to FG_XLATE_ARP_REQUEST_LEN bytes): sender (@p mac, @p sip, or 0.0.0.0
+ * when @p sip is NULL, an ARP probe), target MAC zero.  The twin of
+ * fg_xlate_arp_reply(): the frame it writes is the request that function
+ * answers.  Addresses in network order.
+ * @return FG_XLATE_ARP_REQUEST_LEN, or -EINVAL (NULL argument), -ENOSPC
+ *   (@p room too small).
+ */
+int fg_xlate_arp_request(uint8_t *buf, uint32_t room, const uint8_t mac[6],
+			 const uint8_t *sip, const uint8_t tip[4]);
+
+/**
+ * Writes an IPv6 neighbour solicitation for @p target into @p buf
+ * (untagged, FG_XLATE_ND_SOLICIT_LEN bytes): from (@p mac, @p sip) to the
+ * target's solicited-node multicast group ff02::1:ffXX:XXXX and its MAC
+ * 33:33:ff:XX:XX:XX, hop limit 255, source link-layer address option =
+ * @p mac, ICMPv6 checksum set.  The twin of fg_xlate_nd_advert().
+ * @return FG_XLATE_ND_SOLICIT_LEN, or -EINVAL (NULL argument), -ENOSPC.
+ */
+int fg_xlate_nd_solicit(uint8_t *buf, uint32_t room, const uint8_t mac[6],
+			const uint8_t sip[16], const uint8_t target[16]);
 
 /**
  * Recomputes every checksum of a parsed IP packet from scratch (IPv4

@@ -144,7 +144,11 @@ enum fg_core_counter {
 	X(bytes,     "bytes to the VIP (L3 length)") \
 	X(new_flows, "new flows scheduled") \
 	X(drops,     "packets to the VIP that were dropped") \
-	X(no_backend, "new flows refused: no usable backend")
+	X(no_backend, "new flows refused: no usable backend") \
+	X(placed_maglev,    "maglev-load: new flows on the Maglev candidate (signals fresh)") \
+	X(placed_load,      "maglev-load: new flows on the second candidate (less loaded, or the Maglev one saturated)") \
+	X(placed_stale,     "maglev-load: new flows placed by plain Maglev because a candidate's load signal was stale or missing") \
+	X(placed_saturated, "maglev-load: new flows whose two candidates were saturated, sent to the least-loaded worker")
 
 enum fg_service_counter {
 #define FG_X(n, d) FG_SC_##n,
@@ -158,8 +162,13 @@ enum fg_service_counter {
 	X(packets,   "packets sent to the backend") \
 	X(bytes,     "bytes sent to the backend (L3 length before encapsulation)") \
 	X(new_flows, "new flows assigned to the backend") \
+	X(new_flows_load, "maglev-load: new flows placed on the backend by load (not its Maglev slot)") \
 	X(reply_packets, "NAT: reply packets from the backend") \
-	X(reply_bytes,   "NAT: reply bytes from the backend")
+	X(reply_bytes,   "NAT: reply bytes from the backend") \
+	X(conns_opened,  "flows of the backend entered in conntrack") \
+	X(conns_closed,  "flows of the backend that left conntrack (closed, expired, evicted, deleted)") \
+	X(conns_established, "flows of the backend that reached ESTABLISHED") \
+	X(conns_unestablished, "flows of the backend that left ESTABLISHED (closing, or removed)")
 
 enum fg_backend_counter {
 #define FG_X(n, d) FG_BC_##n,

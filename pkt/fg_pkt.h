@@ -48,6 +48,7 @@
 
 #include "ct.h"
 #include "fg_counters.h"
+#include "fg_pkt_defs.h"   /* kinds, flags, constants (shared with GPU / BPF) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,30 +61,6 @@ enum fg_verdict {
 	FG_V_REPLY,       /**< answered in place (ARP / ND) */
 	FG_V_HOST,        /**< handed to the host exception port */
 };
-
-/** Packet kinds (fg_pkt::kind). */
-enum fg_pkt_kind {
-	FG_PK_DROP = 0,
-	FG_PK_FLOW,
-	FG_PK_FRAG_LATER,
-	FG_PK_ICMP_ERR,
-	FG_PK_ARP,
-	FG_PK_ND,
-	FG_PK_HOST,
-	FG_PK_MAX
-};
-
-/** fg_pkt::flags bits. */
-#define FG_PF_VLAN       0x01 /**< one 802.1Q tag present (fg_pkt::vlan) */
-#define FG_PF_FRAG       0x02 /**< first fragment (MF set, offset 0) */
-#define FG_PF_IP_OPTS    0x04 /**< IPv4 options / IPv6 extension headers present */
-#define FG_PF_ARP_REPLY  0x08 /**< FG_PK_ARP: opcode 2 */
-#define FG_PF_ND_ADVERT  0x08 /**< FG_PK_ND: neighbour advertisement (136) */
-#define FG_PF_ECHO_REPLY 0x10 /**< ICMP echo reply (key ports reversed) */
-#define FG_PF_DF         0x20 /**< IPv4 don't-fragment bit set */
-
-/** Largest number of IPv6 extension headers walked. */
-#define FG_PKT_V6_EXT_MAX 8
 
 /** Parse result: 64 bytes, one cache line. */
 struct fg_pkt {

@@ -1,0 +1,933 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The daemon's options (fg_opts.h).  FG_OPT_LIST is the one table: getopt's
+ * long options, the usage text, the range checks and docs/CONFIG.md's
+ * option table (tests/daemon/test_service.py compares them) come from it.
+ *
+ * Config-describing options become config-file statements in one text
+ * (struct cfgtext), a line per statement, each line remembering the option
+ * that wrote it, so the file parser's "line N: reason" becomes
+ * "--service 10.0.0.1:80,mode=x: mode: unknown mode 'x' (...)".
+ */
+#include "fg_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_string_fns.h>
+#include <rte_version.h>
+
+#include "ct.h"
+#include "fg_announce.h"
+#include "fg_config_parse.h"
+#include "fg_log.h"
+#include "fg_metrics.h"
+#include "fg_proto.h"
+
+#ifndef FG_VERSION
+#define FG_VERSION "unknown"
+#endif
+#ifndef FG_MARCH
+#define FG_MARCH "default"
+#endif
+
+/* Kinds of argument checks. */
+enum opt_kind {
+	K_FLAG,   /* no argument */
+	K_UINT,   /* unsigned integer in min..max */
+	K_ENUM,   /* one of the words of "range" (a|b|c) */
+	K_STR,    /* free text, checked by the handler */
+	K_CFG,    /* a config statement: the file parser checks it */
+};
+
+/*
+ * X(id, long name, short, has_arg, kind, min, max, metavar/range, default,
+ *   help, a value it refuses)
+ */
+#define FG_OPT_LIST(X) \
+	X(CONFIG, "config", 'c', required_argument, K_STR, 0, 0, "FILE", "", \
+	  "config file (docs/CONFIG.md, flowgate.conf(5)); SIGHUP re-reads it", "/nonexistent/flowgate.conf") \
+	X(SOCKET, "socket", 's', required_argument, K_STR, 0, 0, "PATH", FG_CTL_DEFAULT_SOCKET, \
+	  "control socket (also $FLOWGATE_SOCKET, the file's control_socket)", "") \
+	X(WORKERS, "workers", 0, required_argument, K_UINT, 1, FG_MAX_WORKERS, "N", "all but the main lcore", \
+	  "worker lcores to use", "abc") \
+	X(SW_RSS, "sw-rss", 0, required_argument, K_ENUM, 0, 0, "auto|on|off", "auto", \
+	  "software RSS dispatch between workers", "maybe") \
+	X(CT_CAPACITY, "ct-capacity", 0, required_argument, K_CFG, 0, 0, "N", "1048576", \
+	  "conntrack entries per worker, 1024..2^30 (overrides the file's)", "10") \
+	X(MBUFS, "mbufs", 0, required_argument, K_UINT, 1024, 1u << 28, "N", "65535", \
+	  "mbufs per NUMA socket (raise it when a port cannot fill its rings)", "xyz") \
+	X(HOST_TAP, "host-tap", 0, optional_argument, K_STR, 1, 10, "[=PREFIX]", "off", \
+	  "host exception path: a kernel TAP per port (PREFIXn, default fg0, fg1...) gets " \
+	  "the packets for the host itself (SSH, BGP, ping to a local address)", "=waytoolongprefix") \
+	X(ANNOUNCE, "announce", 0, optional_argument, K_STR, 1, UINT32_MAX, "[=TABLE]", "off", \
+	  "route fate-sharing for BGP/ECMP: keep VIP/32 (/128) dev <port 0's TAP> in kernel " \
+	  "routing table TABLE (default 4242; not 253-255) while forwarding with a usable " \
+	  "backend; needs --host-tap (docs/DEPLOY.md)", "=254") \
+	X(SECOND_CHANCE, "second-chance", 0, no_argument, K_FLAG, 0, 0, "", "off", \
+	  "dsr-gue: a packet picked up without its SYN names the previous Maglev owner in " \
+	  "the GUE header; a backend without a socket for it forwards it there once", "") \
+	X(IDLE_SLEEP, "idle-sleep", 0, optional_argument, K_STR, 0, 100000, "[=US]", "off", \
+	  "workers sleep when their polls come back empty, up to US microseconds " \
+	  "(default 200; 0 = busy polling)", "=100001") \
+	X(CTL_IDLE, "ctl-idle-timeout", 0, required_argument, K_UINT, 0, INT32_MAX / 1000, "SEC", "30", \
+	  "close control clients silent this long (0 = never; flows watch clients are exempt)", "-1") \
+	X(METRICS, "metrics", 0, required_argument, K_STR, 0, 0, "ADDR:PORT", "off", \
+	  "serve Prometheus GET /metrics there (bind a management address: no authentication)", "nowhere:1") \
+	X(PDUMP, "pdump", 0, no_argument, K_FLAG, 0, 0, "", "off", \
+	  "let dpdk-dumpcap / dpdk-pdump capture (needs shared hugepage memory: an EAL " \
+	  "--file-prefix; see docs/OBSERVABILITY.md)", "") \
+	X(GPU, "gpu", 0, optional_argument, K_ENUM, 0, 0, "[=graph|persistent]", "off", \
+	  "parse and hash bursts on the GPU (CUDA builds; default launch mode graph)", "=fast") \
+	X(ICMP_RATE, "icmp-rate", 0, required_argument, K_UINT, 0, 1000000, "N", "100", \
+	  "ICMP errors and RSTs generated per second per worker (0 = none)", "lots") \
+	X(LOG_LEVEL, "log-level", 0, required_argument, K_ENUM, 0, 0, \
+	  "emerg|alert|crit|err|warning|notice|info|debug", "info", \
+	  "flowgate's log level (EAL's --log-level=flowgate:LEVEL works too)", "loud") \
+	X(LOG_SYSLOG, "log-syslog", 0, no_argument, K_FLAG, 0, 0, "", "off", \
+	  "log to syslog (facility daemon) instead of stderr", "") \
+	X(VERSION, "version", 'V', no_argument, K_FLAG, 0, 0, "", "", \
+	  "print the version and build options, exit", "") \
+	X(HELP, "help", 'h', no_argument, K_FLAG, 0, 0, "", "", \
+	  "print this help, exit", "") \
+	X(SERVICE, "service", 0, required_argument, K_CFG, 0, 0, \
+	  "VIP:PORT[/tcp|udp][,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N][,gue-port=P][,on-fail=keep|reset]", "", \
+	  "a service (config built from options, when no -c is given)", "10.0.0.1:80,on-fail=never") \
+	X(BACKEND, "backend", 0, required_argument, K_CFG, 0, 0, \
+	  "ADDR[:PORT][,weight=W][,drained][,id=N][,src=ADDR]", "", \
+	  "a backend of the last --service (weight 0..65535)", "10.0.1.1,weight=70000") \
+	X(LOCAL, "local", 0, required_argument, K_CFG, 0, 0, "ADDR[,port=N]", "", \
+	  "balancer address of port N (ARP/ND answered; NAT source; DSR outer source)", "10.0.0.300") \
+	X(GATEWAY, "gateway", 0, required_argument, K_CFG, 0, 0, "ADDR[,port=N]", "", \
+	  "default next hop of port N", "gw") \
+	X(NEIGH, "neigh", 0, required_argument, K_CFG, 0, 0, "ADDR,MAC[,port=N]", "", \
+	  "static neighbour", "10.0.0.2,zz:00:00:00:00:01") \
+	X(PORT_MAC, "port-mac", 0, required_argument, K_CFG, 0, 0, "N,MAC", "", \
+	  "source MAC of port N", "0,nomac") \
+	X(FLOOD_RATE, "flood-rate", 0, required_argument, K_CFG, 0, 0, "N", "0 (off)", \
+	  "conntrack flood threshold, new flows/s per worker (overrides the file's)", "-5") \
+	X(MTU, "mtu", 0, required_argument, K_STR, 68, 16000, "N[,port=P]", "the device's", \
+	  "egress L3 MTU of port P (default every port), 68..16000; encapsulations above it " \
+	  "drop as encap_too_big; mbufs grow to hold frames of the largest MTU", "9")
+
+enum opt_id {
+#define FG_X(id, ...) OPT_##id,
+	FG_OPT_LIST(FG_X)
+#undef FG_X
+	OPT_MAX
+};
+
+struct opt_def {
+	const char *name;
+	int short_name;
+	int has_arg;
+	enum opt_kind kind;
+	uint64_t min, max;
+	const char *meta, *dflt, *help, *bad;
+};
+
+static const struct opt_def opt_defs[OPT_MAX] = {
+#define FG_X(id, n, s, a, k, mn, mx, meta, d, h, bad) \
+	[OPT_##id] = {n, s, a, k, mn, mx, meta, d, h, bad},
+	FG_OPT_LIST(FG_X)
+#undef FG_X
+};
+
+unsigned int fg_opts_count(void) { return OPT_MAX; }
+const char *fg_opts_name(unsigned int i) { return i < OPT_MAX ? opt_defs[i].name : NULL; }
+const char *fg_opts_bad_example(unsigned int i)
+{
+	return i < OPT_MAX && opt_defs[i].has_arg != no_argument ? opt_defs[i].bad : NULL;
+}
+
+/* ------------------------------------------------------------ messages */
+
+struct state {
+	struct fg_opts *o;
+	FILE *err;
+	struct cfgtext *ct;
+	int bad;               /* problems reported */
+};
+
+static void opt_err(struct state *st, enum opt_id id, const char *arg,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void opt_err(struct state *st, enum opt_id id, const char *arg,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(st->err, "flowgate: --%s%s%s: ", opt_defs[id].name, arg ? " " : "",
+		arg ? arg : "");
+	va_start(ap, fmt);
+	vfprintf(st->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', st->err);
+	st->bad++;
+}
+
+/* ------------------------------------------------- config text builder */
+
+/* Statements of the options-built config, in file syntax.  Ports are
+ * gathered per port index (one block each), services in option order. */
+#define CT_MAX_LINES 8192
+struct cfgtext {
+	char *svc, *port[FG_MAX_PORTS], *rest;
+	size_t svc_len, port_len[FG_MAX_PORTS], rest_len;
+	unsigned int svc_lines, port_lines[FG_MAX_PORTS], rest_lines;
+	/* line -> (option, argument), per section */
+	struct ct_src { uint8_t id; const char *arg; } svc_src[CT_MAX_LINES],
+		port_src[FG_MAX_PORTS][64], rest_src[64];
+	bool svc_open;
+	unsigned int n_backends_total;
+	uint32_t backend_id[FG_MAX_SERVICES * 4]; /* id=N + 1 per --backend, 0 none */
+	unsigned int n_backend_ids;
+	bool any_cfg;          /* a config-describing option was given */
+	bool has_ct_cap, has_flood;
+};
+
+/* Appends one line (printf) to a section, remembering its source. */
+static int ct_line(char **buf, size_t *len, unsigned int *lines,
+		   struct ct_src *src, unsigned int max_lines, enum opt_id id,
+		   const char *arg, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
+
+static int ct_line(char **buf, size_t *len, unsigned int *lines,
+		   struct ct_src *src, unsigned int max_lines, enum opt_id id,
+		   const char *arg, const char *fmt, ...)
+{
+	va_list ap;
+	char line[512];
+	int n;
+	char *nb;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line) - 1 || *lines >= max_lines)
+		return -E2BIG;
+	nb = realloc(*buf, *len + (size_t)n + 2);
+	if (nb == NULL)
+		return -ENOMEM;
+	memcpy(nb + *len, line, (size_t)n);
+	nb[*len + (size_t)n] = '\n';
+	*len += (size_t)n + 1;
+	nb[*len] = '\0';
+	*buf = nb;
+	src[*lines] = (struct ct_src){ (uint8_t)id, arg };
+	(*lines)++;
+	return 0;
+}
+
+#define SVC_LINE(st, id, arg, ...) \
+	ct_line(&(st)->ct->svc, &(st)->ct->svc_len, &(st)->ct->svc_lines, \
+		(st)->ct->svc_src, CT_MAX_LINES, id, arg, __VA_ARGS__)
+#define PORT_LINE(st, p, id, arg, ...) \
+	ct_line(&(st)->ct->port[p], &(st)->ct->port_len[p], &(st)->ct->port_lines[p], \
+		(st)->ct->port_src[p], 64, id, arg, __VA_ARGS__)
+#define REST_LINE(st, id, arg, ...) \
+	ct_line(&(st)->ct->rest, &(st)->ct->rest_len, &(st)->ct->rest_lines, \
+		(st)->ct->rest_src, 64, id, arg, __VA_ARGS__)
+
+/* A word as the file lexer reads it back: quoted, \" and \\ escaped, so
+ * no value can end a statement or open a block. */
+static const char *q(char *buf, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	buf[o++] = '"';
+	for (; *s && o + 3 < len; s++) {
+		if (*s == '"' || *s == '\\')
+			buf[o++] = '\\';
+		buf[o++] = *s;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Splits "head,k=v,k" in place: the next key (and value, or NULL). */
+static bool kv_next(char **rest, char **key, char **val)
+{
+	char *tok = strsep(rest, ",");
+
+	if (tok == NULL)
+		return false;
+	*key = tok;
+	*val = strchr(tok, '=');
+	if (*val)
+		*(*val)++ = '\0';
+	return true;
+}
+
+static int opt_service(struct state *st, const char *arg)
+{
+	static const char *const keys[][2] = {
+		{"mode", "mode"}, {"sched", "scheduler"}, {"gue-port", "gue_port"},
+		{"on-fail", "on_fail"},
+	};
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v, *name = NULL;
+	char *pk[8], *pv[8], b1[160], b2[160];
+	unsigned int np = 0;
+	int rc = 0;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	head = strsep(&rest, ",");
+	while (kv_next(&rest, &k, &v)) {
+		unsigned int i;
+
+		for (i = 0; i < RTE_DIM(keys) && strcmp(k, keys[i][0]); i++)
+			;
+		if (!strcmp(k, "name") && v) {
+			name = v;
+		} else if (i == RTE_DIM(keys) || v == NULL || np == RTE_DIM(pk)) {
+			opt_err(st, OPT_SERVICE, arg, "'%s' is not KEY=VALUE with KEY one "
+				"of mode, sched, name, gue-port, on-fail", k);
+		} else {
+			pk[np] = (char *)(uintptr_t)keys[i][1];
+			pv[np++] = v;
+		}
+	}
+	if (st->ct->svc_open)
+		rc = SVC_LINE(st, OPT_SERVICE, arg, "}");
+	if (rc == 0)
+		rc = SVC_LINE(st, OPT_SERVICE, arg, "service %s %s {",
+			      name ? q(b1, sizeof(b1), name) : "", q(b2, sizeof(b2), head));
+	st->ct->svc_open = true;
+	for (unsigned int i = 0; i < np && rc == 0; i++)
+		rc = SVC_LINE(st, OPT_SERVICE, arg, "%s %s;", pk[i], q(b1, sizeof(b1), pv[i]));
+	free(dup);
+	return rc;
+}
+
+static int opt_backend(struct state *st, const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v, *end;
+	char line[400], b[160];
+	size_t n;
+	uint32_t id = 0;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	if (!st->ct->svc_open) {
+		opt_err(st, OPT_BACKEND, arg, "comes before any --service (a backend "
+			"belongs to the --service before it)");
+		free(dup);
+		return 0;
+	}
+	head = strsep(&rest, ",");
+	n = (size_t)snprintf(line, sizeof(line), "backend %s", q(b, sizeof(b), head));
+	while (kv_next(&rest, &k, &v) && n < sizeof(line)) {
+		if (!strcmp(k, "drained") && v == NULL) {
+			n += (size_t)snprintf(line + n, sizeof(line) - n, " drained");
+		} else if ((!strcmp(k, "weight") || !strcmp(k, "src")) && v) {
+			n += (size_t)snprintf(line + n, sizeof(line) - n, " %s %s", k,
+					      q(b, sizeof(b), v));
+		} else if (!strcmp(k, "id") && v) {
+			unsigned long x = strtoul(v, &end, 10);
+
+			if (*v < '0' || *v > '9' || *end || x > UINT32_MAX - 2)
+				opt_err(st, OPT_BACKEND, arg, "id: '%s' is not an integer in "
+					"0..%u", v, UINT32_MAX - 2);
+			id = (uint32_t)x + 1;   /* 0: no id given */
+		} else {
+			opt_err(st, OPT_BACKEND, arg, "'%s' is not one of weight=W, drained, "
+				"id=N, src=ADDR", k);
+		}
+	}
+	free(dup);
+	if (st->ct->n_backend_ids < RTE_DIM(st->ct->backend_id))
+		st->ct->backend_id[st->ct->n_backend_ids++] = id;
+	if (n >= sizeof(line) - 1) {
+		opt_err(st, OPT_BACKEND, arg, "too long");
+		return 0;
+	}
+	return SVC_LINE(st, OPT_BACKEND, arg, "%s;", line);
+}
+
+/* "N" of port=N / --port-mac N,...: a port index 0..FG_MAX_PORTS-1. */
+static int port_index(struct state *st, enum opt_id id, const char *arg,
+		      const char *s)
+{
+	char *end;
+	unsigned long p = strtoul(s, &end, 10);
+
+	if (*s < '0' || *s > '9' || *end || p >= FG_MAX_PORTS) {
+		opt_err(st, id, arg, "port '%s' is not a port index 0..%d", s,
+			FG_MAX_PORTS - 1);
+		return -1;
+	}
+	return (int)p;
+}
+
+/* --local / --gateway / --neigh / --port-mac */
+static int opt_port_stmt(struct state *st, enum opt_id id, const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v, *mac = NULL;
+	char b1[160], b2[64];
+	int port = 0, rc = 0;
+	struct fg_addr a;
+
+	if (dup == NULL)
+		return -ENOMEM;
+	head = strsep(&rest, ",");
+	if (id == OPT_PORT_MAC) {
+		port = port_index(st, id, arg, head);
+		if (port >= 0 && rest == NULL)
+			opt_err(st, id, arg, "expected N,MAC");
+		else if (port >= 0)
+			rc = PORT_LINE(st, port, id, arg, "mac %s;", q(b1, sizeof(b1), rest));
+		goto out;
+	}
+	if (id == OPT_NEIGH)
+		mac = strsep(&rest, ",");
+	while (kv_next(&rest, &k, &v))
+		if (!strcmp(k, "port") && v)
+			port = port_index(st, id, arg, v);
+		else
+			opt_err(st, id, arg, "'%s' is not port=N", k);
+	if (port < 0)
+		goto out;
+	if (id == OPT_NEIGH) {
+		rc = mac == NULL ? (opt_err(st, id, arg, "expected ADDR,MAC"), 0) :
+		     REST_LINE(st, id, arg, "neighbour %s %s port %d;", q(b1, sizeof(b1), head),
+			       q(b2, sizeof(b2), mac), port);
+	} else if (id == OPT_LOCAL) {
+		rc = PORT_LINE(st, port, id, arg, "local %s;", q(b1, sizeof(b1), head));
+	} else {
+		/* the file has gateway (IPv4) and gateway6 */
+		bool v6 = fg_addr_parse(head, &a) == 0 && a.family == AF_INET6;
+
+		rc = PORT_LINE(st, port, id, arg, "gateway%s %s;", v6 ? "6" : "",
+			       q(b1, sizeof(b1), head));
+	}
+out:
+	free(dup);
+	return rc;
+}
+
+static int opt_conntrack(struct state *st, enum opt_id id, const char *arg)
+{
+	char b[160];
+
+	if (id == OPT_CT_CAPACITY)
+		st->ct->has_ct_cap = true;
+	else
+		st->ct->has_flood = true;
+	return REST_LINE(st, id, arg, "conntrack { %s %s; }",
+			 id == OPT_CT_CAPACITY ? "capacity" : "flood_rate",
+			 q(b, sizeof(b), arg));
+}
+
+/* Joins the sections into one file text; src[i] is the option that wrote
+ * line i + 1 (service blocks closed, one block per port index). */
+static int cfgtext_build(struct state *st, char **text, struct ct_src **src,
+			 unsigned int *n_lines)
+{
+	struct cfgtext *ct = st->ct;
+	unsigned int cap = ct->svc_lines + ct->rest_lines + 2 + FG_MAX_PORTS * 66, n = 0;
+	struct ct_src *m = calloc(cap, sizeof(*m));
+	size_t len = 0;
+	char *t = NULL;
+	int rc = 0;
+
+	if (m == NULL)
+		return -ENOMEM;
+	if (ct->svc_open)
+		rc = SVC_LINE(st, (enum opt_id)ct->svc_src[ct->svc_lines - 1].id,
+			      ct->svc_src[ct->svc_lines - 1].arg, "}");
+	ct->svc_open = false;
+	for (unsigned int i = 0; i < ct->svc_lines; i++)
+		m[n++] = ct->svc_src[i];
+	if (rc == 0 && ct->svc) {
+		t = strdup(ct->svc);
+		len = ct->svc_len;
+	}
+	for (unsigned int p = 0; p < FG_MAX_PORTS && rc == 0; p++) {
+		size_t need;
+		char *nt;
+
+		if (ct->port_lines[p] == 0)
+			continue;
+		need = len + ct->port_len[p] + 32;
+		nt = realloc(t, need);
+		if (nt == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		t = nt;
+		len += (size_t)sprintf(t + len, "port \"%u\" {\n%s}\n", p, ct->port[p]);
+		m[n++] = ct->port_src[p][0];
+		for (unsigned int i = 0; i < ct->port_lines[p]; i++)
+			m[n++] = ct->port_src[p][i];
+		m[n++] = ct->port_src[p][ct->port_lines[p] - 1];
+	}
+	if (rc == 0 && ct->rest) {
+		char *nt = realloc(t, len + ct->rest_len + 1);
+
+		if (nt == NULL) {
+			rc = -ENOMEM;
+		} else {
+			t = nt;
+			memcpy(t + len, ct->rest, ct->rest_len + 1);
+			len += ct->rest_len;
+			for (unsigned int i = 0; i < ct->rest_lines; i++)
+				m[n++] = ct->rest_src[i];
+		}
+	}
+	if (rc == 0 && t == NULL)
+		t = strdup("");
+	if (rc < 0 || t == NULL) {
+		free(t);
+		free(m);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	*text = t;
+	*src = m;
+	*n_lines = n;
+	return 0;
+}
+
+/* ------------------------------------------------------------ options */
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+static void opt_mtu(struct state *st, const char *arg)
+{
+	char *dup = strdup(arg), *rest = dup, *head, *k, *v;
+	const struct opt_def *d = &opt_defs[OPT_MTU];
+	uint64_t n = 0;
+	int port = -1;
+
+	if (dup == NULL)
+		return;
+	head = strsep(&rest, ",");
+	if (!parse_u64(head, &n) || n < d->min || n > d->max)
+		opt_err(st, OPT_MTU, arg, "expected N[,port=P], N in %" PRIu64 "..%" PRIu64,
+			d->min, d->max);
+	else
+		while (kv_next(&rest, &k, &v))
+			if (strcmp(k, "port") != 0 || v == NULL)
+				opt_err(st, OPT_MTU, arg, "'%s' is not port=P", k);
+			else
+				port = port_index(st, OPT_MTU, arg, v);
+	if (st->bad == 0)
+		for (int p = 0; p < FG_MAX_PORTS; p++)
+			if (port < 0 || p == port)
+				st->o->dp.mtu[p] = (uint16_t)n;
+	free(dup);
+}
+
+static void opt_str(struct state *st, enum opt_id id, const char *arg)
+{
+	struct fg_opts *o = st->o;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+
+	switch (id) {
+	case OPT_CONFIG:
+		o->config_file = arg;
+		break;
+	case OPT_SOCKET:
+		if (*arg == '\0' || strlen(arg) >= FG_PATH_MAX - 1)
+			opt_err(st, id, arg, "a path of 1..%d bytes", FG_PATH_MAX - 2);
+		else
+			snprintf(o->socket_path, sizeof(o->socket_path), "%s", arg);
+		break;
+	case OPT_HOST_TAP:
+		if (arg == NULL)
+			arg = "fg";
+		if (strlen(arg) < 1 || strlen(arg) > 10)
+			opt_err(st, id, arg, "the interface prefix takes 1 to 10 characters");
+		o->dp.host_tap = arg;
+		break;
+	case OPT_ANNOUNCE: {
+		uint64_t v = FG_ANNOUNCE_TABLE_DEFAULT;
+
+		if (arg != NULL && (!parse_u64(arg, &v) || v < 1 || v > UINT32_MAX ||
+				    (v >= 253 && v <= 255)))
+			opt_err(st, id, arg, "a kernel routing table 1..%u other than 253-255 "
+				"(default, main and local would route the VIPs on this host)",
+				UINT32_MAX);
+		o->dp.announce_table = (uint32_t)v;
+		break;
+	}
+	case OPT_IDLE_SLEEP: {
+		uint64_t v = FG_IDLE_SLEEP_DEFAULT_US;
+
+		if (arg != NULL && (!parse_u64(arg, &v) || v > opt_defs[id].max))
+			opt_err(st, id, arg, "the longest sleep in microseconds, 0..%" PRIu64
+				" (0 = busy polling)", opt_defs[id].max);
+		o->dp.idle_sleep_us = (uint32_t)v;
+		break;
+	}
+	case OPT_METRICS:
+		if (strlen(arg) >= sizeof(o->metrics_buf) ||
+		    fg_metrics_listen_parse(arg, &ss, &sl) < 0)
+			opt_err(st, id, arg, "expected ADDR:PORT or [V6ADDR]:PORT, numeric");
+		snprintf(o->metrics_buf, sizeof(o->metrics_buf), "%s", arg);
+		o->dp.metrics_addr = o->metrics_buf;
+		break;
+	case OPT_MTU:
+		opt_mtu(st, arg);
+		break;
+	default:
+		break;
+	}
+}
+
+static void opt_enum(struct state *st, enum opt_id id, const char *arg)
+{
+	struct fg_opts *o = st->o;
+	int v;
+
+	switch (id) {
+	case OPT_SW_RSS:
+		o->dp.sw_rss = !strcmp(arg, "auto") ? -1 : !strcmp(arg, "on") ? 1 :
+			       !strcmp(arg, "off") ? 0 : -2;
+		if (o->dp.sw_rss == -2)
+			opt_err(st, id, arg, "expected auto, on or off");
+		break;
+	case OPT_GPU:
+		o->dp.gpu_mode = arg ? arg : "graph";
+		if (strcmp(o->dp.gpu_mode, "graph") && strcmp(o->dp.gpu_mode, "persistent"))
+			opt_err(st, id, arg, "the launch mode is graph or persistent");
+		break;
+	case OPT_LOG_LEVEL:
+		v = fg_log_level_parse(arg);
+		if (v < 0)
+			opt_err(st, id, arg, "expected %s", opt_defs[id].meta);
+		o->log_level = v;
+		break;
+	default:
+		break;
+	}
+}
+
+static void opt_uint(struct state *st, enum opt_id id, const char *arg)
+{
+	const struct opt_def *d = &opt_defs[id];
+	struct fg_opts *o = st->o;
+	uint64_t v;
+
+	if (!parse_u64(arg, &v) || v < d->min || v > d->max) {
+		opt_err(st, id, arg, "expected an integer in %" PRIu64 "..%" PRIu64,
+			d->min, d->max);
+		return;
+	}
+	switch (id) {
+	case OPT_WORKERS: o->dp.n_workers = (unsigned int)v; break;
+	case OPT_MBUFS: o->dp.n_mbufs = (unsigned int)v; break;
+	case OPT_ICMP_RATE: o->dp.icmp_rate = (uint32_t)v; break;
+	case OPT_CTL_IDLE: o->dp.ctl_idle_ms = v ? (int)v * 1000 : -1; break;
+	default: break;
+	}
+}
+
+static int opt_apply(struct state *st, enum opt_id id, const char *arg)
+{
+	switch (opt_defs[id].kind) {
+	case K_FLAG:
+		if (id == OPT_PDUMP)
+			st->o->dp.pdump = true;
+		else if (id == OPT_SECOND_CHANCE)
+			st->o->dp.second_chance = true;
+		else if (id == OPT_LOG_SYSLOG)
+			st->o->log_syslog = true;
+		else if (id == OPT_VERSION)
+			st->o->version = true;
+		else if (id == OPT_HELP)
+			st->o->help = true;
+		return 0;
+	case K_UINT:
+		opt_uint(st, id, arg);
+		return 0;
+	case K_ENUM:
+		opt_enum(st, id, arg);
+		return 0;
+	case K_STR:
+		opt_str(st, id, arg);
+		return 0;
+	case K_CFG:
+		break;
+	}
+	if (id == OPT_CT_CAPACITY || id == OPT_FLOOD_RATE)
+		return opt_conntrack(st, id, arg);
+	st->ct->any_cfg = true;
+	if (id == OPT_SERVICE)
+		return opt_service(st, arg);
+	if (id == OPT_BACKEND)
+		return opt_backend(st, arg);
+	return opt_port_stmt(st, id, arg);
+}
+
+/* ------------------------------------------------------- the config */
+
+/* Parses the options' config text with the file parser; messages name the
+ * option of the line.  Unnamed ports ("port "N"") become port index N. */
+static int options_config(struct state *st, struct fg_config *out)
+{
+	struct fg_cfg_err ev[32];
+	struct fg_cfg_errs errs = {ev, RTE_DIM(ev), 0};
+	struct fg_port_cfg ports[FG_MAX_PORTS];
+	struct ct_src *src = NULL;
+	unsigned int n_lines, b = 0;
+	char *text = NULL;
+	int rc;
+
+	rc = cfgtext_build(st, &text, &src, &n_lines);
+	if (rc < 0)
+		return rc;
+	rc = fg_config_parse(text, strlen(text), "command line", out, &errs);
+	for (unsigned int i = 0; rc < 0 && i < errs.n && i < errs.max; i++) {
+		unsigned int l = ev[i].line;
+
+		if (l >= 1 && l <= n_lines && src[l - 1].arg)
+			opt_err(st, (enum opt_id)src[l - 1].id, src[l - 1].arg, "%s", ev[i].msg);
+		else
+			fprintf(st->err, "flowgate: options: %s\n", ev[i].msg), st->bad++;
+	}
+	free(text);
+	free(src);
+	if (rc < 0)
+		return errs.n ? -EINVAL : rc;
+	rc = fg_config_assign_ids(out, NULL);
+	/* --backend ...,id=N: the id the operator chose */
+	for (uint32_t s = 0; rc == 0 && s < out->n_services; s++)
+		for (uint32_t i = 0; i < out->services[s].n_backends; i++, b++)
+			if (b < st->ct->n_backend_ids && st->ct->backend_id[b])
+				out->services[s].backends[i].id = st->ct->backend_id[b] - 1;
+	memset(ports, 0, sizeof(ports));
+	for (uint32_t i = 0; i < out->n_ports; i++) {
+		unsigned int p = (unsigned int)strtoul(out->ports[i].name, NULL, 10);
+
+		ports[p] = out->ports[i];
+		ports[p].name[0] = '\0';
+	}
+	out->n_ports = 0;
+	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
+		if (st->ct->port_lines[p])
+			out->n_ports = p + 1;
+	memcpy(out->ports, ports, sizeof(ports));
+	return rc;
+}
+
+static int file_config(struct state *st, struct fg_config *out)
+{
+	struct fg_cfg_err ev[32];
+	struct fg_cfg_errs errs = {ev, RTE_DIM(ev), 0};
+	int rc = fg_config_load(st->o->config_file, out, &errs);
+
+	if (rc == 0)
+		rc = fg_config_assign_ids(out, NULL);
+	for (unsigned int i = 0; rc < 0 && i < errs.n && i < errs.max; i++) {
+		if (ev[i].line)
+			fprintf(st->err, "%s:%u: %s\n", ev[i].file, ev[i].line, ev[i].msg);
+		else
+			fprintf(st->err, "flowgate: --config %s: %s\n",
+				st->o->config_file, ev[i].msg);
+	}
+	if (rc < 0 && errs.n == 0)
+		fprintf(st->err, "flowgate: --config %s: %s\n", st->o->config_file,
+			strerror(-rc));
+	if (errs.n > errs.max)
+		fprintf(st->err, "flowgate: --config %s: %u more problems\n",
+			st->o->config_file, errs.n - errs.max);
+	/* a bad file is no usage error (exit 1, not 2) */
+	return rc == -EINVAL ? -EBADMSG : rc;
+}
+
+/* socket: -s, then $FLOWGATE_SOCKET, then the file's control_socket
+ * (default FG_CTL_DEFAULT_SOCKET); kept absolute (fg_config_validate) */
+static int socket_resolve(struct state *st)
+{
+	struct fg_opts *o = st->o;
+	const char *env = getenv(FG_CTL_SOCKET_ENV);
+	char cwd[FG_PATH_MAX] = "", abs_path[2 * FG_PATH_MAX + 2];
+
+	if (o->socket_path[0] == '\0' && env && *env)
+		snprintf(o->socket_path, sizeof(o->socket_path), "%s", env);
+	o->dp.cli_socket = o->socket_path[0] != '\0';
+	if (!o->dp.cli_socket)
+		snprintf(o->socket_path, sizeof(o->socket_path), "%s",
+			 o->cfg.control_socket[0] ? o->cfg.control_socket :
+			 FG_CTL_DEFAULT_SOCKET);
+	if (o->socket_path[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL) {
+		snprintf(abs_path, sizeof(abs_path), "%s/%s", cwd, o->socket_path);
+		if (strlen(abs_path) >= sizeof(o->socket_path)) {
+			fprintf(st->err, "flowgate: --socket %s: path too long (%zu bytes, "
+				"at most %zu)\n", o->socket_path, strlen(abs_path),
+				sizeof(o->socket_path) - 1);
+			return -EINVAL;
+		}
+		memcpy(o->socket_path, abs_path, strlen(abs_path) + 1);
+	}
+	memcpy(o->cfg.control_socket, o->socket_path, sizeof(o->cfg.control_socket));
+	o->dp.socket_path = o->socket_path;
+	return 0;
+}
+
+/* The config in force: the file (with the command line's conntrack
+ * capacity) or the options-built one. */
+static int config_finish(struct state *st)
+{
+	struct fg_opts *o = st->o;
+	struct fg_config oc;
+	int rc;
+
+	memset(&oc, 0, sizeof(oc));
+	rc = options_config(st, &oc);
+	if (rc == 0 && o->config_file) {
+		if (st->ct->any_cfg || st->ct->has_flood) {
+			fprintf(st->err, "flowgate: --service, --backend, --local, --gateway, "
+				"--neigh, --port-mac and --flood-rate build a config when no "
+				"-c is given; with -c %s, write them in the file\n",
+				o->config_file);
+			rc = -EINVAL;
+		} else {
+			rc = file_config(st, &o->cfg);
+		}
+		if (rc == 0 && realpath(o->config_file, o->config_abs) != NULL)
+			o->dp.config_path = o->config_abs;
+		if (rc == 0 && st->ct->has_ct_cap) {
+			o->cfg.ct_capacity = oc.ct_capacity;
+			o->dp.cli_ct_capacity = true;
+		}
+		fg_config_free(&oc);
+	} else if (rc == 0) {
+		o->cfg = oc;
+	} else {
+		fg_config_free(&oc);
+	}
+	if (rc < 0)
+		return rc;
+	if (o->cfg.ct_capacity == 0)
+		o->cfg.ct_capacity = CT_DEFAULT_CAPACITY;
+	rc = socket_resolve(st);
+	o->dp.cfg = &o->cfg;
+	return rc;
+}
+
+int fg_opts_parse(int argc, char **argv, struct fg_opts *o, FILE *err)
+{
+	struct option lo[OPT_MAX + 1];
+	struct state st = { .o = o, .err = err };
+	int c, rc = 0;
+
+	memset(o, 0, sizeof(*o));
+	fg_dp_params_init(&o->dp);
+	fg_config_init(&o->cfg);
+	o->log_level = -1;
+	st.ct = calloc(1, sizeof(*st.ct));
+	if (st.ct == NULL)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < OPT_MAX; i++)
+		lo[i] = (struct option){ opt_defs[i].name, opt_defs[i].has_arg, NULL,
+					 256 + (int)i };
+	memset(&lo[OPT_MAX], 0, sizeof(lo[0]));
+	optind = 1;
+	opterr = 0;
+	while (rc == 0 && (c = getopt_long(argc, argv, ":c:s:hV", lo, NULL)) != -1) {
+		enum opt_id id = c == 'c' ? OPT_CONFIG : c == 's' ? OPT_SOCKET :
+				 c == 'h' ? OPT_HELP : c == 'V' ? OPT_VERSION :
+				 (enum opt_id)(c - 256);
+
+		if (c == '?') {
+			fprintf(err, "flowgate: unknown option '%s' (flowgate --help lists "
+				"them; EAL options go before '--')\n", argv[optind - 1]);
+			st.bad++;
+		} else if (c == ':') {
+			fprintf(err, "flowgate: option '%s' needs a value\n", argv[optind - 1]);
+			st.bad++;
+		} else {
+			rc = opt_apply(&st, id, optarg);
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(err, "flowgate: unexpected argument '%s'\n", argv[optind]);
+		st.bad++;
+	}
+	if (rc == 0 && o->dp.announce_table && o->dp.host_tap == NULL) {
+		fprintf(err, "flowgate: --announce needs --host-tap (the VIP routes go "
+			"through port 0's TAP, which dies with the process)\n");
+		st.bad++;
+	}
+	if (rc == 0 && st.bad == 0 && !o->help && !o->version)
+		rc = config_finish(&st);
+	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
+		free(st.ct->port[p]);
+	free(st.ct->svc);
+	free(st.ct->rest);
+	free(st.ct);
+	if (rc == 0 && st.bad)
+		rc = -EINVAL;
+	return rc;
+}
+
+void fg_opts_free(struct fg_opts *o)
+{
+	fg_config_free(&o->cfg);
+}
+
+/* ------------------------------------------------------- help, version */
+
+void fg_opts_usage(FILE *f, const char *prog)
+{
+	fprintf(f, "usage: %s [EAL options] -- [options]\n"
+		"       %s --help | --version\n\n"
+		"flowgate options (after '--'; docs/CONFIG.md, flowgate(8)):\n",
+		prog, prog);
+	for (unsigned int i = 0; i < OPT_MAX; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		char head[160];
+		int n;
+
+		if (d->short_name)
+			n = snprintf(head, sizeof(head), "  -%c, --%s", d->short_name, d->name);
+		else
+			n = snprintf(head, sizeof(head), "      --%s", d->name);
+		if (d->meta[0])
+			snprintf(head + n, sizeof(head) - (size_t)n, "%s%s",
+				 d->has_arg == optional_argument ? "" : " ", d->meta);
+		fprintf(f, "%s\n          %s", head, d->help);
+		if (d->kind == K_UINT)
+			fprintf(f, " (%" PRIu64 "..%" PRIu64 ")", d->min, d->max);
+		if (d->dflt[0])
+			fprintf(f, " [default: %s]", d->dflt);
+		fputc('\n', f);
+	}
+	fprintf(f, "\nEAL options: see the DPDK documentation (e.g. -l 0-2 --no-pci "
+		"--vdev=net_af_packet0,iface=eth1).  Unless an EAL memory option is given\n"
+		"(--in-memory, --no-shconf, --proc-type, --huge-unlink) nor --pdump, "
+		"flowgate adds --in-memory\n(--no-shconf with --no-huge): no hugepage or "
+		"runtime file outlives it.\n");
+}
+
+void fg_opts_version(FILE *f, const char *prog)
+{
+	fprintf(f, "%s %s (DPDK %d.%02d.%d, CUDA batch path %s, -march=%s)\n", prog,
+		FG_VERSION, RTE_VER_YEAR, RTE_VER_MONTH, RTE_VER_MINOR,
+#ifdef FG_HAVE_GPU
+		"on",
+#else
+		"off",
+#endif
+		FG_MARCH);
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to the worker's files (fg_worker.c: the burst pipeline;
+ * fg_flow.c: flow decisions; fg_neigh.c: neighbour resolution and ARP/ND
+ * input; fg_worker_setup.c: construction).  Other dataplane files include
+ * it only to read a worker's counters.
+ *
+ * Holds the worker layout and the helpers those files share on the
+ * per-packet path; they are static inline so that splitting the worker
+ * into files costs the packet no call.
+ */
+#ifndef FLOWGATE_FG_WORKER_PRIVATE_H
+#define FLOWGATE_FG_WORKER_PRIVATE_H
+
+#include <string.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "fg_dp_private.h"
+
+/* NAT: local ports handed out per worker, and how often to try */
+#define NAT_PORT_LO 1024
+#define NAT_PORT_HI 65535
+#define NAT_PORT_TRIES 64
+
+/* One per worker lcore, written only by that lcore. */
+struct fg_worker {
+	unsigned int idx;       /**< 0..n_workers-1 (= QSBR thread id, RETA value) */
+	unsigned int lcore;
+	struct fg_dp *dp;
+	struct ct_shard *ct;
+	struct rte_eth_dev_tx_buffer *txb[FG_MAX_PORTS];
+	/** dispatch rings: in[i] receives from worker i (SP/SC). */
+	struct rte_ring *in[FG_MAX_WORKERS];
+	uint64_t last_flush;
+	uint64_t last_expire;
+	uint64_t cc[FG_CC_MAX];
+	uint64_t drops[FG_DROP_MAX];
+	uint64_t dc[FG_DC_MAX];
+	/* least-connections: opened - closed flows per backend stat row */
+	uint32_t *lc_active;
+	uint32_t lc_size;
+	uint64_t lc_generation;
+	uint16_t nat_next;      /**< where the next NAT port search starts */
+	/* next-hop cache: destination -> (port, MAC), valid for one
+	 * neighbour-table generation; saves a table probe per packet */
+	struct fg_nh_slot {
+		uint64_t gen;
+		uint8_t family, port;
+		uint8_t addr[16];
+		struct rte_ether_addr mac;
+	} nh[256];
+	/* flows watch: events to the control thread while someone watches */
+	struct rte_ring *ev_ring;
+	volatile bool watch;
+	/* rate limit for ARP/NS we originate; also what we asked for: an
+	 * ARP reply / NA is learned only if some worker solicited its address
+	 * (other workers read these, racily: a torn read only delays or
+	 * refuses one learn, and the table is confirmed again later).
+	 * Set-associative, oldest way replaced: a direct-mapped 64 forgot
+	 * most of a burst of new on-link NAT clients before their answers
+	 * came (neigh_unsolicited), and their first replies dropped. */
+	uint64_t solicit_tsc[FG_SOLICIT_SETS][FG_SOLICIT_WAYS];
+	uint8_t solicit_addr[FG_SOLICIT_SETS][FG_SOLICIT_WAYS][16];
+	/* token bucket of generated ICMP errors / RSTs (fg_dp::icmp_rate):
+	 * credit in TSC ticks, one packet costs hz / rate */
+	uint64_t icmp_credit;
+	uint64_t icmp_last;
+	/** --gpu: this worker's GPU context (fg_gpupath.c), else NULL */
+	struct fg_gpupath *gpu;
+	volatile bool stop;
+	/** set when this worker has stopped polling its ports (stop path) */
+	bool rx_done;
+} __rte_cache_aligned;
+
+/* ------------------------------------------------------------ keys */
+
+/* A conntrack key of either family (NAT targets, reply keys). */
+union fg_key {
+	struct ct_key4 k4;
+	struct ct_key6 k6;
+};
+
+static inline uint8_t fg_af_of(uint8_t ct_family)
+{
+	return ct_family == CT_V6 ? AF_INET6 : AF_INET;
+}
+
+static inline uint8_t fg_ct_family_of(uint8_t af)
+{
+	return af == AF_INET6 ? CT_V6 : CT_V4;
+}
+
+/* Fields of a key (struct ct_key4 / ct_key6) of @p family: addresses as
+ * 4 or 16 bytes in network order, ports in network order. */
+static inline const uint8_t *fg_key_saddr(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? (const uint8_t *)&((const struct ct_key4 *)key)->saddr :
+				 ((const struct ct_key6 *)key)->saddr;
+}
+
+static inline const uint8_t *fg_key_daddr(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? (const uint8_t *)&((const struct ct_key4 *)key)->daddr :
+				 ((const struct ct_key6 *)key)->daddr;
+}
+
+static inline uint16_t fg_key_dport(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? ((const struct ct_key4 *)key)->dport :
+				 ((const struct ct_key6 *)key)->dport;
+}
+
+static inline uint8_t fg_key_proto(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? ((const struct ct_key4 *)key)->proto :
+				 ((const struct ct_key6 *)key)->proto;
+}
+
+/*
+ * Writes a conntrack key of @p family (CT_V4 / CT_V6): addresses of 4 or
+ * 16 bytes in network order, ports in network order; padding zeroed, so
+ * the key hashes and compares as the parser's keys do.  The one place a
+ * key is assembled by hand.
+ */
+static inline void fg_key_make(union fg_key *k, uint8_t family,
+			       const void *saddr, const void *daddr,
+			       uint16_t sport, uint16_t dport, uint8_t proto)
+{
+	memset(k, 0, sizeof(*k));
+	if (family == CT_V4) {
+		memcpy(&k->k4.saddr, saddr, 4);
+		memcpy(&k->k4.daddr, daddr, 4);
+		k->k4.sport = sport;
+		k->k4.dport = dport;
+		k->k4.proto = proto;
+	} else {
+		memcpy(k->k6.saddr, saddr, 16);
+		memcpy(k->k6.daddr, daddr, 16);
+		k->k6.sport = sport;
+		k->k6.dport = dport;
+		k->k6.proto = proto;
+	}
+}
+
+/* @p out = the key @p in (struct ct_key4 / ct_key6 of @p family) seen from
+ * the other end: addresses and ports swapped, same protocol. */
+static inline void fg_key_reverse(union fg_key *out, uint8_t family,
+				  const void *in)
+{
+	if (family == CT_V4) {
+		const struct ct_key4 *k = in;
+
+		fg_key_make(out, family, &k->daddr, &k->saddr, k->dport,
+			    k->sport, k->proto);
+	} else {
+		const struct ct_key6 *k = in;
+
+		fg_key_make(out, family, k->daddr, k->saddr, k->dport,
+			    k->sport, k->proto);
+	}
+}
+
+/* ---------------------------------------------------- drops and TX */
+
+/* Packets a burst gives up, freed in one call at its end. */
+struct fg_burst_out {
+	struct rte_mbuf *free[FG_BURST * 2];
+	unsigned int n_free;
+};
+
+/* Counts a packet as dropped for @p why (its mbuf may still carry a
+ * generated reply: see "Accounting" in fg_counters.h). */
+static inline void fg_worker_count_drop(struct fg_worker *w, enum fg_drop why)
+{
+	w->drops[why]++;
+	w->cc[FG_CC_drops]++;
+}
+
+static inline void fg_worker_drop(struct fg_worker *w, struct fg_burst_out *o,
+			struct rte_mbuf *m, enum fg_drop why)
+{
+	fg_worker_count_drop(w, why);
+	o->free[o->n_free++] = m;
+}
+
+static inline void fg_worker_tx(struct fg_worker *w, uint16_t port, struct rte_mbuf *m)
+{
+	w->cc[FG_CC_tx_packets]++;
+	w->cc[FG_CC_tx_bytes] += m->pkt_len;
+	rte_eth_tx_buffer(w->dp->ports[port].port_id, w->idx, w->txb[port], m);
+}
+
+/* --host-tap: hands @p m to the main lcore for the kernel's TAP.  False
+ * when there is no host path or its ring is full (the caller keeps m). */
+static inline bool fg_worker_host_enqueue(struct fg_worker *w, struct rte_mbuf *m)
+{
+	if (!w->dp->host_tap)
+		return false;
+	if (unlikely(rte_ring_mp_enqueue(w->dp->host[m->port].to_host, m) != 0)) {
+		w->dc[FG_DC_host_ring_full]++;
+		return false;
+	}
+	w->cc[FG_CC_host_packets]++;
+	return true;
+}
+
+/* A packet for the balancer host itself: to the kernel, else dropped as
+ * @p why. */
+static inline void fg_worker_to_host(struct fg_worker *w, struct fg_burst_out *o,
+				     struct rte_mbuf *m, enum fg_drop why)
+{
+	if (!fg_worker_host_enqueue(w, m))
+		fg_worker_drop(w, o, m, why);
+}
+
+/* ARP / ND replies: learned; the host's kernel may be waiting for them.
+ * Not a drop (nothing went wrong), but counted: every input is accounted
+ * for (fg_counters.h, "Accounting"). */
+static inline void fg_worker_consumed_reply(struct fg_worker *w,
+					    struct fg_burst_out *o,
+					    struct rte_mbuf *m)
+{
+	if (fg_worker_host_enqueue(w, m))
+		return;
+	w->cc[FG_CC_arp_replies_consumed]++;
+	o->free[o->n_free++] = m;
+}
+
+/* ----------------------------------------------- flow decisions (fg_flow.c) */
+
+/* A packet with no tracked entry: service lookup, scheduler, ct_insert
+ * (and the NAT reply entry), then fg_flow_forward(). */
+void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
+		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		 struct rte_mbuf *m, const struct fg_pkt *p, uint32_t sig,
+		 const void *key, uint64_t now);
+/* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
+ * flow to its backend (s, b: known already, else taken from e). */
+void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
+		     const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		     struct rte_mbuf *m, const struct fg_pkt *p,
+		     struct ct_entry *e, const struct fg_lb_service *s,
+		     const struct fg_lb_backend *b, uint64_t now);
+/* A packet of the reply direction of a NAT flow: backend -> local. */
+void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
+		   const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		   struct rte_mbuf *m, const struct fg_pkt *p,
+		   struct ct_entry *e, uint64_t now);
+/* conntrack destroy hook (ct_set_destroy_cb), on the owner lcore. */
+void fg_flow_on_destroy(void *arg, enum ct_family fam, const void *key,
+			const struct ct_entry *e, enum ct_destroy_reason why);
+/* conntrack state hook (ct_set_state_cb), on the owner lcore: a flow's
+ * state changed (per-backend established counts, watch UPDATE events). */
+void fg_flow_on_state(void *arg, enum ct_family fam, const void *key,
+		      const struct ct_entry *e, enum ct_state old, uint64_t now);
+
+/*
+ * A client SYN that hits a tracked entry whose backend may take no new
+ * flows (health down, drained, weight 0, removed) opens a new connection
+ * on a reused tuple, or retries one that the dead backend never answered:
+ * schedule it afresh instead of following the old flow.  Everything else
+ * keeps its backend (a SYN on a TIME_WAIT tuple reopens the flow on the
+ * same backend, and NAT keeps the same local port the backend may still
+ * hold in TIME_WAIT).  SYNs are rare: the check costs nothing on the data
+ * path.
+ */
+static inline bool fg_flow_syn_reopens(const struct fg_lb_table *lb,
+			       const struct fg_pkt *p, const struct ct_entry *e)
+{
+	if (likely((p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK)) != CT_TCP_SYN) ||
+	    p->kind != FG_PK_FLOW)
+		return false;
+	uint16_t sid = lb->svc_by_id[e->service];
+	const struct fg_lb_backend *b;
+
+	if (sid == 0)
+		return false; /* service gone: fg_flow_forward counts and drops */
+	b = fg_lb_backend_get(&lb->services[sid - 1], e->backend);
+	return b != NULL && !b->usable;
+}
+
+/* ------------------------------------------- neighbours (fg_neigh.c) */
+
+/* ARP input: learns what may be learned, answers requests for our
+ * addresses, consumes replies. */
+void fg_neigh_arp_input(struct fg_worker *w, const struct fg_lb_table *lb,
+			const struct fg_neigh_table *nt, struct fg_burst_out *o,
+			struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now);
+/* ND input: the same for neighbour solicitations and advertisements. */
+void fg_neigh_nd_input(struct fg_worker *w, const struct fg_lb_table *lb,
+		       const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		       struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now);
+/* Finds the egress port and MAC for a destination: the neighbour entry of
+ * the address itself, else the gateway of the first port with one.
+ * Returns false (and solicits) when nothing is known. */
+bool fg_neigh_next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
+			    uint8_t af, const uint8_t *addr, uint16_t *port,
+			    const struct rte_ether_addr **mac, uint64_t now);
+/* NAT without a gateway: solicit a new flow's on-link client now, so its
+ * MAC is known when the backend's first reply needs it. */
+void fg_neigh_resolve_client(struct fg_worker *w, const struct fg_neigh_table *nt,
+			     uint8_t af, const uint8_t *client, uint64_t now);
+
+/* Per-worker direct-mapped cache in front of next_hop_slow: DSR sends to
+ * a handful of backends, NAT replies to a gateway, so this almost always
+ * hits; an entry is valid for one neighbour-table generation. */
+static inline bool fg_neigh_next_hop(struct fg_worker *w, const struct fg_neigh_table *nt,
+			    uint8_t af, const uint8_t *addr, uint16_t *port,
+			    const struct rte_ether_addr **mac, uint64_t now)
+{
+	uint32_t alen = af == AF_INET6 ? 16 : 4, k;
+
+	memcpy(&k, addr + alen - 4, 4);
+	struct fg_nh_slot *c = &w->nh[(k ^ (k >> 8) ^ (k >> 16) ^ (k >> 24)) & 255];
+
+	if (likely(nt != NULL && c->gen == nt->gen && c->family == af &&
+		   (af == AF_INET ? !memcmp(c->addr, addr, 4) : !memcmp(c->addr, addr, 16)))) {
+		*port = c->port;
+		*mac = &c->mac;
+		return true;
+	}
+	if (!fg_neigh_next_hop_slow(w, nt, af, addr, port, mac, now))
+		return false;
+	if (nt != NULL) {
+		c->gen = nt->gen;
+		c->family = af;
+		c->port = (uint8_t)*port;
+		memcpy(c->addr, addr, alen);
+		c->mac = **mac;
+		*mac = &c->mac;
+	}
+	return true;
+}
+
+#endif /* FLOWGATE_FG_WORKER_PRIVATE_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Construction of a worker: its conntrack shard and mailbox, event ring,
+ * least-connections rows and TX buffers, and the dispatch rings between
+ * workers.  Runs on the main lcore before the workers start (fg_worker.c
+ * is the packet's route; nothing here runs per packet).
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "fg_worker_private.h"
+
+static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
+{
+	struct fg_worker *w = userdata;
+
+	for (uint16_t i = 0; i < count; i++) {
+		w->cc[FG_CC_tx_packets]--;
+		w->cc[FG_CC_tx_bytes] -= unsent[i]->pkt_len;
+	}
+	w->drops[FG_DROP_tx_full] += count;
+	w->cc[FG_CC_drops] += count;
+	rte_pktmbuf_free_bulk(unsent, count);
+}
+
+int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
+		     struct fg_worker **out)
+{
+	int socket = (int)rte_lcore_to_socket_id(lcore);
+	struct fg_worker *w;
+	struct ct_config cc;
+	char name[32];
+	int rc = -ENOMEM;
+
+	if (socket < 0 || socket >= RTE_MAX_NUMA_NODES)
+		socket = 0;
+	w = rte_zmalloc_socket("fg_worker", sizeof(*w), RTE_CACHE_LINE_SIZE, socket);
+	if (w == NULL)
+		return -ENOMEM;
+	w->idx = idx;
+	w->lcore = lcore;
+	w->dp = dp;
+	w->nat_next = NAT_PORT_LO + (uint16_t)(idx * 977);
+
+	ct_config_defaults(&cc);
+	snprintf(name, sizeof(name), "fgct%u", idx);
+	cc.name = name;
+	cc.capacity = dp->ct_capacity;
+	cc.socket_id = socket;
+	cc.hz = rte_get_tsc_hz();
+	if (dp->cfg) {
+		for (unsigned int s = 0; s < CT_ST_MAX && s < 16; s++)
+			if (dp->cfg->ct_timeouts_ms[s])
+				cc.timeouts.ms[s] = dp->cfg->ct_timeouts_ms[s];
+		cc.flood_rate = dp->cfg->flood_rate;
+	}
+	w->ct = ct_shard_create(&cc);
+	if (w->ct == NULL) {
+		rc = -rte_errno;
+		goto fail;
+	}
+	rc = ct_mbox_attach(w->ct);
+	if (rc < 0)
+		goto fail;
+	ct_set_destroy_cb(w->ct, fg_flow_on_destroy, w);
+	ct_set_state_cb(w->ct, fg_flow_on_state, w);
+	char ev_name[RTE_RING_NAMESIZE];
+
+	snprintf(ev_name, sizeof(ev_name), "fgev%u", idx);
+	w->ev_ring = rte_ring_create_elem(ev_name, sizeof(struct fg_flow_ev),
+					  FG_EV_RING_SIZE, socket,
+					  RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (w->ev_ring == NULL) {
+		rc = -rte_errno;
+		goto fail;
+	}
+	rc = -ENOMEM;
+	w->lc_size = 65536;
+	w->lc_active = rte_zmalloc_socket("fg_lc", w->lc_size * sizeof(uint32_t),
+					  RTE_CACHE_LINE_SIZE, socket);
+	if (w->lc_active == NULL)
+		goto fail;
+	for (unsigned int p = 0; p < dp->n_ports; p++) {
+		w->txb[p] = rte_zmalloc_socket("fg_txb",
+					       RTE_ETH_TX_BUFFER_SIZE(FG_BURST), 0,
+					       socket);
+		if (w->txb[p] == NULL)
+			goto fail;
+		rte_eth_tx_buffer_init(w->txb[p], FG_BURST);
+		rte_eth_tx_buffer_set_err_callback(w->txb[p], tx_err_cb, w);
+	}
+	*out = w;
+	return 0;
+fail:
+	fg_worker_free(w);
+	return rc;
+}
+
+/* Creates the SP/SC dispatch rings between every pair of workers. */
+int fg_worker_rings_create(struct fg_dp *dp)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	for (unsigned int d = 0; d < dp->n_workers; d++)
+		for (unsigned int s = 0; s < dp->n_workers; s++) {
+			if (s == d)
+				continue;
+			snprintf(name, sizeof(name), "fgdisp_%u_%u", s, d);
+			dp->workers[d]->in[s] = rte_ring_create(name, 4096,
+					(int)rte_lcore_to_socket_id(dp->workers[d]->lcore),
+					RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (dp->workers[d]->in[s] == NULL)
+				return -rte_errno;
+		}
+	return 0;
+}
+
+void fg_worker_free(struct fg_worker *w)
+{
+	if (w == NULL)
+		return;
+	ct_shard_free(w->ct);
+	rte_ring_free(w->ev_ring);
+	rte_free(w->lc_active);
+	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
+		rte_free(w->txb[p]);
+	for (unsigned int i = 0; i < FG_MAX_WORKERS; i++)
+		rte_ring_free(w->in[i]);
+	rte_free(w);
+}

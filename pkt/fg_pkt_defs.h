@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The parsing rules' constants, written once for every parser build: the
+ * CPU (pkt/fg_pkt.c), the CUDA kernel (gpu/fg_gpu_kernels.cu) and a BPF
+ * program may all include this header.  It holds only macros and enums:
+ * no function, no libc beyond <stdint.h> (through fg_counters.h, whose
+ * enum fg_drop names every refusal reason).
+ *
+ * Offsets are from the start of the header they belong to; multi-byte
+ * fields are big-endian on the wire.
+ */
+#ifndef FLOWGATE_FG_PKT_DEFS_H
+#define FLOWGATE_FG_PKT_DEFS_H
+
+#include "fg_counters.h"   /* enum fg_drop: the refusal reasons */
+
+/* ---- Ethernet ---------------------------------------------------------- */
+#define FG_ETH_HLEN 14          /**< dst, src, ethertype */
+#define FG_ETH_TYPE_OFF 12
+#define FG_VLAN_HLEN 4          /**< one 802.1Q / 802.1ad tag */
+#define FG_ET_IPV4 0x0800
+#define FG_ET_IPV6 0x86DD
+#define FG_ET_ARP 0x0806
+#define FG_ET_VLAN 0x8100
+#define FG_ET_QINQ 0x88A8
+
+/* ---- IP protocols / IPv6 next headers ---------------------------------- */
+#define FG_IPPROTO_HOPOPTS 0
+#define FG_IPPROTO_ICMP 1
+#define FG_IPPROTO_TCP 6
+#define FG_IPPROTO_UDP 17
+#define FG_IPPROTO_ROUTING 43
+#define FG_IPPROTO_FRAGMENT 44
+#define FG_IPPROTO_ESP 50
+#define FG_IPPROTO_AH 51
+#define FG_IPPROTO_ICMPV6 58
+#define FG_IPPROTO_NONE 59
+#define FG_IPPROTO_DSTOPTS 60
+#define FG_IPPROTO_MH 135       /**< mobility */
+#define FG_IPPROTO_HIP 139
+#define FG_IPPROTO_SHIM6 140
+#define FG_IPPROTO_EXP1 253
+#define FG_IPPROTO_EXP2 254
+
+/* ---- IPv4 -------------------------------------------------------------- */
+#define FG_IP4_MIN_HLEN 20
+#define FG_IP4_TOTLEN_OFF 2
+#define FG_IP4_FRAG_OFF 6       /**< flags + fragment offset */
+#define FG_IP4_TTL_OFF 8
+#define FG_IP4_PROTO_OFF 9
+#define FG_IP4_SADDR_OFF 12
+#define FG_IP4_DADDR_OFF 16
+#define FG_IP4_DF 0x4000
+#define FG_IP4_MF 0x2000
+#define FG_IP4_OFFMASK 0x1FFF   /**< in 8-byte units */
+
+/* ---- IPv6 -------------------------------------------------------------- */
+#define FG_IP6_HLEN 40
+#define FG_IP6_PLEN_OFF 4
+#define FG_IP6_NXT_OFF 6
+#define FG_IP6_HOP_OFF 7
+#define FG_IP6_SADDR_OFF 8
+#define FG_IP6_DADDR_OFF 24
+#define FG_IP6_EXT_MIN 8        /**< every extension header is >= 8 bytes */
+#define FG_IP6_FRAG_OFFMASK 0xFFF8
+#define FG_IP6_FRAG_M 0x0001
+/** Largest number of IPv6 extension headers walked (more: refused as
+ *  ipv6_ext_chain_too_long). */
+#define FG_PKT_V6_EXT_MAX 8
+
+/* ---- L4 ---------------------------------------------------------------- */
+#define FG_TCP_MIN_HLEN 20
+#define FG_TCP_FLAGS_OFF 13
+#define FG_UDP_HLEN 8
+#define FG_UDP_LEN_OFF 4
+#define FG_ICMP_HLEN 8          /**< type, code, csum, 4 bytes; errors quote after it */
+#define FG_ICMP_ECHO_ID_OFF 4
+#define FG_ICMP_QUOTE_MIN 8     /**< RFC 792 / 4443: quoted L4 bytes at least */
+#define FG_ICMP_ECHO_REPLY 0
+#define FG_ICMP_UNREACH 3
+#define FG_ICMP_ECHO 8
+#define FG_ICMP_TIME_EXCEEDED 11
+#define FG_ICMP_PARAMPROB 12
+#define FG_ICMP6_UNREACH 1      /**< 1..4: dest-unreach, too-big, time-exceeded, param-problem */
+#define FG_ICMP6_PARAMPROB 4
+#define FG_ICMP6_ECHO 128
+#define FG_ICMP6_ECHO_REPLY 129
+#define FG_ICMP6_NS 135
+#define FG_ICMP6_NA 136
+#define FG_ND_MIN_LEN 24        /**< ICMPv6 header + reserved/flags + target */
+#define FG_ND_TARGET_OFF 8
+#define FG_ND_HOP_LIMIT 255     /**< RFC 4861 7.1.1 */
+
+/* ---- ARP --------------------------------------------------------------- */
+#define FG_ARP_LEN 28           /**< Ethernet / IPv4 ARP body */
+#define FG_ARP_OP_OFF 6
+#define FG_ARP_SHA_OFF 8
+#define FG_ARP_SPA_OFF 14
+#define FG_ARP_THA_OFF 18
+#define FG_ARP_TPA_OFF 24
+#define FG_ARP_OP_REQUEST 1
+#define FG_ARP_OP_REPLY 2
+
+/* ---- parse results ----------------------------------------------------- */
+
+/** Packet kinds (fg_pkt::kind, fg_pkt_parse's return value). */
+enum fg_pkt_kind {
+	FG_PK_DROP = 0,
+	FG_PK_FLOW,
+	FG_PK_FRAG_LATER,
+	FG_PK_ICMP_ERR,
+	FG_PK_ARP,
+	FG_PK_ND,
+	FG_PK_HOST,
+	FG_PK_MAX
+};
+
+/** fg_pkt::flags bits. */
+#define FG_PF_VLAN       0x01 /**< one 802.1Q tag present (fg_pkt::vlan) */
+#define FG_PF_FRAG       0x02 /**< first fragment (MF set, offset 0) */
+#define FG_PF_IP_OPTS    0x04 /**< IPv4 options / IPv6 extension headers present */
+#define FG_PF_ARP_REPLY  0x08 /**< FG_PK_ARP: opcode 2 */
+#define FG_PF_ND_ADVERT  0x08 /**< FG_PK_ND: neighbour advertisement (136) */
+#define FG_PF_ECHO_REPLY 0x10 /**< ICMP echo reply (key ports reversed) */
+#define FG_PF_DF         0x20 /**< IPv4 don't-fragment bit set */
+
+#endif /* FLOWGATE_FG_PKT_DEFS_H */
