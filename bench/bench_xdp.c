@@ -21,7 +21,18 @@
  * per packet (the median: a run preempted on a busy machine counts its
  * wait; the timer's own cost, a few ns, is in both programs' figures).
  * New flows: SYNs of S never-seen tuples (miss, Maglev, insert).
- * Every sampled hit is checked to be a conntrack hit (ct_hits).
+ * Every sampled hit is checked to be a conntrack hit (ct_hits), and in
+ * Katran an LRU hit (its stats[MAX_VIPS + LRU_MISS_CNTR].v2, the TCP
+ * non-SYN LRU misses, does not move).  The measurement runs pinned to
+ * one CPU, as NIC RSS keeps a flow on one CPU: Katran's LRUs are per
+ * CPU, and a test run that migrated would look its flow up in another
+ * CPU's LRU, miss, and time Maglev + insert instead of the hit path.
+ * Katran's flood guard (is_under_flood: past MAX_CONN_RATE, 125000 new
+ * connections per second and CPU, it stops inserting into its LRU) would
+ * leave most of a 1M-flow warm-up out of the LRU and make its new-flow
+ * figure skip the insert: between test runs, every 65536 packets, the
+ * bench zeroes that window (stats[MAX_VIPS + NEW_CONN_RATE_CNTR]), so
+ * Katran still runs the check on every new flow but never trips it.
  * Rounds alternate which program goes first; the figure is the median
  * of the rounds (this machine is shared: take the ratio, not the ns).
  * Hits are measured at 1000 flows and at N.
@@ -38,6 +49,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +75,7 @@ struct prog {
 	struct bpf_object *obj;      /* katran */
 	int lru_fds[256];
 	int n_lru;
+	int kstats_fd;               /* katran: its per-CPU "stats" map */
 };
 
 static uint8_t g_nh_mac[6] = { 0x02, 0, 0, 0, 0, 0xfe };
@@ -208,7 +221,8 @@ static int katran_open(struct prog *p, const char *path, uint32_t flows, unsigne
 	cfd = kmap(p->obj, "ch_rings", 4, 4);
 	ctl = kmap(p->obj, "ctl_array", 4, 8);
 	lfd = kmap(p->obj, "lru_mapping", 4, 4);
-	if (vfd < 0 || rfd < 0 || cfd < 0 || ctl < 0 || lfd < 0)
+	p->kstats_fd = kmap(p->obj, "stats", 4, 16);
+	if (vfd < 0 || rfd < 0 || cfd < 0 || ctl < 0 || lfd < 0 || p->kstats_fd < 0)
 		return -EPROTO;
 	{
 		struct k_vip_def k = { .port = htons(80), .proto = 6 };
@@ -279,6 +293,53 @@ static void prog_close(struct prog *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* Katran's new-connection rate window (stats[MAX_VIPS + NEW_CONN_RATE_CNTR],
+ * v1 count, v2 window start): zeroed, the next new flow opens a new
+ * window.  Between test runs, never inside the kernel's timer. */
+static int katran_rate_reset(const struct prog *p)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(p->obj, "stats");
+	int ncpu = libbpf_num_possible_cpus(), rc;
+	uint64_t *v;
+	uint32_t key;
+
+	if (!m || ncpu <= 0)
+		return -ENOENT;
+	key = bpf_map__max_entries(m) / 2 + 2;
+	v = calloc((size_t)ncpu, 16);
+	if (!v)
+		return -ENOMEM;
+	rc = bpf_map_update_elem(p->kstats_fd, &key, v, BPF_ANY) ? -errno : 0;
+	free(v);
+	return rc;
+}
+
+/* Katran's TCP non-SYN LRU misses (stats[MAX_VIPS + LRU_MISS_CNTR].v2,
+ * MAX_VIPS = half the map: STATS_MAP_SIZE is MAX_VIPS * 2), all CPUs;
+ * (uint64_t)-1 when it cannot be read. */
+static uint64_t katran_nonsyn_misses(const struct prog *p)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(p->obj, "stats");
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v, sum = 0;
+	uint32_t key;
+
+	if (!m || ncpu <= 0)
+		return (uint64_t)-1;
+	key = bpf_map__max_entries(m) / 2 + 1;
+	v = calloc((size_t)ncpu, 16);
+	if (!v)
+		return (uint64_t)-1;
+	if (bpf_map_lookup_elem(p->kstats_fd, &key, v)) {
+		free(v);
+		return (uint64_t)-1;
+	}
+	for (int c = 0; c < ncpu; c++)
+		sum += v[2 * c + 1];
+	free(v);
+	return sum;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -305,6 +366,12 @@ static double run_flows(const struct prog *p, const uint32_t *flows, uint32_t n,
 			    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
 
 		build_pkt(in, flows[i], tcp_flags);
+		if (p->obj && i % 65536 == 0 && katran_rate_reset(p)) {
+			fprintf(stderr, "flowgate-bench xdp: katran: cannot reset its new-"
+				"connection rate window\n");
+			free(d);
+			return -1;
+		}
 		if (bpf_prog_test_run_opts(p->fd, &o)) {
 			fprintf(stderr, "flowgate-bench xdp: %s: test run: %s\n", p->name,
 				strerror(errno));
@@ -394,11 +461,25 @@ static int measure(uint32_t nflows, uint32_t sample, int rounds, unsigned int nb
 		for (int j = 0; j < np; j++) {
 			int k = (rd + j) % np;   /* alternate who goes first */
 
-			uint64_t c0[FGX_CNT_N], c1[FGX_CNT_N];
+			uint64_t c0[FGX_CNT_N], c1[FGX_CNT_N], km0 = 0, km1;
 
 			if (k == 0)
 				fgx_counters(pr[0].fgx, c0, NULL);
+			else
+				km0 = katran_nonsyn_misses(&pr[1]);
 			hit[k][rd] = run_flows(&pr[k], smp, sample, 0x10, XDP_TX);
+			if (k == 1) {
+				km1 = katran_nonsyn_misses(&pr[1]);
+				if (km0 == (uint64_t)-1 || km1 == (uint64_t)-1 || km1 != km0) {
+					fprintf(stderr, "flowgate-bench xdp: katran: %lld of %u "
+						"sampled packets were LRU misses (-1: its stats "
+						"map unreadable)\n", km0 == (uint64_t)-1 ||
+						km1 == (uint64_t)-1 ? -1LL : (long long)(km1 - km0),
+						sample);
+					rc = -EIO;
+					goto out;
+				}
+			}
 			if (k == 0) {
 				fgx_counters(pr[0].fgx, c1, NULL);
 				if (c1[FG_CC_ct_hits] - c0[FG_CC_ct_hits] != sample) {
@@ -485,6 +566,8 @@ int bench_xdp_main(int argc, char **argv)
 	char kbuilt[256] = "", kwhy[512] = "", dwhy[512] = "";
 	struct res small, big;
 	double dpdk = -1;
+	cpu_set_t all_cpus;
+	int pinned = 0;
 
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -534,12 +617,29 @@ int bench_xdp_main(int argc, char **argv)
 		kobj = NULL;
 	}
 	fg_cfg_init(nb);
+	/* one CPU for every test run (see the header); the DPDK child below
+	 * gets the original mask back */
+	{
+		cpu_set_t one;
+		int cpu = sched_getcpu();
+
+		if (sched_getaffinity(0, sizeof(all_cpus), &all_cpus) == 0 && cpu >= 0) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+		}
+		if (!pinned)
+			fprintf(stderr, "flowgate-bench xdp: cannot pin to one CPU (%s): "
+				"Katran's per-CPU LRUs may miss\n", strerror(errno));
+	}
 	if (measure(1000, sample < 1000 ? sample : 1000, rounds, nb, kobj, &small) ||
 	    measure(flows, sample, rounds, nb, kobj, &big)) {
 		if (kobj)
 			fprintf(stderr, "flowgate-bench xdp: measurement failed (above)\n");
 		return 1;
 	}
+	if (pinned)
+		sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
 	if (!no_dpdk) {
 		char self[512];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
