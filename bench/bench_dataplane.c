@@ -808,6 +808,7 @@ static void bench_report(const struct bench *b, struct bench_result *r)
 		       r->idle_sleeps);
 		printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
 		       r->mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
+		printf(",\"rx_total\":%" PRIu64, sum_cc(dp, FG_CC_rx_packets));
 		printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
 		       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,"
 		       "\"traffic\":\"%s\",\"baseline\":\"%s\"}\n",
