@@ -36,6 +36,7 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,92 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* `sh -c "exec CMD"` with stdout and stderr on a pipe: the pid is CMD's.
+ * @return the pid (and *@p out the pipe's read end), or -1. */
+static pid_t spawn_piped(const char *cmd, int *out)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+
+		/* never outlive the bench */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (in < 0 || dup2(in, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+			_exit(126);
+		close(p[0]);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -1;
+	}
+	*out = p[0];
+	return pid;
+}
+
+/* port 0's Rx-pps samples of testpmd's stats blocks (port 0, then 1) */
+struct pps {
+	int port, n;
+	double v[64];
+};
+
+static void pps_line(struct pps *p, const char *l)
+{
+	const char *x;
+
+	if ((x = strstr(l, "NIC statistics for port ")) != NULL)
+		p->port = atoi(x + 24);
+	else if ((x = strstr(l, "Rx-pps:")) != NULL && p->port == 0 && p->n < 64 &&
+		 strtod(x + 7, NULL) > 0)
+		p->v[p->n++] = strtod(x + 7, NULL);
+}
+
+/* Reads what @p fd has within @p wait seconds, line by line into @p t and
+ * @p p (and stderr when verbose).  @return 1 at EOF, else 0. */
+static int read_lines(int fd, struct tail *t, struct pps *p, char *buf, size_t cap,
+		      size_t *len, double wait, bool verbose)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	ssize_t n;
+
+	if (poll(&pfd, 1, (int)(wait * 1000)) <= 0)
+		return 0;
+	n = read(fd, buf + *len, cap - 1 - *len);
+	if (n <= 0)
+		return 1;
+	*len += (size_t)n;
+	buf[*len] = '\0';
+	for (char *nl; (nl = strchr(buf, '\n')) != NULL || *len == cap - 1;) {
+		size_t k = nl ? (size_t)(nl - buf) + 1 : *len;
+		char c = buf[k];
+
+		buf[k] = '\0';
+		if (verbose)
+			fputs(buf, stderr);
+		tail_add(t, buf);
+		pps_line(p, buf);
+		buf[k] = c;
+		memmove(buf, buf + k, *len - k + 1);
+		*len -= k;
+	}
+	return 0;
+}
+
 int fgb_testpmd_run(const struct fgb_base_cfg *c, double *mpps)
 {
 	/* FG_TESTPMD / FG_TESTPMD_EAL: where testpmd is not installed (the
@@ -93,60 +180,60 @@ int fgb_testpmd_run(const struct fgb_base_cfg *c, double *mpps)
 	const char *bin = getenv("FG_TESTPMD") ? getenv("FG_TESTPMD") : "dpdk-testpmd";
 	const char *extra = getenv("FG_TESTPMD_EAL") ? getenv("FG_TESTPMD_EAL") : "";
 	bool verbose = getenv("FG_BENCH_VERBOSE") != NULL, oversub;
-	char cmd[1024], lcores[96], line[512], size[32] = "";
+	char cmd[1024], lcores[96], size[32] = "", buf[4096];
+	/* the first sample includes start-up; then one a second */
+	int want = 1 + (c->seconds < 2 ? 2 : (int)(c->seconds + 0.999));
+	/* start-up: EAL memory, then the whole pcap read into mbufs */
+	double deadline = now_s() + 60 + (double)c->pcap_packets / 1e5;
 	static struct tail tail;
-	double samples[64];
-	int ns = 0, port = -1, st;
-	FILE *f;
+	struct pps p = {.port = -1};
+	int fd, st, eof = 0;
+	size_t len = 0;
+	pid_t pid;
 
 	fgb_eal_lcores(lcores, sizeof(lcores), 0, 2, &oversub);
 	if (c->mbuf_size)
 		snprintf(size, sizeof(size), "--mbuf-size=%u", c->mbuf_size);
 	snprintf(cmd, sizeof(cmd),
-		 "timeout -s INT %.0f %s '%s' %s %s --file-prefix "
-		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
-		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
-		 "--total-num-mbufs=%u %s </dev/null 2>&1",
-		 c->seconds + 4, bin, lcores, extra, c->mem_args, (int)getpid(), c->vdevs,
-		 c->n_mbufs, size);
+		 "exec %s '%s' %s %s --file-prefix fgb-tpmd%d %s '--log-level=*:error' -- "
+		 "--forward-mode=io --auto-start --stats-period 1 --nb-cores=1 --rxq=1 "
+		 "--txq=1 --total-num-mbufs=%u %s",
+		 bin, lcores, extra, c->mem_args, (int)getpid(), c->vdevs, c->n_mbufs, size);
 	if (verbose)
 		fprintf(stderr, "flowgate-bench: %s\n", cmd);
 	tail.n = 0;
-	f = popen(cmd, "r");
-	if (f == NULL) {
-		fprintf(stderr, "flowgate-bench: testpmd baseline: popen: %s\n", strerror(errno));
+	pid = spawn_piped(cmd, &fd);
+	if (pid < 0) {
+		fprintf(stderr, "flowgate-bench: testpmd baseline: %s\n", strerror(errno));
 		return -1;
 	}
-	/* stats blocks list port 0 then port 1; take port 0's Rx-pps */
-	while (fgets(line, sizeof(line), f)) {
-		const char *p;
+	/* SIGINT once the samples are in (testpmd stops its ports and exits) */
+	while (!eof && p.n < want && now_s() < deadline) {
+		int had = p.n;
 
-		if (verbose)
-			fputs(line, stderr);
-		tail_add(&tail, line);
-		if ((p = strstr(line, "NIC statistics for port ")) != NULL) {
-			port = atoi(p + 24);
-			continue;
-		}
-		p = strstr(line, "Rx-pps:");
-		if (p == NULL || port != 0)
-			continue;
-		double v = strtod(p + 7, NULL);
-
-		if (v > 0 && ns < 64)
-			samples[ns++] = v;
+		eof = read_lines(fd, &tail, &p, buf, sizeof(buf), &len, 0.5, verbose);
+		if (had == 0 && p.n > 0)	/* started: a sample a second from now */
+			deadline = now_s() + want + 10;
 	}
-	st = pclose(f);
-	if (ns <= 1) {
+	if (!eof)
+		kill(pid, SIGINT);
+	for (double stop = now_s() + 10; !eof && now_s() < stop;)
+		eof = read_lines(fd, &tail, &p, buf, sizeof(buf), &len, 0.5, verbose);
+	if (!eof)
+		kill(pid, SIGKILL);
+	close(fd);
+	waitpid(pid, &st, 0);
+	if (p.n < want) {
 		fprintf(stderr, "flowgate-bench: the testpmd io baseline did not run "
-			"(%d Rx-pps samples, exit status %d; --no-testpmd skips it): %s\n",
-			ns, WIFEXITED(st) ? WEXITSTATUS(st) : -1, cmd);
+			"(%d of %d Rx-pps samples, %s %d; --no-testpmd skips it): %s\n", p.n, want,
+			WIFEXITED(st) ? "exit status" : "signal",
+			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), cmd);
 		tail_print(&tail, "testpmd");
 		return -1;
 	}
 	/* the first sample includes start-up */
-	qsort(samples + 1, ns - 1, sizeof(samples[0]), cmp_dbl);
-	*mpps = samples[1 + (ns - 1) / 2] / 1e6;
+	qsort(p.v + 1, (size_t)p.n - 1, sizeof(p.v[0]), cmp_dbl);
+	*mpps = p.v[1 + (p.n - 1) / 2] / 1e6;
 	return 0;
 }
 
@@ -480,14 +567,6 @@ static int tel_port(int fd, unsigned int port, uint64_t *ipk, uint64_t *opk)
 	*ipk = strtoull(i + 11, NULL, 10);
 	*opk = strtoull(o + 11, NULL, 10);
 	return 0;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Port 0 in (rx_a), port 1 out (fwd, at t), port 0 again (rx_c, and its

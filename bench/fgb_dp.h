@@ -93,7 +93,9 @@ int fgb_order_seq(const struct fgb_order *o, uint64_t flows, uint64_t len,
  * EAL lcore list "--lcores=..." in @p buf for lcores @p first .. @p n - 1,
  * lcore i pinned to the i-th CPU of this process's affinity mask (so that
  * `taskset -c 2-5 flowgate-bench ...` runs on CPUs 2-5).  More lcores than
- * CPUs: they all float over the mask and *@p oversub is set.
+ * CPUs: they all float over the mask and *@p oversub is set.  The mask is
+ * read at the first call, which must come before rte_eal_init (EAL pins
+ * the calling thread to lcore 0's CPU).
  * @return the number of CPUs usable.
  */
 long fgb_eal_lcores(char *buf, size_t len, unsigned int first, unsigned int n,

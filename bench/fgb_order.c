@@ -156,16 +156,22 @@ int fgb_order_seq(const struct fgb_order *o, uint64_t flows, uint64_t len,
 long fgb_eal_lcores(char *buf, size_t len, unsigned int first, unsigned int n,
 		    bool *oversub)
 {
-	cpu_set_t set;
-	unsigned int cpus[CPU_SETSIZE];
-	long nc = 0;
+	/* the mask as the process started: once flowgate's EAL runs, this
+	 * (main) thread is pinned to lcore 0's CPU, and the baselines after
+	 * the run must still get lcore 1 on the CPU of flowgate's worker 0 */
+	static unsigned int cpus[CPU_SETSIZE];
+	static long nc;
 	size_t o;
 
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		CPU_ZERO(&set);
-	for (unsigned int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[nc++] = c;
+	if (nc == 0) {
+		cpu_set_t set;
+
+		if (sched_getaffinity(0, sizeof(set), &set) != 0)
+			CPU_ZERO(&set);
+		for (unsigned int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				cpus[nc++] = c;
+	}
 	if (nc == 0) {	/* no mask: CPUs 0..online-1 */
 		long on = sysconf(_SC_NPROCESSORS_ONLN);
 
