@@ -6,7 +6,9 @@
  *
  *   flowgate-bench dataplane --flows N --mode dsr-ipip|dsr-gue|nat
  *                            [--workers W] [--new-flows] [--seconds S]
- *                            [--no-testpmd] [--scrape-ms MS]
+ *                            [--order creation|uniform|zipf[:S]] [--seed N]
+ *                            [--no-testpmd] [--no-l3fwd] [--no-baselines]
+ *                            [--scrape-ms MS] [--imix]
  *                            [--sched maglev|maglev-load] [--idle-sleep US] [--json]
  *
  * --sched maglev-load: the service places new flows with maglev-load
@@ -27,25 +29,49 @@
  * milliseconds during the measured window, so runs with and without it
  * give the scrape's cost to the dataplane (`scrapes` counts them).
  *
- * Traffic: the bench writes a pcap of N distinct 64-byte TCP ACK frames to
- * the mode's VIP (one packet per flow, flows in order; with W workers, W
- * pcaps of N/W flows each, one per worker as an RSS queue would give), and
- * net_pcap replays it from memory (rx_pcap=...,infinite_rx=1) into
- * flowgate, which sends to net_null.  Every flow is opened first by the
- * handshake's client packets (SYN, ACK) that each worker generates for its
- * own flows (pcap_worker_main); the window measured afterwards is all
- * conntrack hits on ESTABLISHED flows.
+ * Traffic (issue 17: created in one order, measured in another): every
+ * flow is opened first, in creation (index) order, by the handshake's client
+ * packets (SYN, ACK) that each worker generates for its own flows
+ * (pcap_worker_main); then net_pcap replays a pcap of 64-byte TCP ACK frames
+ * to the mode's VIP from memory (rx_pcap=...,infinite_rx=1) into flowgate,
+ * which sends to net_null.  With W workers there are W pcaps of N/W flows
+ * each, one per worker as an RSS queue would give.  --order says how a pcap
+ * visits its flows (fgb_dp.h):
+ *   uniform (default)  every flow once, in a uniformly random permutation
+ *                      of its own, independent of creation order;
+ *   zipf[:S]           packets drawn from a Zipf popularity of exponent S
+ *                      (default 1.1) over the flows, the ranks given to the
+ *                      flows in a random permutation; the pcaps hold
+ *                      max(N, 2^20) packets in all (max(N/W, 2^20/W) each),
+ *                      so a small flow count still gets a popularity curve;
+ *   creation           every flow once, in creation order (the order before
+ *                      issue 17, whose stream the prefetcher follows).
+ * --seed N (default 17) seeds the permutations and draws; worker w's pcap
+ * uses its own stream of it.  The window measured afterwards is all
+ * conntrack hits on ESTABLISHED flows: a new flow or a drop in it fails the
+ * run.  The JSON says `order` (and `zipf_s`, `seed`, `pcap_packets`).
  *
- * Baseline, same vdevs and same pcap, same run: dpdk-testpmd io forwarding
- * net_pcap (infinite_rx) -> net_null on one core, measured before and after
- * flowgate; `testpmd_io_mpps` is their mean (the framework ceiling: RX from
- * the same replay, TX to the same sink, no packet work).
+ * Baselines, same vdevs, same pcap (worker 0's), same core (the CPU of
+ * flowgate's worker 0), same run; one that does not run fails the bench
+ * (exit 1, reason on stderr), --no-testpmd / --no-l3fwd / --no-baselines
+ * leave them out (JSON null):
+ *   dpdk-testpmd io forwarding net_pcap -> net_null, before and after
+ *     flowgate; `testpmd_io_mpps` is their mean (the framework ceiling: RX
+ *     from the same replay, TX to the same sink, no packet work);
+ *   DPDK 22.11's l3fwd in exact-match mode (-E), built at run time from
+ *     dpdk-doc's /usr/share/dpdk/examples in a temp dir, with one rule per
+ *     flow of the pcap, before flowgate: `l3fwd_em_mpps`, `ratio_to_l3fwd`
+ *     (a stateless 5-tuple forwarder on the same replay; fgb_baseline.c says
+ *     how it is patched, built and checked: a miss or a packet not
+ *     forwarded fails the run).
  *
  * --new-flows: every packet is a SYN of a never-seen tuple, generated in
  * process (a pcap cannot hold an endless supply of new tuples): a miss, a
  * Maglev pick and an insert per packet; `new_flows_mps` is the rate of
  * flows created.  Once the table is full, early drop evicts the oldest
- * unassured entry, which is the steady state of a SYN flood.
+ * unassured entry, which is the steady state of a SYN flood.  There is no
+ * pcap: testpmd's baseline is net_null -> net_null, l3fwd does not run
+ * (nothing to replay or match) and `order` is null.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -66,6 +92,7 @@
 #include "fg_loadsig.h"
 #include "fg_worker_private.h"
 #include "fg_metrics.h"
+#include "fgb_dp.h"
 
 struct gen {
 	struct fg_worker *w;
@@ -199,118 +226,14 @@ static int pcap_worker_main(void *arg)
 
 static bool imix; /* --imix: IMIX frame sizes instead of 64 B */
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* EAL lcore list for N lcores on the CPUs this process may run on:
- * "--lcores=0@C0,1@C1,..." with Ci the i-th CPU of the affinity mask, so
- * that `taskset -c 2-5 flowgate-bench ...` really runs on CPUs 2-5 (a plain
- * "-l 0-N" pins lcore i to CPU i whatever the mask says, which put every
- * earlier A/B sample on CPUs 0-1 beside the host's interrupts).  More
- * lcores than CPUs: all lcores float over the mask (*oversub set; only for
- * functional runs, the JSON says so).  Returns the number of CPUs usable. */
-static long eal_lcores(char *buf, size_t len, unsigned int n, bool *oversub)
-{
-	cpu_set_t set;
-	unsigned int cpus[CPU_SETSIZE];
-	long nc = 0;
-	size_t o;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		CPU_ZERO(&set);
-	for (unsigned int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[nc++] = c;
-	if (nc == 0) {	/* no mask: CPUs 0..online-1 */
-		long on = sysconf(_SC_NPROCESSORS_ONLN);
-
-		for (nc = 0; nc < on && nc < CPU_SETSIZE; nc++)
-			cpus[nc] = (unsigned int)nc;
-	}
-	*oversub = (long)n > nc;
-	o = (size_t)snprintf(buf, len, "--lcores=");
-	if (*oversub) {
-		o += (size_t)snprintf(buf + o, len - o, "(0-%u)@(", n - 1);
-		for (long k = 0; k < nc && o < len; k++)
-			o += (size_t)snprintf(buf + o, len - o, "%s%u", k ? "," : "", cpus[k]);
-		snprintf(buf + o, len > o ? len - o : 0, ")");
-	} else {
-		for (unsigned int k = 0; k < n && o < len; k++)
-			o += (size_t)snprintf(buf + o, len - o, "%s%u@%u", k ? "," : "", k, cpus[k]);
-	}
-	return nc;
-}
-
-/*
- * dpdk-testpmd io forwarding on one core over @p vdevs (port 0 -> port 1).
- * Returns the median over its 1 s samples of port 0's Rx-pps, in Mpps.
- */
-static double testpmd_io_mpps(const char *mem_args, const char *vdevs,
-			      unsigned int mbufs, double seconds)
-{
-	char cmd[1024], lcores[96];
-	double samples[64];
-	bool oversub;
-	int ns = 0;
-	char line[512];
-	FILE *f;
-
-	/* FG_TESTPMD / FG_TESTPMD_EAL: where testpmd is not installed (the
-	 * device machine carries it with its PMDs: "-d DIR") */
-	const char *bin = getenv("FG_TESTPMD") ? getenv("FG_TESTPMD") : "dpdk-testpmd";
-	const char *extra = getenv("FG_TESTPMD_EAL") ? getenv("FG_TESTPMD_EAL") : "";
-
-	eal_lcores(lcores, sizeof(lcores), 2, &oversub);
-	snprintf(cmd, sizeof(cmd),
-		 "timeout -s INT %.0f %s '%s' %s %s --file-prefix "
-		 "fgb-tpmd%d %s '--log-level=*:error' -- --forward-mode=io "
-		 "--auto-start --stats-period 1 --nb-cores=1 --rxq=1 --txq=1 "
-		 "--total-num-mbufs=%u %s </dev/null 2>&1",
-		 seconds + 4, bin, lcores, extra, mem_args, (int)getpid(), vdevs, mbufs,
-		 imix ? "" : "--mbuf-size=384");
-	f = popen(cmd, "r");
-	if (f == NULL)
-		return -1;
-	/* stats blocks list port 0 then port 1; take port 0's Rx-pps */
-	int port = -1;
-	bool verbose = getenv("FG_BENCH_VERBOSE") != NULL;
-
-	while (fgets(line, sizeof(line), f)) {
-		const char *p;
-
-		if (verbose)
-			fputs(line, stderr);
-		if ((p = strstr(line, "NIC statistics for port ")) != NULL) {
-			port = atoi(p + 24);
-			continue;
-		}
-		p = strstr(line, "Rx-pps:");
-		if (p == NULL || port != 0)
-			continue;
-		double v = strtod(p + 7, NULL);
-
-		if (v > 0 && ns < 64)
-			samples[ns++] = v;
-	}
-	pclose(f);
-	if (ns <= 1)
-		return -1;
-	/* the first sample includes start-up */
-	qsort(samples + 1, ns - 1, sizeof(samples[0]), cmp_dbl);
-	return samples[1 + (ns - 1) / 2] / 1e6;
-}
-
-/* Writes flows [first, first + n) as one 60-byte frame each (64 on the
- * wire with the FCS) to a pcap. */
 /* Simple IMIX (7:4:1 of 64, 570, 1518 bytes on the wire), frames without
  * the 4-byte FCS as pcaps hold them. */
 static const uint16_t imix_sizes[12] = {60, 60, 60, 60, 60, 60, 60,
 					 566, 566, 566, 566, 1514};
-static int write_pcap(const char *path, uint64_t first, uint64_t n)
+/* Writes @p len frames to a pcap, frame k of flow first + seq[k] (first + k
+ * when @p seq is NULL): 60 bytes (64 on the wire with the FCS), or the
+ * flow's IMIX size. */
+static int write_pcap(const char *path, uint64_t first, const uint32_t *seq, uint64_t n)
 {
 	struct {
 		uint32_t magic;
@@ -327,7 +250,8 @@ static int write_pcap(const char *path, uint64_t first, uint64_t n)
 	if (f == NULL)
 		return -errno;
 	fwrite(&gh, sizeof(gh), 1, f);
-	for (uint64_t i = first; i < first + n; i++) {
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t i = first + (seq ? seq[k] : k);
 		uint16_t len = imix ? imix_sizes[i % 12] : 60;
 
 		fill(d, i, 0x10);
@@ -343,7 +267,7 @@ static int write_pcap(const char *path, uint64_t first, uint64_t n)
 		sum = (sum & 0xffff) + (sum >> 16);
 		d[24] = (uint8_t)(~sum >> 8);
 		d[25] = (uint8_t)~sum;
-		rh.usec = (uint32_t)(i % 1000000);
+		rh.usec = (uint32_t)(k % 1000000);
 		rh.caplen = rh.len = len;
 		fwrite(&rh, sizeof(rh), 1, f);
 		fwrite(d, len, 1, f);
@@ -446,7 +370,9 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: flowgate-bench dataplane --flows N --mode dsr-ipip|"
 		"dsr-gue|nat [--workers W] [--new-flows] [--imix] [--seconds S] "
-		"[--no-testpmd] [--scrape-ms MS] [--sched maglev|maglev-load] [--idle-sleep US] [--json]\n");
+		"[--order creation|uniform|zipf[:S]] [--seed N] "
+		"[--no-testpmd] [--no-l3fwd] [--no-baselines] [--scrape-ms MS] "
+		"[--sched maglev|maglev-load] [--idle-sleep US] [--json]\n");
 }
 
 static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
@@ -469,15 +395,17 @@ static uint64_t sum_dc(struct fg_dp *dp, enum fg_dp_counter c)
 
 /* One run's settings and state (bench_dataplane_main's steps share it). */
 struct bench {
-	uint64_t flows, per_worker;
+	uint64_t flows, per_worker, pcap_len;
 	enum fg_fwd_mode mode;
 	const char *mode_name;
-	bool new_flows, json, run_tpmd, huge, oversub, mload;
+	bool new_flows, json, run_tpmd, run_l3fwd, order_set, huge, oversub, mload;
 	double seconds, tpmd_before, tpmd_after;
-	unsigned int n_workers, scrape_ms, idle_sleep_us, n_mbufs, tp_mbufs, n_ports, tx_port;
+	unsigned int n_workers, scrape_ms, idle_sleep_us, n_mbufs, n_ports, tx_port;
 	long ncpu;
+	struct fgb_order order;
 	char mem_args[128], tp_vdevs[256];
-	const char *tp_mem;
+	struct fgb_base_cfg base;	/* what the baselines replay */
+	struct fgb_l3fwd_result l3fwd;
 	char pcaps[FG_MAX_WORKERS][96];
 	struct fg_dp *dp;
 };
@@ -485,7 +413,7 @@ struct bench {
 /* What one measurement window saw. */
 struct bench_result {
 	double dt, mpps, rx_mpps, gen_mpps, nfps, tpmd;
-	uint64_t drops, hits, scrapes, idle_sleeps;
+	uint64_t drops, hits, rx_total, scrapes, idle_sleeps, win_new, win_drops;
 	size_t scrape_bytes;
 };
 
@@ -498,7 +426,11 @@ static int bench_args(int argc, char **argv, struct bench *b)
 		{"workers", required_argument, NULL, 'w'},
 		{"new-flows", no_argument, NULL, 'n'},
 		{"seconds", required_argument, NULL, 's'},
+		{"order", required_argument, NULL, 'o'},
+		{"seed", required_argument, NULL, 'r'},
 		{"no-testpmd", no_argument, NULL, 'T'},
+		{"no-l3fwd", no_argument, NULL, 'L'},
+		{"no-baselines", no_argument, NULL, 'B'},
 		{"imix", no_argument, NULL, 'I'},
 		{"json", no_argument, NULL, 'j'},
 		{"scrape-ms", required_argument, NULL, 'S'},
@@ -512,10 +444,10 @@ static int bench_args(int argc, char **argv, struct bench *b)
 	b->flows = 1000000;
 	b->mode = FG_MODE_DSR_IPIP;
 	b->mode_name = "dsr-ipip";
-	b->run_tpmd = true;
+	b->run_tpmd = b->run_l3fwd = true;
 	b->seconds = 3;
-	b->tpmd_before = b->tpmd_after = -1;
 	b->n_workers = 1;
+	b->order = (struct fgb_order){FGB_ORDER_uniform, FGB_ZIPF_S_DEFAULT, FGB_SEED_DEFAULT};
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -530,7 +462,18 @@ static int bench_args(int argc, char **argv, struct bench *b)
 		case 'w': b->n_workers = (unsigned int)atoi(optarg); break;
 		case 'n': b->new_flows = true; break;
 		case 's': b->seconds = atof(optarg); break;
+		case 'o':
+			b->order_set = true;
+			if (fgb_order_parse(optarg, &b->order) < 0) {
+				fprintf(stderr, "flowgate-bench dataplane: --order creation, "
+					"uniform, zipf or zipf:S (S > 0), not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'r': b->order.seed = strtoull(optarg, NULL, 0); break;
 		case 'T': b->run_tpmd = false; break;
+		case 'L': b->run_l3fwd = false; break;
+		case 'B': b->run_tpmd = b->run_l3fwd = false; break;
 		case 'I': imix = true; break;
 		case 'j': b->json = true; break;
 		case 'S': b->scrape_ms = (unsigned int)atoi(optarg); break;
@@ -546,21 +489,50 @@ static int bench_args(int argc, char **argv, struct bench *b)
 	if (b->flows == 0 || b->flows > 40000ull * 65536 || b->seconds <= 0 ||
 	    b->n_workers == 0 || b->n_workers > FG_MAX_WORKERS - 1 ||
 	    (b->new_flows && b->n_workers != 1) || b->flows < b->n_workers ||
-	    b->n_workers + 1 > FG_MAX_PORTS) {
+	    b->n_workers + 1 > FG_MAX_PORTS || (b->new_flows && b->order_set)) {
 		fprintf(stderr, "flowgate-bench dataplane: --flows 1..2.6e9, --seconds > 0, "
-			"--workers 1..%d (1 with --new-flows)\n", FG_MAX_WORKERS - 1);
+			"--workers 1..%d (1 with --new-flows), no --order with --new-flows\n",
+			FG_MAX_WORKERS - 1);
 		usage();
 		return 2;
 	}
 	b->per_worker = b->flows / b->n_workers;
 	b->n_ports = b->new_flows ? 1 : b->n_workers + 1;
 	b->tx_port = b->n_ports - 1;
+	/* a generator, not a pcap: nothing for l3fwd to replay or match */
+	if (b->new_flows)
+		b->run_l3fwd = false;
 	return -1;
 }
 
+/* Worker @p w's pcap: its flows opened in index order, measured in the
+ * order --order asks for. */
+static int bench_pcap(struct bench *b, unsigned int w)
+{
+	uint32_t *seq;
+	int rc;
+
+	snprintf(b->pcaps[w], sizeof(b->pcaps[w]), "/tmp/fgb-dp-%d-%u.pcap", (int)getpid(), w);
+	rc = fgb_order_seq(&b->order, b->per_worker, b->pcap_len, w, &seq);
+	if (rc == 0)
+		rc = write_pcap(b->pcaps[w], w * b->per_worker, seq, b->pcap_len);
+	free(seq);
+	if (rc < 0)
+		fprintf(stderr, "flowgate-bench: cannot write %s: %s\n", b->pcaps[w],
+			strerror(-rc));
+	return rc;
+}
+
+static void bench_unlink_pcaps(struct bench *b)
+{
+	for (unsigned int w = 0; w < b->n_workers; w++)
+		if (b->pcaps[w][0])
+			unlink(b->pcaps[w]);
+}
+
 /* Memory (hugepages when there are enough free, else plain memory) and
- * traffic: one pcap per worker (not with --new-flows), the testpmd
- * baseline's devices. */
+ * traffic: one pcap per worker (not with --new-flows), the baselines'
+ * devices. */
 static int bench_traffic(struct bench *b)
 {
 	FILE *mi = fopen("/proc/meminfo", "r");
@@ -581,24 +553,47 @@ static int bench_traffic(struct bench *b)
 		snprintf(b->mem_args, sizeof(b->mem_args), "%s", getenv("FG_BENCH_MEM"));
 	b->n_mbufs = 32768;
 	if (!b->new_flows) {
-		for (unsigned int w = 0; w < b->n_workers; w++) {
-			snprintf(b->pcaps[w], sizeof(b->pcaps[w]), "/tmp/fgb-dp-%d-%u.pcap",
-				 (int)getpid(), w);
-			if (write_pcap(b->pcaps[w], w * b->per_worker, b->per_worker) < 0) {
-				fprintf(stderr, "flowgate-bench: cannot write %s\n", b->pcaps[w]);
+		b->pcap_len = fgb_order_len(&b->order, b->per_worker, b->n_workers);
+		for (unsigned int w = 0; w < b->n_workers; w++)
+			if (bench_pcap(b, w) < 0)
 				return -EIO;
-			}
-		}
 		/* net_pcap infinite_rx holds the whole pcap in mbufs */
-		b->n_mbufs = (unsigned int)(b->flows + b->n_workers * 8192 + 16384);
+		b->n_mbufs = (unsigned int)(b->n_workers * (b->pcap_len + 8192) + 16384);
 	}
 	snprintf(b->tp_vdevs, sizeof(b->tp_vdevs),
 		 b->new_flows ? "--no-pci --vdev net_null0 --vdev net_null1"
 			      : "--no-pci --vdev net_pcap0,rx_pcap=%s,infinite_rx=1 --vdev net_null0,no-rx=1",
 		 b->pcaps[0]);
-	b->tp_mem = b->huge ? "--in-memory" : "--no-huge -m 4096";
-	b->tp_mbufs = b->new_flows ? 65536 : (unsigned int)(b->per_worker + 65536);
+	b->base = (struct fgb_base_cfg){
+		.mem_args = b->huge ? "--in-memory" : "--no-huge -m 4096",
+		.vdevs = b->tp_vdevs,
+		.pcap = b->new_flows ? NULL : b->pcaps[0],
+		.pcap_packets = b->pcap_len,
+		.n_mbufs = b->new_flows ? 65536 : (unsigned int)(b->pcap_len + 65536),
+		/* flowgate's pool: 256 B after the headroom (bench_build) */
+		.mbuf_size = imix ? 0 : RTE_PKTMBUF_HEADROOM + 256,
+		.seconds = b->seconds,
+	};
 	return 0;
+}
+
+/* l3fwd built (first: a missing dpdk-doc stops the run before anything is
+ * measured), testpmd, then l3fwd, before flowgate's EAL starts.
+ * @return 0 or -1 (reason printed). */
+static int bench_baselines_before(struct bench *b)
+{
+	struct fgb_l3fwd *l = NULL;
+	int rc;
+
+	if (b->run_l3fwd && fgb_l3fwd_build(&b->base, &l) < 0)
+		return -1;
+	if (b->run_tpmd && fgb_testpmd_run(&b->base, &b->tpmd_before) < 0) {
+		fgb_l3fwd_destroy(l);
+		return -1;
+	}
+	rc = b->run_l3fwd ? fgb_l3fwd_run(l, &b->base, &b->l3fwd) : 0;
+	fgb_l3fwd_destroy(l);
+	return rc;
 }
 
 /* EAL: main lcore 0 + one lcore per worker, on the CPUs of the affinity
@@ -613,7 +608,7 @@ static int bench_eal(struct bench *b)
 	int ea = 0;
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=fgb-dp%d", (int)getpid());
-	b->ncpu = eal_lcores(lcores, sizeof(lcores), b->n_workers + 1, &b->oversub);
+	b->ncpu = fgb_eal_lcores(lcores, sizeof(lcores), 0, b->n_workers + 1, &b->oversub);
 	eal[ea++] = "flowgate-bench";
 	eal[ea++] = lcores;
 	eal[ea++] = no_pci;
@@ -716,7 +711,8 @@ static void bench_launch(struct bench *b, struct gen *g)
 	deadline = rte_rdtsc() + 120 * dp->hz;
 	for (unsigned int w = 0; w < b->n_workers; w++)
 		while (__atomic_load_n(&dp->workers[w]->cc[FG_CC_rx_packets],
-				       __ATOMIC_RELAXED) < 3 * b->per_worker + b->per_worker / 10 &&
+				       __ATOMIC_RELAXED) < 2 * b->per_worker + b->pcap_len +
+							    b->pcap_len / 10 &&
 		       rte_rdtsc() < deadline)
 			rte_delay_us_sleep(10000);
 }
@@ -735,12 +731,12 @@ static int bench_measure(struct bench *b, struct gen *g, struct bench_result *re
 		return -1;
 	}
 	uint64_t t0 = rte_rdtsc(), tx0 = sum_cc(dp, FG_CC_tx_packets);
-	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets);
+	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets), d0 = sum_cc(dp, FG_CC_drops);
 	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g->generated;
 
 	rte_delay_us_sleep((unsigned int)(b->seconds * 1e6));
 	uint64_t t1 = rte_rdtsc(), tx1 = sum_cc(dp, FG_CC_tx_packets);
-	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets);
+	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets), d1 = sum_cc(dp, FG_CC_drops);
 	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g->generated;
 
 	if (b->scrape_ms) {
@@ -754,76 +750,125 @@ static int bench_measure(struct bench *b, struct gen *g, struct bench_result *re
 	res->rx_mpps = (double)(rx1 - rx0) / res->dt / 1e6;
 	res->gen_mpps = (double)(g1 - g0) / res->dt / 1e6;
 	res->nfps = (double)(nf1 - nf0) / res->dt;
+	res->win_new = nf1 - nf0;
+	res->win_drops = d1 - d0;
 	res->drops = sum_cc(dp, FG_CC_drops);
 	res->hits = sum_cc(dp, FG_CC_ct_hits);
+	res->rx_total = sum_cc(dp, FG_CC_rx_packets);
 	res->idle_sleeps = sum_dc(dp, FG_DC_idle_sleeps);
 	res->scrapes = sc.scrapes;
 	res->scrape_bytes = sc.bytes;
+	/* a replay's window is all hits on established flows: a packet that
+	 * opened a flow or was dropped means the figure is not that */
+	if (!b->new_flows && (res->win_new || res->win_drops)) {
+		fprintf(stderr, "flowgate-bench: the measured window was not all conntrack "
+			"hits: %" PRIu64 " new flows, %" PRIu64 " drops\n", res->win_new,
+			res->win_drops);
+		return -1;
+	}
 	return 0;
 }
 
-/* The testpmd baseline after the run (same devices, same pcap). */
-static void bench_baseline_after(struct bench *b)
+/* testpmd again after the run (same devices, same pcap): the mean of both
+ * brackets flowgate's window.  @return 0 or -1. */
+static int bench_baseline_after(struct bench *b)
 {
-	if (!b->new_flows)
-		for (unsigned int w = 0; w < b->n_workers; w++)
-			unlink(b->pcaps[w]);
-	if (b->run_tpmd && !b->new_flows) {
-		/* the replay needs its pcap again: rewrite worker 0's */
-		write_pcap(b->pcaps[0], 0, b->per_worker);
-		b->tpmd_after = testpmd_io_mpps(b->tp_mem, b->tp_vdevs, b->tp_mbufs, b->seconds);
-		unlink(b->pcaps[0]);
-	} else if (b->run_tpmd) {
-		b->tpmd_after = testpmd_io_mpps(b->tp_mem, b->tp_vdevs, b->tp_mbufs, b->seconds);
+	for (unsigned int w = 1; w < b->n_workers; w++)
+		unlink(b->pcaps[w]);
+	return b->run_tpmd ? fgb_testpmd_run(&b->base, &b->tpmd_after) : 0;
+}
+
+/* ,"key":v or ,"key":null for a figure that was not measured */
+static void json_num(const char *key, bool have, double v)
+{
+	if (have)
+		printf(",\"%s\":%.3f", key, v);
+	else
+		printf(",\"%s\":null", key);
+}
+
+static void bench_report_json(const struct bench *b, const struct bench_result *r)
+{
+	const struct fg_dp *dp = b->dp;
+	const char *order = fgb_order_name(b->order.kind);
+
+	printf("{\"bench\":\"dataplane\",\"mode\":\"%s\",\"flows\":%" PRIu64
+	       ",\"workers\":%u,\"new_flows\":%s,\"seconds\":%.2f,\"mpps\":%.3f,"
+	       "\"rx_mpps\":%.3f", b->mode_name, b->flows, b->n_workers,
+	       b->new_flows ? "true" : "false", r->dt, r->mpps,
+	       b->new_flows ? r->gen_mpps : r->rx_mpps);
+	json_num("testpmd_io_mpps", b->run_tpmd, r->tpmd);
+	json_num("testpmd_io_mpps_before", b->run_tpmd, b->tpmd_before);
+	json_num("testpmd_io_mpps_after", b->run_tpmd, b->tpmd_after);
+	json_num("ratio_to_testpmd", b->run_tpmd, r->mpps / r->tpmd);
+	json_num("l3fwd_em_mpps", b->run_l3fwd, b->l3fwd.mpps);
+	json_num("ratio_to_l3fwd", b->run_l3fwd, r->mpps / b->l3fwd.mpps);
+	if (b->run_l3fwd)
+		printf(",\"l3fwd_em_rules\":%" PRIu64 ",\"l3fwd_em_rx\":%" PRIu64
+		       ",\"l3fwd_em_fwd\":%" PRIu64 ",\"l3fwd_em_missed\":%" PRIu64,
+		       b->l3fwd.rules, b->l3fwd.rx, b->l3fwd.fwd, b->l3fwd.missed);
+	if (b->new_flows) {
+		printf(",\"order\":null,\"new_flows_mps\":%.0f", r->nfps);
+	} else {
+		printf(",\"order\":\"%s\"", order);
+		if (b->order.kind == FGB_ORDER_zipf)
+			printf(",\"zipf_s\":%.3f", b->order.zipf_s);
+		if (b->order.kind != FGB_ORDER_creation)
+			printf(",\"seed\":%" PRIu64, b->order.seed);
+		printf(",\"pcap_packets\":%" PRIu64 ",\"window_new_flows\":%" PRIu64
+		       ",\"window_drops\":%" PRIu64, b->pcap_len, r->win_new, r->win_drops);
 	}
+	printf(",\"scrape_ms\":%u,\"scrapes\":%" PRIu64 ",\"scrape_bytes\":%zu",
+	       b->scrape_ms, r->scrapes, r->scrape_bytes);
+	printf(",\"sched\":\"%s\",\"placed_load\":%" PRIu64 ",\"placed_stale\":%" PRIu64,
+	       b->mload ? "maglev-load" : "maglev",
+	       fg_lb_svc_counter(dp->lb, b->n_workers, &dp->lb->services[0], FG_SC_placed_load),
+	       fg_lb_svc_counter(dp->lb, b->n_workers, &dp->lb->services[0], FG_SC_placed_stale));
+	printf(",\"idle_sleep_us\":%u,\"idle_sleeps\":%" PRIu64, b->idle_sleep_us,
+	       r->idle_sleeps);
+	printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
+	       r->mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
+	printf(",\"rx_total\":%" PRIu64, r->rx_total);
+	printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
+	       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,",
+	       r->hits, r->drops, dp->ct_capacity, b->huge ? "true" : "false", b->ncpu,
+	       b->oversub ? "true" : "false");
+	if (b->new_flows)
+		printf("\"traffic\":\"in-process SYN generator, 64 B, one new tuple per packet\"");
+	else
+		printf("\"traffic\":\"net_pcap infinite_rx replay of %" PRIu64 " TCP ACKs%s, %s, "
+		       "flows opened in creation order, measured %s\"", b->pcap_len,
+		       b->n_workers > 1 ? " per worker" : "", imix ? "IMIX 7:4:1 of 64/570/1518 B" : "64 B",
+		       b->order.kind == FGB_ORDER_zipf ? "in Zipf draws" :
+		       b->order.kind == FGB_ORDER_uniform ? "each once in a random permutation" :
+		       "each once in creation order");
+	printf(",\"baseline\":\"%s\"",
+	       b->new_flows ? "dpdk-testpmd io net_null0->net_null1, 1 core, same run"
+			    : "dpdk-testpmd io net_pcap(same pcap, infinite_rx)->net_null, 1 core, mean of before/after");
+	if (b->run_l3fwd)
+		printf(",\"l3fwd_baseline\":\"DPDK 22.11 examples/l3fwd -E, one exact-match "
+		       "rule per flow of the pcap, net_pcap(same pcap, infinite_rx)->net_null, "
+		       "1 core, before flowgate\"");
+	printf("}\n");
 }
 
 static void bench_report(const struct bench *b, struct bench_result *r)
 {
 	const struct fg_dp *dp = b->dp;
 
-	r->tpmd = b->tpmd_before > 0 && b->tpmd_after > 0 ?
-		  (b->tpmd_before + b->tpmd_after) / 2 :
-		  b->tpmd_before > 0 ? b->tpmd_before : b->tpmd_after;
+	r->tpmd = (b->tpmd_before + b->tpmd_after) / 2;
 	if (b->json) {
-		printf("{\"bench\":\"dataplane\",\"mode\":\"%s\",\"flows\":%" PRIu64
-		       ",\"workers\":%u,\"new_flows\":%s,\"seconds\":%.2f,\"mpps\":%.3f,"
-		       "\"rx_mpps\":%.3f,\"testpmd_io_mpps\":%.3f,"
-		       "\"testpmd_io_mpps_before\":%.3f,\"testpmd_io_mpps_after\":%.3f,"
-		       "\"ratio_to_testpmd\":%.3f",
-		       b->mode_name, b->flows, b->n_workers, b->new_flows ? "true" : "false",
-		       r->dt, r->mpps, b->new_flows ? r->gen_mpps : r->rx_mpps, r->tpmd,
-		       b->tpmd_before, b->tpmd_after, r->tpmd > 0 ? r->mpps / r->tpmd : 0);
-		if (b->new_flows)
-			printf(",\"new_flows_mps\":%.0f", r->nfps);
-		printf(",\"scrape_ms\":%u,\"scrapes\":%" PRIu64 ",\"scrape_bytes\":%zu",
-		       b->scrape_ms, r->scrapes, r->scrape_bytes);
-		printf(",\"sched\":\"%s\",\"placed_load\":%" PRIu64 ",\"placed_stale\":%" PRIu64,
-		       b->mload ? "maglev-load" : "maglev",
-		       fg_lb_svc_counter(dp->lb, b->n_workers, &dp->lb->services[0],
-					 FG_SC_placed_load),
-		       fg_lb_svc_counter(dp->lb, b->n_workers, &dp->lb->services[0],
-					 FG_SC_placed_stale));
-		printf(",\"idle_sleep_us\":%u,\"idle_sleeps\":%" PRIu64, b->idle_sleep_us,
-		       r->idle_sleeps);
-		printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
-		       r->mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
-		printf(",\"rx_total\":%" PRIu64, sum_cc(dp, FG_CC_rx_packets));
-		printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
-		       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,"
-		       "\"traffic\":\"%s\",\"baseline\":\"%s\"}\n",
-		       r->hits, r->drops, dp->ct_capacity, b->huge ? "true" : "false", b->ncpu,
-		       b->oversub ? "true" : "false",
-		       b->new_flows ? "in-process SYN generator, 64 B, one new tuple per packet"
-				    : imix ? "net_pcap infinite_rx replay, one TCP ACK per flow, IMIX 7:4:1 of 64/570/1518 B, flows in order"
-				    : "net_pcap infinite_rx replay, one 64 B TCP ACK per flow, flows in order",
-		       b->new_flows ? "dpdk-testpmd io net_null0->net_null1, 1 core, same run"
-				    : "dpdk-testpmd io net_pcap(same pcap, infinite_rx)->net_null, 1 core, mean of before/after");
+		bench_report_json(b, r);
 	} else {
-		printf("dataplane %s flows=%" PRIu64 " workers=%u%s: %.3f Mpps (rx %.3f), "
-		       "testpmd io %.3f Mpps (ratio %.2f)", b->mode_name, b->flows,
-		       b->n_workers, b->new_flows ? " new-flows" : "", r->mpps, r->rx_mpps,
-		       r->tpmd, r->tpmd > 0 ? r->mpps / r->tpmd : 0);
+		printf("dataplane %s flows=%" PRIu64 " workers=%u%s%s%s: %.3f Mpps (rx %.3f)",
+		       b->mode_name, b->flows, b->n_workers, b->new_flows ? " new-flows" : "",
+		       b->new_flows ? "" : " order=", b->new_flows ? "" :
+		       fgb_order_name(b->order.kind), r->mpps, r->rx_mpps);
+		if (b->run_tpmd)
+			printf(", testpmd io %.3f Mpps (ratio %.2f)", r->tpmd, r->mpps / r->tpmd);
+		if (b->run_l3fwd)
+			printf(", l3fwd em %.3f Mpps (ratio %.2f)", b->l3fwd.mpps,
+			       r->mpps / b->l3fwd.mpps);
 		if (b->new_flows)
 			printf(", new flows %.0f /s", r->nfps);
 		if (b->idle_sleep_us)
@@ -852,25 +897,23 @@ int bench_dataplane_main(int argc, char **argv)
 	rc = bench_args(argc, argv, &b);
 	if (rc >= 0)
 		return rc;
-	if (bench_traffic(&b) < 0)
-		return 1;
-	if (b.run_tpmd)
-		b.tpmd_before = testpmd_io_mpps(b.tp_mem, b.tp_vdevs, b.tp_mbufs, b.seconds);
-	if (bench_eal(&b) < 0)
-		return 1;
+	rc = 1;
+	if (bench_traffic(&b) < 0 || bench_baselines_before(&b) < 0 || bench_eal(&b) < 0)
+		goto out;
 	if (bench_build(&b) < 0) {
 		rte_eal_cleanup();
-		return 1;
+		goto out;
 	}
 	g = (struct gen){.w = b.dp->workers[0], .pool = b.dp->pool[0], .flows = b.flows,
 			 .new_flows = b.new_flows};
 	bench_launch(&b, &g);
-	rc = bench_measure(&b, &g, &res);
-	if (rc == 0) {
-		bench_baseline_after(&b);
+	if (bench_measure(&b, &g, &res) == 0 && bench_baseline_after(&b) == 0) {
 		bench_report(&b, &res);
+		rc = 0;
 	}
 	fg_dp_destroy(b.dp);
 	rte_eal_cleanup();
-	return rc == 0 ? 0 : 1;
+out:
+	bench_unlink_pcaps(&b);
+	return rc;
 }

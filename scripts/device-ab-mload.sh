@@ -31,7 +31,7 @@ for r in $(seq "$ROUNDS"); do
 		for k in ${KINDS:-hits new-flows}; do
 			for s in maglev maglev-load; do
 				run $s dataplane --flows 1000000 --mode $mode --seconds 3 \
-					$([ $k = new-flows ] && echo --new-flows) --no-testpmd --json
+					$([ $k = new-flows ] && echo --new-flows) --no-baselines --json
 			done
 		done
 	done

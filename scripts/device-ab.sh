@@ -32,9 +32,20 @@ mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs node
 { lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo
   echo "A $(cat .carry/ab/A/commit)"; echo "B $(cat .carry/ab/B/commit)"; } > "$OUT/env.txt" 2>&1
 CORES=2-5
+# issue 17: the bench measures flows in --order (uniform by default) and runs
+# testpmd and l3fwd baselines unless --no-baselines; a build from before
+# knows neither and measures in creation order, so A and B both run in
+# creation order then (ORDER picks it when both know --order).
+knows_order() { LD_LIBRARY_PATH=$W/$1/lib $W/$1/flowgate-bench dataplane --help 2>&1 | grep -q -- --order; }
+if knows_order A && knows_order B; then ORDER=${ORDER:-uniform}; else ORDER=creation; fi
+dp_opts() {   # dp_opts A|B: no baselines, the same order on both builds
+	if knows_order "$1"; then echo "--no-baselines --order $ORDER"; else echo --no-testpmd; fi
+}
 run() {   # run LABEL ARGS...: LABEL A or B, or S (B with a /metrics scraper)
 	local v=$1 bin=$1; shift
 	[ "$v" = S ] && bin=B
+	# shellcheck disable=SC2046 # dp_opts gives separate words
+	set -- "$@" $(dp_opts $bin)
 	echo "== $v $*" >&2
 	LD_LIBRARY_PATH=$W/$bin/lib timeout 120 taskset -c $CORES $W/$bin/flowgate-bench "$@" \
 		2>>"$OUT/stderr.txt" | tail -1 |
@@ -47,7 +58,7 @@ if [ -n "${PAIRED:-}" ]; then
 		for mode in ${MODES:-dsr-ipip dsr-gue nat}; do
 			for k in ${KINDS:-hits new-flows}; do
 				PAIR=$((PAIR + 1))
-				args="dataplane --flows 1000000 --mode $mode --seconds ${SECS:-3} $([ $k = new-flows ] && echo --new-flows) --no-testpmd --json"
+				args="dataplane --flows 1000000 --mode $mode --seconds ${SECS:-3} $([ $k = new-flows ] && echo --new-flows) --json"
 				if ((r % 2)); then ca=2-5 cb=8-11; else ca=8-11 cb=2-5; fi
 				CORES=$ca run A $args & CORES=$cb run B $args & wait
 			done
@@ -61,7 +72,7 @@ for r in $(seq "$ROUNDS"); do
 		for v in A B; do
 			for k in ${KINDS:-hits new-flows}; do
 				run $v dataplane --flows 1000000 --mode $mode --seconds 3 \
-					$([ $k = new-flows ] && echo --new-flows) --no-testpmd --json
+					$([ $k = new-flows ] && echo --new-flows) --json
 			done
 		done
 	done
@@ -70,7 +81,7 @@ done
 # scraper thread, label S, against B without; same binary, alternated)
 if [ -n "${SCRAPE-1}" ]; then
 	for r in $(seq "$ROUNDS"); do
-		run B dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --no-testpmd --json
-		run S dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --no-testpmd --scrape-ms 100 --json
+		run B dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --json
+		run S dataplane --flows 1000000 --mode dsr-ipip --seconds 3 --scrape-ms 100 --json
 	done
 fi

@@ -24,8 +24,8 @@ run() {
 }
 for r in $(seq "${ROUNDS:-5}"); do
 	for mode in ${MODES:-dsr-gue dsr-ipip}; do
-		run dataplane --flows 1000000 --mode $mode --seconds 3 --no-testpmd --json
-		run dataplane --flows 1000000 --mode $mode --seconds 3 --no-testpmd --idle-sleep 200 --json
+		run dataplane --flows 1000000 --mode $mode --seconds 3 --no-baselines --json
+		run dataplane --flows 1000000 --mode $mode --seconds 3 --no-baselines --idle-sleep 200 --json
 	done
 done
 python3 - "$OUT/idle.jsonl" > "$OUT/idle.txt" <<'PY'

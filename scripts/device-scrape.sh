@@ -25,7 +25,7 @@ run() {   # run A|B ARGS...
 }
 for r in $(seq "$ROUNDS"); do
 	for mode in dsr-ipip nat; do
-		run A dataplane --flows 1000000 --mode $mode --seconds 3 --no-testpmd --json
-		run B dataplane --flows 1000000 --mode $mode --seconds 3 --no-testpmd --json --scrape-ms 100
+		run A dataplane --flows 1000000 --mode $mode --seconds 3 --no-baselines --json
+		run B dataplane --flows 1000000 --mode $mode --seconds 3 --no-baselines --json --scrape-ms 100
 	done
 done

@@ -16,11 +16,15 @@
 #   systemd      tests/install: systemd-analyze verify of flowgate.service
 #                (and systemd-run / systemctl where systemd is PID 1)
 #   bpftool      xdp/meson.build: `bpftool gen skeleton` for flowgate-xdp and fg-decap
+#   dpdk-doc     flowgate-bench dataplane's l3fwd baseline builds DPDK's
+#                examples/l3fwd from /usr/share/dpdk/examples at run time
+#                (with make, cc and pkg-config libdpdk: build-essential,
+#                pkg-config, libdpdk-dev)
 #   bird2, frr   e2e-ecmp (tests/e2e/ecmp.py): BIRD 2 announces the VIPs of
 #                each flowgate node, FRR (zebra, bgpd, bfdd) is the ECMP router
 set -euo pipefail
 PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
-      libdpdk-dev dpdk dpdk-dev libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
+      libdpdk-dev dpdk dpdk-dev dpdk-doc libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
       libpcap-dev libnuma-dev libsystemd-dev iproute2 iputils-ping procps
       ethtool python3 python3-matplotlib curl git xz-utils debootstrap prometheus
       man-db systemd bird2 frr)
