@@ -489,6 +489,23 @@ FG_PKT_FN_INLINE int fg_pkt__parse(FG_PKT_RD r, uint32_t len, struct fg_pkt *out
 	if (FG_PKT_UNLIKELY(len > 0xFFFFu))
 		len = 0xFFFFu; /* offsets are 16-bit; IP cannot be longer */
 	et = FG_PKT_BE16(r, FG_ETH_TYPE_OFF);
+	/* Untagged IP first, with the L3 offset a constant: every header
+	 * field is then read at a fixed address.  With one path for both
+	 * offsets (14, or 18 behind a VLAN tag) the compiler keeps some
+	 * twenty derived offsets live across the parse (callgrind: 26 more
+	 * instructions per packet than the parser before it was shared with
+	 * the GPU).  Same results: the general path below does the same for
+	 * an untagged frame. */
+	if (FG_PKT_LIKELY(et == FG_ET_IPV4)) {
+		out->l2_len = FG_ETH_HLEN;
+		out->l3_off = FG_ETH_HLEN;
+		return fg_pkt__v4(r, len, FG_ETH_HLEN, out, opts);
+	}
+	if (FG_PKT_LIKELY(et == FG_ET_IPV6)) {
+		out->l2_len = FG_ETH_HLEN;
+		out->l3_off = FG_ETH_HLEN;
+		return fg_pkt__v6(r, len, FG_ETH_HLEN, out);
+	}
 	if (FG_PKT_UNLIKELY(et == FG_ET_VLAN || et == FG_ET_QINQ)) {
 		if (FG_PKT_UNLIKELY(len < FG_ETH_HLEN + FG_VLAN_HLEN))
 			return fg_pkt__drop(out, FG_DROP_vlan_truncated);
