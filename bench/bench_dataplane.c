@@ -94,6 +94,17 @@
 #include "fg_metrics.h"
 #include "fgb_dp.h"
 
+#ifdef FGB_HAVE_CALLGRIND
+#include <valgrind/callgrind.h>
+/* scripts/cg-profile.sh: callgrind dumps (and restarts) its counters when
+ * the window opens and again when it closes: the second part is the window */
+#define WINDOW_OPEN() CALLGRIND_DUMP_STATS_AT("warm-up")
+#define WINDOW_CLOSE() CALLGRIND_DUMP_STATS_AT("window")
+#else
+#define WINDOW_OPEN() do {} while (0)
+#define WINDOW_CLOSE() do {} while (0)
+#endif
+
 struct gen {
 	struct fg_worker *w;
 	struct rte_mempool *pool;
@@ -734,7 +745,9 @@ static int bench_measure(struct bench *b, struct gen *g, struct bench_result *re
 	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets), d0 = sum_cc(dp, FG_CC_drops);
 	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g->generated;
 
+	WINDOW_OPEN();
 	rte_delay_us_sleep((unsigned int)(b->seconds * 1e6));
+	WINDOW_CLOSE();
 	uint64_t t1 = rte_rdtsc(), tx1 = sum_cc(dp, FG_CC_tx_packets);
 	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets), d1 = sum_cc(dp, FG_CC_drops);
 	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g->generated;
