@@ -550,7 +550,7 @@ static int bench_traffic(struct bench *b)
 	unsigned long free_hp = 0, hp_kb = 2048;
 	char line[256];
 
-	snprintf(b->mem_args, sizeof(b->mem_args), "--no-huge -m 4096");
+	snprintf(b->mem_args, sizeof(b->mem_args), "--no-huge -m 4096 --no-shconf");
 	while (mi && fgets(line, sizeof(line), mi)) {
 		sscanf(line, "HugePages_Free: %lu", &free_hp);
 		sscanf(line, "Hugepagesize: %lu", &hp_kb);
@@ -607,6 +607,18 @@ static int bench_baselines_before(struct bench *b)
 	return rc;
 }
 
+/* EAL leaves its runtime directory (/run/dpdk/fgb-dpPID) behind, and its
+ * telemetry socket goes only in an atexit handler: this one, registered
+ * before EAL's, runs after it and removes the directory once empty (as the
+ * daemon does).  --no-shconf with --no-huge: no memory-backing file in it. */
+static char g_rundir[PATH_MAX];
+
+static void bench_rundir_remove(void)
+{
+	if (g_rundir[0])
+		rmdir(g_rundir);
+}
+
 /* EAL: main lcore 0 + one lcore per worker, on the CPUs of the affinity
  * mask (oversubscribed when there are fewer: the figure then says so). */
 static int bench_eal(struct bench *b)
@@ -637,13 +649,14 @@ static int bench_eal(struct bench *b)
 	for (tok = strtok_r(memdup, " ", &save); tok && ea < 44;
 	     tok = strtok_r(NULL, " ", &save))
 		eal[ea++] = tok;
-	if (strcmp(b->mem_args, "--in-memory") != 0)
-		eal[ea++] = prefix;
+	eal[ea++] = prefix;
+	atexit(bench_rundir_remove);
 	if (rte_eal_init(ea, eal) < 0) {
 		fprintf(stderr, "flowgate-bench: EAL init failed: %s\n",
 			rte_strerror(rte_errno));
 		return -1;
 	}
+	snprintf(g_rundir, sizeof(g_rundir), "%s", rte_eal_get_runtime_dir());
 	return 0;
 }
 

@@ -173,6 +173,9 @@ static int read_lines(int fd, struct tail *t, struct pps *p, char *buf, size_t c
 	return 0;
 }
 
+static void runtime_dir(char *buf, size_t len, const char *prefix);
+static void rm_tree(const char *dir);
+
 int fgb_testpmd_run(const struct fgb_base_cfg *c, double *mpps)
 {
 	/* FG_TESTPMD / FG_TESTPMD_EAL: where testpmd is not installed (the
@@ -223,6 +226,13 @@ int fgb_testpmd_run(const struct fgb_base_cfg *c, double *mpps)
 		kill(pid, SIGKILL);
 	close(fd);
 	waitpid(pid, &st, 0);
+	{	/* EAL leaves its runtime directory behind: testpmd's goes with it */
+		char pfx[32], rundir[PATH_MAX];
+
+		snprintf(pfx, sizeof(pfx), "fgb-tpmd%d", (int)getpid());
+		runtime_dir(rundir, sizeof(rundir), pfx);
+		rm_tree(rundir);
+	}
 	if (p.n < want) {
 		fprintf(stderr, "flowgate-bench: the testpmd io baseline did not run "
 			"(%d of %d Rx-pps samples, %s %d; --no-testpmd skips it): %s\n", p.n, want,

@@ -24,6 +24,7 @@
 #include <rte_lcore.h>
 
 #include "ct.h"
+#include "../fg_test_eal.h"
 
 #define HZ 1000
 
@@ -1196,32 +1197,20 @@ test_bad_config(void **state)
 	ct_shard_free(s);
 }
 
-/* EAL leaves its runtime directory behind, and its telemetry socket goes
- * only in an atexit handler: this one, registered before EAL's, runs after
- * it and removes the directory once empty (as the daemon does). */
-static char g_rundir[PATH_MAX];
-
-static void rundir_remove(void)
-{
-	if (g_rundir[0])
-		rmdir(g_rundir);
-}
-
 int
 main(void)
 {
-	char prefix[48];	/* its own runtime directory, removed at exit */
+	char prefix[64];	/* its own runtime directory, removed at exit */
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=%s%d", "fgtct", (int)getpid());
 	char *eal[] = {"test_ct", "--no-pci", "--no-huge", "--no-shconf", "-m", "512",
-		       "--log-level=lib.eal:error", "-l", "0", prefix};
+		       "--log-level=lib.eal:error", "-l", "0",
+		       fg_test_eal_prefix(prefix, sizeof(prefix), "fgtct")};
 
-	atexit(rundir_remove);
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
 		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
-	snprintf(g_rundir, sizeof(g_rundir), "%s", rte_eal_get_runtime_dir());
+	fg_test_eal_started();
 	struct CMUnitTest tests[128];
 	size_t n = 0;
 	static char names[128][96];

@@ -28,6 +28,7 @@
 
 #include "fg_config_parse.h"
 #include "fg_dp_private.h"
+#include "../fg_test_eal.h"
 
 #define NB 4
 
@@ -208,8 +209,10 @@ static void t_prev_table(void **st)
 
 int main(void)
 {
+	char prefix[64];
 	char *eal[] = {"test_lb_scaleout", "--no-pci", "--no-huge", "--no-shconf", "-m", "256",
-		       "--log-level=lib.eal:error", "-l", "0"};
+		       "--log-level=lib.eal:error", "-l", "0",
+		       fg_test_eal_prefix(prefix, sizeof(prefix), "fgtlbso")};
 	struct CMUnitTest tests[RTE_DIM(order_cases) + RTE_DIM(prev_cases)];
 	size_t n = 0;
 
@@ -217,6 +220,7 @@ int main(void)
 		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	fg_test_eal_started();
 	for (size_t i = 0; i < RTE_DIM(order_cases); i++) {
 		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(t_same_table_any_order,
 									(void *)&order_cases[i]);

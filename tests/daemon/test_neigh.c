@@ -19,6 +19,7 @@
 #include <rte_errno.h>
 
 #include "fg_dp_private.h"
+#include "../fg_test_eal.h"
 
 #define AGE 1000ull   /* ticks */
 
@@ -121,31 +122,20 @@ static void test_full(void **state)
 	free(cfg);
 }
 
-/* EAL leaves its runtime directory behind, and its telemetry socket goes
- * only in an atexit handler: this one, registered before EAL's, runs after
- * it and removes the directory once empty (as the daemon does). */
-static char g_rundir[PATH_MAX];
-
-static void rundir_remove(void)
-{
-	if (g_rundir[0])
-		rmdir(g_rundir);
-}
 
 int main(void)
 {
-	char prefix[48];	/* its own runtime directory, removed at exit */
+	char prefix[64];	/* its own runtime directory, removed at exit */
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=%s%d", "fgtneigh", (int)getpid());
 	char *eal[] = {"test_neigh", "--no-pci", "--no-huge", "--no-shconf", "-m", "128",
-		       "--log-level=lib.eal:error", "-l", "0", prefix};
+		       "--log-level=lib.eal:error", "-l", "0",
+		       fg_test_eal_prefix(prefix, sizeof(prefix), "fgtneigh")};
 
-	atexit(rundir_remove);
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
 		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
-	snprintf(g_rundir, sizeof(g_rundir), "%s", rte_eal_get_runtime_dir());
+	fg_test_eal_started();
 	struct CMUnitTest tests[16];
 	size_t n = 0;
 

@@ -23,6 +23,7 @@
 #include "fg_pkt.h"
 #include "fg_rss.h"
 #include "fg_xlate.h"
+#include "../fg_test_eal.h"
 
 #define M 65537u
 #define NB 3
@@ -39,8 +40,10 @@ static uint64_t now;
 
 static int setup(void)
 {
+	static char prefix[64];	/* libFuzzer exits through exit(): atexit runs */
 	char *eal[] = { "fuzz_pkt", "--no-pci", "--no-huge", "--no-shconf",
-			"-m", "128", "--log-level=lib.eal:error", "-l", "0" };
+			"-m", "128", "--log-level=lib.eal:error", "-l", "0",
+			fg_test_eal_prefix(prefix, sizeof(prefix), "fgfuzzpkt") };
 	struct ct_config cfg;
 	uint32_t w[NB] = { 1, 2, 3 };
 	uint64_t k[NB];
@@ -48,6 +51,7 @@ static int setup(void)
 
 	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0)
 		return -1;
+	fg_test_eal_started();
 	ct_config_defaults(&cfg);
 	cfg.name = "fuzz";
 	cfg.capacity = 4096;
