@@ -55,7 +55,7 @@ struct fg_frame {
  * GUE_FLAG_PRIV position) set, hlen = 1 (IPv4) or 4 (IPv6) words holding
  * the previous owner's address in the outer family.  A backend that holds
  * no socket for a non-SYN TCP packet forwards it once to that address with
- * the flag cleared (tests/e2e/fg_decap.bpf.c does this); any other
+ * the flag cleared (xdp/fg_decap.bpf.c, fg-decap --second-chance); any other
  * receiver must strip hlen words.  Written once here for both sides.
  */
 #define FG_GUE_FLAG_PREV 0x0001

@@ -8,11 +8,23 @@
  *
  * Handles IPv4-in-IPv4 (proto 4), IPv6-in-IPv4 (41), IPv6-in-IPv6 (41),
  * IPv4-in-IPv6 (4), and GUE v1 "direct IP" over UDP to the configured
- * port (both outer families).  Only packets whose INNER destination is a
- * configured VIP (fgd_vips) are decapsulated; everything else passes
- * untouched.  TC rather than XDP: the decapsulated packet must go up the
- * stack with its skb metadata (GRO, checksum state), and TC works on
- * every driver.  Counters: fg_decap.h.
+ * port (both outer families), and GUE v0 with a header over IPv4 (what
+ * flowgate --second-chance sends when it names a previous owner).  Only
+ * packets whose INNER destination is a configured VIP (fgd_vips) are
+ * decapsulated; everything else passes untouched.  TC rather than XDP: the
+ * decapsulated packet must go up the stack with its skb metadata (GRO,
+ * checksum state), and TC works on every driver.  Counters: fg_decap.h.
+ *
+ * Second chance (fg-decap attach --second-chance; flowgate --second-chance,
+ * pkt/fg_xlate.h FG_GUE_FLAG_PREV): a GUE v0 packet over IPv4 that names a
+ * previous owner and carries a TCP segment without SYN for which this host
+ * holds no socket (none, or only the listener) is sent on once to that
+ * owner: outer destination rewritten, the flag cleared (so it cannot bounce
+ * again), MACs from the kernel's FIB and neighbour table, out of the
+ * interface the FIB names.  This is GLB's second chance (glb-redirect), one
+ * hop.  Without a route or a resolved neighbour the packet is delivered
+ * here (second_chance_kept).  The worker needs net.ipv4.conf.IFACE.forwarding=1
+ * for the FIB lookup.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -20,11 +32,16 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
+#include <linux/tcp.h>
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "fg_decap.h"
+#include "fg_xlate.h"	/* FG_GUE_FLAG_PREV: the wire format, written once */
+
+#define FGD_AF_INET 2
+#define FGD_TCP_LISTEN 10	/* BPF_TCP_LISTEN */
 
 #ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV4
 #define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
@@ -113,6 +130,95 @@ static __always_inline int verdict_of(int iv)
 	return iv == -2 ? count(FGD_C_not_vip, TC_ACT_OK) : count(FGD_C_passed, TC_ACT_OK);
 }
 
+/* true: this host holds a socket (other than a listener) for the inner
+ * IPv4 TCP segment at @p tcp. */
+static __always_inline int owns(struct __sk_buff *skb, struct iphdr *in,
+				struct tcphdr *tcp)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+	int own;
+
+	t.ipv4.saddr = in->saddr;
+	t.ipv4.daddr = in->daddr;
+	t.ipv4.sport = tcp->source;
+	t.ipv4.dport = tcp->dest;
+	sk = bpf_skc_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return 0;
+	own = sk->state != FGD_TCP_LISTEN;
+	bpf_sk_release(sk);
+	return own;
+}
+
+/* Sends the packet on to @p prev (see the file comment).  @return a TC
+ * verdict, or -1 to deliver it here after all. */
+static __always_inline int forward_prev(struct __sk_buff *skb, __u32 prev,
+					__u32 flags_off)
+{
+	struct bpf_fib_lookup fib = {};
+	__u32 old_dst;
+	__be16 zero = 0;
+
+	if (bpf_skb_load_bytes(skb, 14 + offsetof(struct iphdr, daddr), &old_dst, 4))
+		return -1;
+	fib.family = FGD_AF_INET;
+	fib.ipv4_dst = prev;
+	fib.ifindex = skb->ingress_ifindex;
+	if (bpf_fib_lookup(skb, &fib, sizeof(fib), 0) != BPF_FIB_LKUP_RET_SUCCESS)
+		return -1;
+	if (bpf_l3_csum_replace(skb, 14 + offsetof(struct iphdr, check), old_dst, prev, 4) ||
+	    bpf_skb_store_bytes(skb, 14 + offsetof(struct iphdr, daddr), &prev, 4, 0) ||
+	    bpf_skb_store_bytes(skb, flags_off, &zero, 2, 0) ||
+	    /* the outer UDP checksum of IPv4 GUE is 0 (fg_xlate_gue) */
+	    bpf_skb_store_bytes(skb, 14 + 20 + offsetof(struct udphdr, check), &zero, 2, 0) ||
+	    bpf_skb_store_bytes(skb, 0, fib.dmac, 6, 0) ||
+	    bpf_skb_store_bytes(skb, 6, fib.smac, 6, 0))
+		return count(FGD_C_decap_failed, TC_ACT_SHOT);
+	return count(FGD_C_second_chance_fwd, bpf_redirect(fib.ifindex, 0));
+}
+
+/* GUE v0 (with a header) over IPv4 without options: header at 14 + 28,
+ * the inner packet after its hlen words. */
+static __always_inline int gue0_v4(struct __sk_buff *skb, int chance)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u8 *g = data + 14 + 28;
+	__u32 glen, prev;
+	__u16 flags;
+	struct iphdr *in;
+	struct tcphdr *tcp;
+	int iv, rc;
+
+	if ((void *)(g + 4) > end)
+		return count(FGD_C_passed, TC_ACT_OK);
+	glen = 4 + (g[0] & 0x1f) * 4;
+	flags = (__u16)(g[2] << 8 | g[3]);
+	in = (void *)(g + glen);
+	if ((void *)(in + 1) > end)
+		return count(FGD_C_passed, TC_ACT_OK);
+	if (g[1] != IPPROTO_IPIP && g[1] != IPPROTO_IPV6)
+		return count(FGD_C_passed, TC_ACT_OK);
+	iv = inner_vip(in, end, g[1] == IPPROTO_IPV6);
+	if (iv < 0)
+		return verdict_of(iv);
+	if (iv == 0 && (flags & FG_GUE_FLAG_PREV) && glen == 8 &&
+	    in->protocol == IPPROTO_TCP && in->ihl == 5) {
+		tcp = (void *)(in + 1);
+		if ((void *)(tcp + 1) > end || (void *)(g + 8) > end)
+			return count(FGD_C_passed, TC_ACT_OK);
+		prev = *(__u32 *)(g + 4);
+		if (chance && !tcp->syn && !owns(skb, in, tcp)) {
+			rc = forward_prev(skb, prev, 14 + 28 + 2);
+			if (rc >= 0)
+				return rc;
+		}
+		count(FGD_C_second_chance_kept, 0);
+	}
+	return decap(skb, 28 + glen, 0, iv, FGD_C_decap_gue);
+}
+
 SEC("tc")
 int fg_decap(struct __sk_buff *skb)
 {
@@ -153,6 +259,10 @@ int fg_decap(struct __sk_buff *skb)
 
 			if ((void *)(u + 1) > end || u->dest != gue)
 				return count(FGD_C_passed, TC_ACT_OK);
+			/* GUE v0 (version bits 00): a header, maybe a hint */
+			if ((void *)((__u8 *)(u + 1) + 1) <= end &&
+			    (*(__u8 *)(u + 1) >> 6) == 0)
+				return gue0_v4(skb, cfg && cfg->second_chance);
 			iv = inner_vip(u + 1, end, -1);
 			if (iv < 0)
 				return verdict_of(iv);

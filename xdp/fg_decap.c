@@ -3,7 +3,7 @@
  * fg-decap: attaches, inspects and detaches the worker-side DSR
  * decapsulation (fg_decap.bpf.c) on a GPU worker's interface.
  *
- *   fg-decap attach IFACE --vip ADDR [--vip ADDR ...] [--gue-port N]
+ *   fg-decap attach IFACE --vip ADDR [--vip ADDR ...] [--gue-port N] [--second-chance]
  *   fg-decap status IFACE [--json]
  *   fg-decap detach IFACE
  *
@@ -40,12 +40,16 @@ static const char *const counter_names[FGD_C_MAX] = {
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: fg-decap attach IFACE --vip ADDR [--vip ADDR ...] [--gue-port N]\n"
+	fprintf(f, "usage: fg-decap attach IFACE --vip ADDR [--vip ADDR ...] [--gue-port N]"
+		   " [--second-chance]\n"
 		   "       fg-decap status IFACE [--json]\n"
 		   "       fg-decap detach IFACE\n"
 		   "Strips flowgate's DSR encapsulation (IPIP, IP6IP6, GUE) for the given VIPs\n"
 		   "on IFACE's ingress (TC); everything else passes untouched.  GUE port\n"
-		   "default 6080 (0 = GUE off).  Needs root (CAP_BPF + CAP_NET_ADMIN).\n");
+		   "default 6080 (0 = GUE off).  --second-chance: a TCP segment without SYN\n"
+		   "that names a previous owner (flowgate --second-chance) and has no socket\n"
+		   "here is sent on once to that owner (needs IPv4 forwarding on IFACE).\n"
+		   "Needs root (CAP_BPF + CAP_NET_ADMIN).\n");
 	return rc;
 }
 
@@ -86,6 +90,9 @@ static int cmd_attach(int ifindex, const char *ifname, int argc, char **argv)
 				return 2;
 			}
 			nv++;
+		} else if (!strcmp(argv[i], "--second-chance")) {
+			/* GLB's second chance: see fg_decap.bpf.c */
+			cfg.second_chance = 1;
 		} else if (!strcmp(argv[i], "--gue-port") && i + 1 < argc) {
 			char *e;
 
@@ -211,10 +218,12 @@ static int cmd_status(int ifindex, const char *ifname, int json)
 	free(pc);
 	if (json)
 		printf("{\"interface\": \"%s\", \"attached\": true, \"prog_id\": %u, "
-		       "\"gue_port\": %u, \"vips\": [", ifname, o.prog_id, ntohs(cfg.gue_port));
+		       "\"gue_port\": %u, \"second_chance\": %s, \"vips\": [", ifname, o.prog_id,
+		       ntohs(cfg.gue_port), cfg.second_chance ? "true" : "false");
 	else
-		printf("fg-decap: attached to %s ingress (prog %u), GUE port %u\n  vips:",
-		       ifname, o.prog_id, ntohs(cfg.gue_port));
+		printf("fg-decap: attached to %s ingress (prog %u), GUE port %u, second chance %s\n"
+		       "  vips:", ifname, o.prog_id, ntohs(cfg.gue_port),
+		       cfg.second_chance ? "on" : "off");
 	while (!bpf_map_get_next_key(vfd, prev, &nk)) {
 		char a[INET6_ADDRSTRLEN];
 

@@ -7,9 +7,10 @@
  *
  * A packet is decapsulated when its outer header is IPv4/IPv6 carrying
  * IPv4-in-IP (4), IPv6-in-IP (41) or UDP to the configured GUE port with
- * GUE v1 "direct IP" (the first inner nibble is 4 or 6), AND the inner
- * destination is one of the configured VIPs.  Everything else passes
- * untouched (counted as passed / not_vip).
+ * GUE v1 "direct IP" (the first inner nibble is 4 or 6) or, over IPv4,
+ * GUE v0 with a header (what flowgate --second-chance sends when it names
+ * a previous owner), AND the inner destination is one of the configured
+ * VIPs.  Everything else passes untouched (counted as passed / not_vip).
  */
 #ifndef FLOWGATE_FG_DECAP_H
 #define FLOWGATE_FG_DECAP_H
@@ -22,7 +23,9 @@
 	X(decap_gue,    "GUE (UDP) packets decapsulated") \
 	X(not_vip,      "encapsulated packets whose inner destination is no configured VIP: passed untouched") \
 	X(passed,       "packets that are not flowgate encapsulation: passed untouched") \
-	X(decap_failed, "decapsulation refused by the kernel (bpf_skb_adjust_room): dropped")
+	X(decap_failed, "decapsulation refused by the kernel (bpf_skb_adjust_room): dropped") \
+	X(second_chance_fwd, "TCP segments without SYN for which this host holds no socket, sent on once to the previous owner their GUE header names (--second-chance)") \
+	X(second_chance_kept, "segments naming a previous owner delivered here: a socket here, a SYN, or no route / neighbour to the owner")
 
 enum fgd_counter {
 #define FGD_X(n, d) FGD_C_##n,
@@ -43,8 +46,10 @@ struct fgd_vip {
 
 /** fgd_cfg (one entry). */
 struct fgd_cfg {
-	uint16_t gue_port;  /**< network order; 0 = GUE off */
-	uint16_t pad;
+	uint16_t gue_port;      /**< network order; 0 = GUE off */
+	uint8_t second_chance;  /**< 1: forward to the previous owner (GLB's
+				 *  second chance), see fg_decap.bpf.c */
+	uint8_t pad;
 };
 
 #endif /* FLOWGATE_FG_DECAP_H */

@@ -15,7 +15,7 @@ network namespaces (issue 13; docs/DEPLOY.md describes the same set-up).
                BIRD 2 (AS 65001) on the TAP fg0 10.97.0.1K, BFD 300 ms x 3,
                hold 3 s; VIP 10.97.100.1:80 dsr-gue over the 3 backends
   backend b1..b3: 10.97.0.2K, VIP on lo, GUE decapsulation and second
-               chance by TC BPF (tests/e2e/fg_decap.bpf.c), one server
+               chance by fg-decap (xdp/fg_decap.bpf.c), one server
                answering every line with its name (ecmp_peer.py)
 
 Phases (ecmp_peer.py counts a connection broken at its first reset, EOF,
@@ -26,7 +26,8 @@ reply from another backend, or reply later than 20 s):
   no-backend every backend drained on node 1: it withdraws the VIP by
              itself (route fate-sharing), the router moves its flows: 0 broken
   backends-back  undrained: node 1 announces again and rejoins: 0 broken
-  drain-off  backends without second chance (section tc_nochance); node 3
+  drain-off  backends without second chance (fg-decap attach without
+             --second-chance); node 3
              killed and backend b1 drained on nodes 1 and 2 at once:
              the broken count is reported (Maglev alone moves them)
   restore    b1 undrained, node 3 back: 0 broken
@@ -123,7 +124,7 @@ def attach(ns, ifname, mac, swport):
     nooffload(f"{P}-sw", swport)
 
 
-def build_network(decap_obj, nohash_obj):
+def build_network(nohash_obj):
     sw = f"{P}-sw"
     run(["ip", "netns", "add", sw], "bridge namespace")
     run(["ip", "-n", sw, "link", "add", "br0", "type", "bridge"], "bridge")
@@ -169,14 +170,15 @@ def build_network(decap_obj, nohash_obj):
             if j != k:   # second chance hops need the other backends' MACs
                 run(["ip", "-n", b, "neigh", "replace", be_ip(j), "lladdr", mac_of(2, j),
                      "dev", "eth0", "nud", "permanent"], "backend neighbour")
-        run(["ip", "netns", "exec", b, "tc", "qdisc", "add", "dev", "eth0", "clsact"], "clsact")
-        decap_section(b, decap_obj, "tc")
+        decap(b, second_chance=True)
 
 
-def decap_section(b, obj, sec):
-    run(["ip", "netns", "exec", b, "tc", "filter", "replace", "dev", "eth0", "ingress",
-         "pref", "1", "handle", "1", "bpf", "direct-action", "obj", obj, "sec", sec],
-        f"TC program {sec} in {b}")
+def decap(b, second_chance):
+    """fg-decap on the backend's eth0 (attach replaces the program): GUE
+    and IPIP for the VIP, with or without second chance."""
+    run(["ip", "netns", "exec", b, f"{BUILD}/xdp/fg-decap", "attach", "eth0", "--vip", VIP,
+         "--gue-port", "6080"] + (["--second-chance"] if second_chance else []),
+        f"fg-decap attach in {b}")
 
 
 def start_router():
@@ -448,6 +450,10 @@ def main():
             log(f"e2e-ecmp: FAIL: {FRR}/{t} missing (package frr, scripts/install-deps.sh)")
             return 1
     subprocess.run([f"{HERE}/scripts/netns-teardown.sh", "--sweep"])
+    if not os.access(f"{BUILD}/xdp/fg-decap", os.X_OK):
+        log("e2e-ecmp: SKIP: no fg-decap (built with libbpf and bpftool: the backends' "
+            "decapsulation and second chance)")
+        return 77
     os.makedirs(RUN, exist_ok=True)
     nodes = [Node(k) for k in (1, 2, 3)]
     poller = None
@@ -455,13 +461,10 @@ def main():
     servers = []
     results = []
     try:
-        obj = f"{RUN}/fg_decap.o"
-        run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c",
-             f"{HERE}/tests/e2e/fg_decap.bpf.c", "-o", obj], "clang: TC program")
         nohash = f"{RUN}/fg_nohash.o"
         run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", "-c",
              f"{HERE}/tests/e2e/fg_nohash.bpf.c", "-o", nohash], "clang: TC program fg_nohash")
-        build_network(obj, nohash)
+        build_network(nohash)
         start_router()
         for k in (1, 2, 3):
             servers.append(subprocess.Popen(
@@ -580,10 +583,9 @@ def main():
 
         # -- drain without second chance: backends ignore the hint
         for k in (1, 2, 3):
-            decap_section(f"{P}-b{k}", obj, "tc_nochance")
-        log("     backends: " + run(["ip", "netns", "exec", f"{P}-b1", "tc", "filter", "show",
-                                     "dev", "eth0", "ingress"], "tc show").stdout.strip()
-            .splitlines()[-1])
+            decap(f"{P}-b{k}", second_chance=False)
+        log("     backends: " + run(["ip", "netns", "exec", f"{P}-b1", f"{BUILD}/xdp/fg-decap",
+                                     "status", "eth0"], "fg-decap status").stdout.splitlines()[0])
 
         def forget():
             """Nodes 1 and 2 forget their flows, as when the entries of an
@@ -614,12 +616,18 @@ def main():
         phase("restore", restore, all3, node3_carries)
 
         for k in (1, 2, 3):
-            decap_section(f"{P}-b{k}", obj, "tc")
+            decap(f"{P}-b{k}", second_chance=True)
         forget()
         phase("drain-on", kill_and_drain(be_ip(2)), all3[:2])
         hints = sum(json.loads(n.fgctl("--json", "stats").stdout)["total"]
                     .get("second_chance", 0) for n in nodes[:2])
         log(f"     second-chance hints sent by nodes 1 and 2: {hints}")
+        fwd = 0
+        for k in (1, 2, 3):
+            st = json.loads(run(["ip", "netns", "exec", f"{P}-b{k}", f"{BUILD}/xdp/fg-decap",
+                                 "status", "eth0", "--json"], "fg-decap status").stdout)
+            fwd += st["counters"]["second_chance_fwd"]
+        log(f"     segments the backends' fg-decap sent on to the previous owner: {fwd}")
 
         # -- stop: SIGTERM node 1; it withdraws first and forwards 1 s more
         def stop1():
@@ -636,7 +644,7 @@ def main():
         if picked.get("drain-on", 0) == 0:
             raise Fail("phase drain-on: nodes 1 and 2 picked up no flow: second chance was "
                        "not exercised")
-        return report(results, hints)
+        return report(results, hints, fwd)
     except Fail as e:
         log(f"e2e-ecmp: FAIL: {e}")
         for n in nodes:
@@ -664,7 +672,7 @@ def main():
         subprocess.run([f"{HERE}/scripts/netns-teardown.sh", P])
 
 
-def report(results, hints):
+def report(results, hints, fwd):
     ok = True
     want_zero = {"kill", "return", "no-backend", "backends-back", "restore", "drain-on",
                  "stop"}
@@ -675,6 +683,9 @@ def report(results, hints):
     off = [b for name, b, _ in results if name == "drain-off"]
     if hints == 0:
         log("FAIL: no second-chance hint was sent in phase drain-on")
+        ok = False
+    if fwd == 0:
+        log("FAIL: no backend's fg-decap sent a segment on to its previous owner (drain-on)")
         ok = False
     log("e2e-ecmp: " + ("PASS" if ok else "FAIL") +
         f" (backend drained during the rehash: {off[0] if off else '?'} broken without "
