@@ -7,6 +7,9 @@
 # machine (nothing else building): the figures are ratios within a run.
 #
 #   A_BIN=old/flowgate-bench B_BIN=build/bench/flowgate-bench \
+#   (a bench from before --order measures in creation order: give the newer
+#   one B_ARGS="--order creation --no-l3fwd"; --order is dropped on
+#   --new-flows runs) \
 #   [A_ARGS=...] [B_ARGS=...] [ROUNDS=3] [MODES="dsr-ipip dsr-gue nat"] \
 #   [KINDS="hits new-flows"] [FLOWS=1000000] [SECS=3] \
 #   scripts/local-ab.sh OUT.jsonl
@@ -17,6 +20,8 @@ OUTF=${1:?usage: local-ab.sh OUT.jsonl}
 ROUNDS=${ROUNDS:-3}
 run() { # LABEL BIN EXTRA ARGS...
 	local v=$1 bin=$2 extra=$3; shift 3
+	# a --new-flows run has no pcap, so no measured order
+	[[ " $* " == *" --new-flows "* ]] && extra=$(sed -E 's/--order +[^ ]+//' <<<"$extra")
 	# shellcheck disable=SC2086
 	timeout 300 "$bin" dataplane "$@" $extra --no-testpmd --json 2>>"$OUTF.stderr" | tail -1 |
 		sed "s|^{|{\"build\":\"$v\",\"args\":\"$* $extra\",|" | tee -a "$OUTF"
