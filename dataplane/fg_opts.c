@@ -913,8 +913,8 @@ void fg_opts_usage(FILE *f, const char *prog)
 			fprintf(f, " [default: %s]", d->dflt);
 		fputc('\n', f);
 	}
-	fprintf(f, "\nEAL options: see the DPDK documentation (e.g. -l 0-2 --no-pci "
-		"--vdev=net_af_packet0,iface=eth1).  Unless an EAL memory option is given\n"
+	fprintf(f, "\nEAL options: see the DPDK documentation (e.g. -l 0-2\n"
+		"--no-pci --vdev=net_af_packet0,iface=eth1).  Unless an EAL memory option is given\n"
 		"(--in-memory, --no-shconf, --proc-type, --huge-unlink) nor --pdump, "
 		"flowgate adds --in-memory\n(--no-shconf with --no-huge): no hugepage or "
 		"runtime file outlives it.\n");

@@ -31,8 +31,12 @@ for i in $(seq "$RUNS"); do
 	unshare --net --mount --propagation private bash -c '
 		set -e
 		mount -t sysfs sysfs /sys
-		mount -t bpf bpf /sys/fs/bpf 2>/dev/null || true
-		mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null || true
+		# the xdp / fg-decap tests load BPF, the service test reads cgroups:
+		# a run without them would skip or fail for the wrong reason
+		mount -t bpf bpf /sys/fs/bpf ||
+			{ echo "make-test-under-load: cannot mount bpffs on /sys/fs/bpf" >&2; exit 1; }
+		mount -t cgroup2 none /sys/fs/cgroup ||
+			{ echo "make-test-under-load: cannot mount cgroup2 on /sys/fs/cgroup" >&2; exit 1; }
 		mkdir -p /run/netns /run/dpdk /dev/hugepages
 		mount -t tmpfs none /run/netns
 		mount -t tmpfs none /run/dpdk

@@ -199,8 +199,8 @@ def check_options(a, work):
                      ("--service", "10.0.0.1:80,on-fail=never"), ("--icmp-rate", "-1"),
                      ("--mtu", "9"), ("--log-level", "loud")):
         prefix = f"fgsvc{os.getpid()}bad"
-        r = subprocess.run([fg, "--no-huge", "--file-prefix", prefix, "--no-pci",
-                            "--vdev=net_null0", "--", opt, bad],
+        r = subprocess.run([fg, "--no-huge", "--file-prefix", prefix,
+                            "--no-pci", "--vdev=net_null0", "--", opt, bad],
                            capture_output=True, text=True, timeout=30)
         expect(r.returncode == 2 and f"flowgate: {opt} {bad}" in r.stderr,
                f"{opt} {bad}: rc {r.returncode}: {r.stderr!r}")

@@ -270,8 +270,8 @@ class Node:
     def launch(self):
         n = f"{P}-n{self.k}"
         args = [f"{BUILD}/dataplane/flowgate", "--no-huge", "-m", "384",
-                "--file-prefix", f"{P}-n{self.k}", "-l", "0,1", "--no-pci",
-                "--vdev=net_af_packet0,iface=lb0", "--",
+                "--file-prefix", f"{P}-n{self.k}", "-l", "0,1",
+                "--no-pci", "--vdev=net_af_packet0,iface=lb0", "--",
                 "--host-tap", "--announce", "--idle-sleep", "--ct-capacity", "16384", "--mbufs", "8191",
                 "-s", self.sock, "--local", node_ip(self.k), "--gateway", "10.97.0.1",
                 "--neigh", f"10.97.0.1,{ROUTER_MAC}"]
