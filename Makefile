@@ -27,7 +27,7 @@ hugepages:
 	@scripts/hugepages.sh $(HUGEPAGES)
 
 $(BUILD)/build.ninja:
-	meson setup $(BUILD) --buildtype=release
+	meson setup $(BUILD) --buildtype=release -Db_lto=true
 
 build: deps $(BUILD)/build.ninja
 	$(NINJA) -C $(BUILD)

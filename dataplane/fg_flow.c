@@ -157,13 +157,13 @@ static inline enum fg_drop xlate_err(int rc)
 /* --second-chance: a TCP packet without SYN of a flow this node picked up
  * mid-stream (no entry, or CT_F_MIDSTREAM) may belong to the backend that
  * the service's previous Maglev table chose (the flow began on another
- * node before the backend set changed).  Name that backend in the GUE
- * header when it differs; the chosen backend forwards the packet there
- * once if it holds no socket for it. */
-static inline void second_chance(struct fg_worker *w, const struct fg_pkt *p,
-				 const struct ct_entry *ce,
-				 const struct fg_lb_service *s,
-				 const struct fg_lb_backend *b, struct fg_encap *e)
+ * node before the backend set changed).  Returns that backend when it
+ * differs (to be named in the GUE header: the chosen backend forwards the
+ * packet there once if it holds no socket for it), else NULL. */
+static inline const struct fg_lb_backend *
+second_chance(struct fg_worker *w, const struct fg_pkt *p,
+	      const struct ct_entry *ce, const struct fg_lb_service *s,
+	      const struct fg_lb_backend *b)
 {
 	const struct fg_lb_backend *pb;
 	uint32_t sig, pid;
@@ -172,38 +172,65 @@ static inline void second_chance(struct fg_worker *w, const struct fg_pkt *p,
 	if (p->kind != FG_PK_FLOW || proto != IPPROTO_TCP ||
 	    (p->tcp_flags & CT_TCP_SYN) ||
 	    (ce != NULL && !(ce->flags & CT_F_MIDSTREAM)))
-		return;
+		return NULL;
 	sig = ct_key_sig(&p->key, p->family == CT_V4 ? sizeof(struct ct_key4) :
 			 sizeof(struct ct_key6));
 	pid = s->prev_maglev[sig % s->prev_size];
 	if (pid == UINT32_MAX || pid == b->id)
-		return;
+		return NULL;
 	pb = fg_lb_backend_get(s, pid);
 	if (pb == NULL || pb->addr.family != b->addr.family)
-		return;
-	e->flags |= FG_ENCAP_GUE_PREV;
-	memcpy(&e->prev, pb->addr.bytes, 16);
+		return NULL;
 	w->dc[FG_DC_second_chance]++;
+	return pb;
 }
 
-/* DSR: encapsulate towards the backend.  Returns true when sent. */
-static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
-		     struct fg_burst_out *o, struct rte_mbuf *m,
-		     const struct fg_pkt *p, const struct ct_entry *ce,
-		     const struct fg_lb_service *s,
-		     const struct fg_lb_backend *b, uint64_t now)
+/* The forwarding cache slot of (service @p sid, backend @p bid) in this
+ * table, filled on a miss; NULL when the service or the backend is gone
+ * (the caller's slow path counts and decides).  fg_worker_private.h. */
+static inline struct fg_fwd_slot *fwd_slot(struct fg_worker *w,
+					   const struct fg_lb_table *lb,
+					   uint16_t sid, uint32_t bid)
+{
+	uint32_t h = ((uint32_t)sid * 0x9E3779B1u ^ bid) * 0x85EBCA6Bu;
+	struct fg_fwd_slot *c = &w->fwd[h >> 24 & (FG_FWD_SLOTS - 1)];
+	const struct fg_lb_service *s;
+	const struct fg_lb_backend *b;
+	uint16_t i;
+
+	if (likely(c->lb_gen == lb->generation && c->service == sid &&
+		   c->backend == bid))
+		return c;
+	i = lb->svc_by_id[sid];
+	if (i == 0)
+		return NULL;
+	s = &lb->services[i - 1];
+	b = fg_lb_backend_get(s, bid);
+	if (b == NULL || b->gone)
+		return NULL;
+	c->lb_gen = lb->generation;
+	c->nt_gen = 0;
+	c->service = sid;
+	c->backend = bid;
+	c->s = s;
+	c->b = b;
+	return c;
+}
+
+/* The outer headers towards @p b (and @p prev, second chance) and their
+ * egress port.  False when the next hop is unknown (solicited). */
+static bool dsr_build(struct fg_worker *w, const struct fg_neigh_table *nt,
+		      const struct fg_lb_service *s, const struct fg_lb_backend *b,
+		      const struct fg_lb_backend *prev, struct fg_encap_tmpl *t,
+		      uint16_t *port, uint64_t now)
 {
 	const struct rte_ether_addr *mac;
-	uint16_t port;
 	struct fg_encap e;
-	int len;
 
-	if (unlikely(!fg_neigh_next_hop(w, nt, b->addr.family, b->addr.bytes, &port, &mac,
-			       now))) {
-		fg_worker_drop(w, o, m, FG_DROP_no_neighbor);
+	if (unlikely(!fg_neigh_next_hop(w, nt, b->addr.family, b->addr.bytes, port,
+					&mac, now)))
 		return false;
-	}
-	const struct fg_port *pt = &w->dp->ports[port];
+	const struct fg_port *pt = &w->dp->ports[*port];
 
 	e.family = fg_ct_family_of(b->addr.family);
 	e.flags = 0;
@@ -216,26 +243,62 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	memcpy(e.dst_mac, mac->addr_bytes, 6);
 	memcpy(&e.src, b->src.bytes, 16);
 	memcpy(&e.dst, b->addr.bytes, 16);
+	if (prev != NULL) {
+		e.flags |= FG_ENCAP_GUE_PREV;
+		memcpy(&e.prev, prev->addr.bytes, 16);
+	}
+	return fg_xlate_encap_build(t, &e, s->mode == FG_MODE_DSR_GUE) == 0;
+}
 
+/* DSR: encapsulate towards the backend, with the headers of its
+ * forwarding cache slot @p c when there is one.  Returns true when sent. */
+static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
+		     struct fg_burst_out *o, struct rte_mbuf *m,
+		     const struct fg_pkt *p, const struct ct_entry *ce,
+		     const struct fg_lb_service *s, const struct fg_lb_backend *b,
+		     struct fg_fwd_slot *c, uint64_t now)
+{
+	const struct fg_lb_backend *prev = NULL;
+	const struct fg_encap_tmpl *t;
+	struct fg_encap_tmpl local;
+	uint16_t port;
+	uint32_t hash = 0;
+	int len;
+
+	if (unlikely(w->dp->second_chance && s->prev_maglev != NULL &&
+		     s->mode == FG_MODE_DSR_GUE))
+		prev = second_chance(w, p, ce, s, b);
+	if (likely(c != NULL && prev == NULL && nt != NULL && c->nt_gen == nt->gen)) {
+		t = &c->t;
+		port = c->port;
+	} else {
+		if (unlikely(!dsr_build(w, nt, s, b, prev, &local, &port, now))) {
+			fg_worker_drop(w, o, m, FG_DROP_no_neighbor);
+			return false;
+		}
+		t = &local;
+		if (c != NULL && prev == NULL && nt != NULL) {
+			c->t = local;
+			c->port = port;
+			c->nt_gen = nt->gen;
+			t = &c->t;
+		}
+	}
 	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
 	uint32_t hr = f.headroom;
 
-	if (s->mode == FG_MODE_DSR_GUE) {
+	if (t->gue) {
 		const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
 
-		if (unlikely(w->dp->second_chance && s->prev_maglev != NULL))
-			second_chance(w, p, ce, s, b, &e);
-		len = fg_xlate_gue(&f, p, &e, pr->parsed == FG_PARSED_GPU ?
-				   pr->gpu_rss : fg_rss_hash(p));
-	} else
-		len = fg_xlate_ipip(&f, p, &e);
+		hash = pr->parsed == FG_PARSED_GPU ? pr->gpu_rss : fg_rss_hash(p);
+	}
+	len = fg_xlate_encap_apply(&f, p, t, hash);
 	if (unlikely(len < 0)) {
-		uint32_t over = fg_xlate_encap_hdr_len(&e, s->mode == FG_MODE_DSR_GUE) -
-				(e.vlan ? 18 : 14);
+		uint32_t over = (uint32_t)t->len - t->l2_len;
 
-		if (len == -EMSGSIZE && e.mtu > over)
-			too_big(w, o, m, p, e.mtu - over, FG_DROP_encap_too_big, now);
+		if (len == -EMSGSIZE && t->mtu > over)
+			too_big(w, o, m, p, t->mtu - over, FG_DROP_encap_too_big, now);
 		else
 			fg_worker_drop(w, o, m, xlate_err(len));
 		return false;
@@ -252,16 +315,24 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 		     struct fg_burst_out *o, struct rte_mbuf *m,
 		     const struct fg_pkt *p, const void *to, const void *inner,
-		     uint8_t af, const uint8_t *dst, uint64_t now)
+		     uint8_t af, const uint8_t *dst, struct fg_fwd_slot *c,
+		     uint64_t now)
 {
 	const struct rte_ether_addr *mac;
 	uint16_t port;
 	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
 	int rc;
 
-	if (unlikely(!fg_neigh_next_hop(w, nt, af, dst, &port, &mac, now))) {
+	if (likely(c != NULL && nt != NULL && c->nt_gen == nt->gen)) {
+		port = c->port;
+		mac = &c->mac;
+	} else if (unlikely(!fg_neigh_next_hop(w, nt, af, dst, &port, &mac, now))) {
 		fg_worker_drop(w, o, m, FG_DROP_no_neighbor);
 		return false;
+	} else if (c != NULL && nt != NULL) {
+		c->port = port;
+		c->mac = *mac;
+		c->nt_gen = nt->gen;
 	}
 	if (unlikely(p->l3_len > w->dp->ports[port].mtu && w->dp->ports[port].mtu)) {
 		/* NAT does not fragment: tell the sender, as DSR does */
@@ -327,8 +398,8 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 		fg_key_reverse(&outer, p->family, fk);
 		client = fg_key_saddr(fk, p->family);
 		w->cc[FG_CC_icmp_err_fwd]++;
-		send_nat(w, nt, o, m, p, &outer, fk, fg_af_of(p->family),
-				  client, now);
+		send_nat(w, nt, o, m, p, &outer, fk, fg_af_of(p->family), client,
+			 NULL, now);
 		return;
 	}
 	ct_update(w->ct, e, true, p->tcp_flags, p->l3_len, now);
@@ -345,7 +416,7 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 			be_count(w, lb, b, FG_BC_reply_bytes, p->l3_len);
 		}
 	}
-	send_nat(w, nt, o, m, p, &to, NULL, fg_af_of(p->family), client, now);
+	send_nat(w, nt, o, m, p, &to, NULL, fg_af_of(p->family), client, NULL, now);
 }
 
 /* Least-connections on this core: fewest (opened - closed) / weight. */
@@ -515,6 +586,13 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 			 struct ct_entry *e, const struct fg_lb_service *s,
 			 const struct fg_lb_backend *b, uint64_t now)
 {
+	struct fg_fwd_slot *c = fwd_slot(w, lb, s ? (uint16_t)s->id : e->service,
+					 b ? b->id : e->backend);
+
+	if (likely(c != NULL)) {
+		s = c->s;
+		b = c->b;
+	}
 	if (s == NULL) {
 		uint16_t sid = lb->svc_by_id[e->service];
 
@@ -557,7 +635,7 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (s->mode != FG_MODE_NAT) {
 		if (unlikely(p->flags & FG_PF_FRAG) && p->kind == FG_PK_FLOW)
 			frag_follow(w, p, s, b, now);
-		send_dsr(w, nt, o, m, p, e, s, b, now);
+		send_dsr(w, nt, o, m, p, e, s, b, c, now);
 		return;
 	}
 	if (unlikely(e == NULL || p->kind == FG_PK_FRAG_LATER)) {
@@ -578,10 +656,10 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 
 		fg_key_reverse(&inner, p->family, &to);
 		send_nat(w, nt, o, m, p, &to, &inner, b->addr.family,
-				  b->addr.bytes, now);
+			 b->addr.bytes, c, now);
 		return;
 	}
-	send_nat(w, nt, o, m, p, &to, NULL, b->addr.family, b->addr.bytes, now);
+	send_nat(w, nt, o, m, p, &to, NULL, b->addr.family, b->addr.bytes, c, now);
 }
 
 /* NAT: the k-th local address of @p af (k taken modulo their number), so

@@ -18,11 +18,37 @@
 #include <rte_mbuf.h>
 
 #include "fg_dp_private.h"
+#include "fg_xlate.h"
 
 /* NAT: local ports handed out per worker, and how often to try */
 #define NAT_PORT_LO 1024
 #define NAT_PORT_HI 65535
 #define NAT_PORT_TRIES 64
+
+/*
+ * Forwarding cache, per worker: a tracked flow's (service id, backend id)
+ * -> the service and backend in the current table, the egress port
+ * towards the backend and, for DSR, the outer headers, prebuilt (struct
+ * fg_encap_tmpl), for NAT the next hop's MAC.  A slot's s and b are valid for one service
+ * table generation, its port and headers for one neighbour table
+ * generation as well (nt_gen 0: not built).  Direct-mapped: a balancer
+ * sends to a few hundred backends at most, and a collision costs one
+ * rebuild.  A hit packet then skips the service and backend lookups, the
+ * next-hop cache and building the headers (fg_flow.c).
+ */
+#define FG_FWD_SLOTS 256
+
+struct fg_fwd_slot {
+	uint64_t lb_gen;        /**< fg_lb_table::generation; 0 = empty */
+	uint64_t nt_gen;        /**< fg_neigh_table::gen of port, t; 0 = none */
+	uint32_t backend;
+	uint16_t service;
+	uint16_t port;          /**< egress port index towards b */
+	struct rte_ether_addr mac; /**< NAT: next hop MAC towards b */
+	const struct fg_lb_service *s;
+	const struct fg_lb_backend *b;
+	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
+};
 
 /* One per worker lcore, written only by that lcore. */
 struct fg_worker {
@@ -51,6 +77,7 @@ struct fg_worker {
 		uint8_t addr[16];
 		struct rte_ether_addr mac;
 	} nh[256];
+	struct fg_fwd_slot fwd[FG_FWD_SLOTS];
 	/* flows watch: events to the control thread while someone watches */
 	struct rte_ring *ev_ring;
 	volatile bool watch;

@@ -94,6 +94,27 @@ static inline uint16_t fg_csum_update32(uint16_t csum, uint32_t old32,
 	return (uint16_t)~fg_csum_fold(s);
 }
 
+/**
+ * RFC 1624 for many changed words at once: the caller sums
+ * fg_csum_diff32() / fg_csum_diff16() terms for every change (up to
+ * 65535 of them) and applies the total once with fg_csum_apply(): the
+ * same checksum as a chain of fg_csum_update*() calls, in one fold.
+ */
+static inline uint32_t fg_csum_diff32(uint32_t old32, uint32_t new32)
+{
+	return (~old32 & 0xffff) + (~old32 >> 16) + (new32 & 0xffff) + (new32 >> 16);
+}
+
+static inline uint32_t fg_csum_diff16(uint16_t old16, uint16_t new16)
+{
+	return (uint16_t)~old16 + (uint32_t)new16;
+}
+
+static inline uint16_t fg_csum_apply(uint16_t csum, uint32_t diff)
+{
+	return (uint16_t)~fg_csum_fold((uint16_t)~csum + diff);
+}
+
 /** RFC 1624 update for a changed 16-byte field (IPv6 address). */
 static inline uint16_t fg_csum_update128(uint16_t csum, const uint8_t old[16],
 					 const uint8_t new_[16])

@@ -107,32 +107,98 @@ static uint32_t pseudo_sum(const uint8_t *ip, int v6, uint8_t proto,
 	return fg_csum_partial(tail, 4, s);
 }
 
-/*
- * Common encapsulation.  Writes Ethernet + outer IP [+ UDP + GUE] in
- * front of the inner packet and fixes f.
- */
-static int encap(struct fg_frame *f, const struct fg_pkt *p,
-		 const struct fg_encap *e, int gue, uint32_t flow_hash)
+int fg_xlate_encap_build(struct fg_encap_tmpl *t, const struct fg_encap *e,
+			 int gue)
 {
-	uint32_t hdr, inner_len, outer_l3, delta, tail_freed, o;
-	uint8_t *inner, *d, inner_proto, tos;
-	uint32_t gue_hdr = gue ? gue_hdr_len(e) : 0;
+	uint32_t o;
+	uint8_t *ip;
 
-	if (unlikely(f == NULL || p == NULL || e == NULL || !is_ip_kind(p) ||
+	if (unlikely(t == NULL || e == NULL ||
 		     (e->family != CT_V4 && e->family != CT_V6)))
 		return -EINVAL;
-	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len))
+	memset(t, 0, sizeof(*t));
+	t->family = e->family;
+	t->gue = gue ? 1 : 0;
+	t->gue_hdr = (uint8_t)(gue ? gue_hdr_len(e) : 0);
+	t->mtu = e->mtu;
+	t->len = (uint8_t)fg_xlate_encap_hdr_len(e, gue);
+	o = write_eth(t->hdr, e->dst_mac, e->src_mac, e->vlan,
+		      e->family == CT_V4 ? 0x0800 : 0x86DD);
+	t->l2_len = (uint8_t)o;
+	ip = t->hdr + o;
+	if (e->family == CT_V4) {
+		uint32_t src = rte_be_to_cpu_32(e->src.v4);
+		uint32_t dst = rte_be_to_cpu_32(e->dst.v4);
+
+		/* TOS, total length, DF and (IP-in-IP) the protocol are the
+		 * packet's: apply adds them to this sum */
+		ip[0] = 0x45;
+		ip[8] = 64;
+		ip[9] = gue ? P_UDP : 0;
+		memcpy(ip + 12, &e->src.v4, 4);
+		memcpy(ip + 16, &e->dst.v4, 4);
+		t->sum = 0x4500u + ((64u << 8) | ip[9]) + (src >> 16) +
+			 (src & 0xffff) + (dst >> 16) + (dst & 0xffff);
+		o += 20;
+	} else {
+		ip[0] = 0x60;
+		ip[6] = gue ? P_UDP : 0;
+		ip[7] = 64;
+		memcpy(ip + 8, e->src.v6, 16);
+		memcpy(ip + 24, e->dst.v6, 16);
+		o += 40;
+	}
+	if (gue) {
+		uint8_t *u = t->hdr + o;
+
+		st16(u + 2, e->gue_port);
+		if (t->gue_hdr) {
+			/* version 0, C 0, hlen in 32-bit words; the inner
+			 * protocol (u[9]) is the packet's */
+			u[8] = (uint8_t)((t->gue_hdr - 4) / 4);
+			wr16(u + 10, t->gue_hdr > 4 ? FG_GUE_FLAG_PREV : 0);
+			if (t->gue_hdr > 4)
+				memcpy(u + 12, e->family == CT_V6 ? e->prev.v6 :
+				       (const uint8_t *)&e->prev.v4, t->gue_hdr - 4);
+		}
+	}
+	return 0;
+}
+
+/* The template's bytes in front of the inner packet: two overlapping
+ * fixed-size copies instead of a memcpy call of a variable length (every
+ * header is 34..86 bytes). */
+static inline void encap_copy(uint8_t *d, const struct fg_encap_tmpl *t)
+{
+	uint32_t n = t->len;
+
+	if (n <= 64) {
+		memcpy(d, t->hdr, 32);
+		memcpy(d + n - 32, t->hdr + n - 32, 32);
+	} else {
+		memcpy(d, t->hdr, 64);
+		memcpy(d + n - 32, t->hdr + n - 32, 32);
+	}
+}
+
+int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
+			 const struct fg_encap_tmpl *t, uint32_t flow_hash)
+{
+	uint32_t inner_len, outer_l3, delta, tail_freed, l3_end;
+	uint8_t *inner, *d, *ip, inner_proto, tos;
+
+	if (unlikely(f == NULL || p == NULL || t == NULL || !is_ip_kind(p) ||
+		     t->len == 0))
 		return -EINVAL;
-	hdr = fg_xlate_encap_hdr_len(e, gue);
 	inner_len = p->l3_len;
-	outer_l3 = hdr - (e->vlan ? 18 : 14) + inner_len;
-	if (unlikely((e->mtu && outer_l3 > e->mtu) || outer_l3 > 65535 + 40))
+	l3_end = (uint32_t)p->l3_off + inner_len;
+	if (unlikely(l3_end > f->len))
+		return -EINVAL;
+	outer_l3 = t->len - t->l2_len + inner_len;
+	if (unlikely((t->mtu && outer_l3 > t->mtu) ||
+		     outer_l3 > (t->family == CT_V4 ? 65535u : 65535u + 40)))
 		return -EMSGSIZE;
-	if (unlikely(e->family == CT_V4 && outer_l3 > 65535))
-		return -EMSGSIZE;
-	if (unlikely(e->family == CT_V6 && outer_l3 - 40 > 65535))
-		return -EMSGSIZE;
-	delta = hdr - p->l3_off; /* hdr >= 34 > any l2_len parsed (<= 18) */
+	delta = t->len - p->l3_off; /* len >= 34 > any l2_len parsed (<= 18) */
 	if (unlikely(delta > f->headroom))
 		return -ENOSPC;
 
@@ -145,99 +211,76 @@ static int encap(struct fg_frame *f, const struct fg_pkt *p,
 		tos = (uint8_t)((inner[0] << 4) | (inner[1] >> 4));
 	}
 	d = f->data - delta;
-	o = write_eth(d, e->dst_mac, e->src_mac, e->vlan,
-		      e->family == CT_V4 ? 0x0800 : 0x86DD);
-	if (e->family == CT_V4) {
-		uint8_t *ip = d + o;
-		int df = p->family == CT_V6 || (p->flags & FG_PF_DF);
+	encap_copy(d, t);
+	ip = d + t->l2_len;
+	if (t->family == CT_V4) {
+		uint32_t df = p->family == CT_V6 || (p->flags & FG_PF_DF) ? 0x4000u : 0;
+		uint32_t sum = t->sum + tos + outer_l3 + df;
 
-		uint8_t proto = gue ? P_UDP : inner_proto;
-		uint32_t src, dst, sum;
-
-		memcpy(&src, &e->src.v4, 4);
-		memcpy(&dst, &e->dst.v4, 4);
-		ip[0] = 0x45;
 		ip[1] = tos;
 		wr16(ip + 2, (uint16_t)outer_l3);
-		wr16(ip + 4, 0);
-		wr16(ip + 6, df ? 0x4000 : 0);
-		ip[8] = 64;
-		ip[9] = proto;
-		memcpy(ip + 12, &src, 4);
-		memcpy(ip + 16, &dst, 4);
-		/* Header checksum from the values in registers: summing the
-		 * bytes just stored would stall on store-to-load forwarding
-		 * (wide loads over narrow stores), ~30% of this function. */
-		src = rte_be_to_cpu_32(src);
-		dst = rte_be_to_cpu_32(dst);
-		sum = (0x4500u | tos) + outer_l3 + (df ? 0x4000u : 0) +
-		      ((64u << 8) | proto) + (src >> 16) + (src & 0xffff) +
-		      (dst >> 16) + (dst & 0xffff);
+		ip[6] = (uint8_t)(df >> 8);
+		if (!t->gue) {
+			ip[9] = inner_proto;
+			sum += inner_proto;
+		}
+		/* the checksum from registers: summing the bytes just stored
+		 * would stall on store-to-load forwarding */
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
 		wr16(ip + 10, (uint16_t)~sum);
-		o += 20;
+		ip += 20;
 	} else {
-		uint8_t *ip = d + o;
-
 		ip[0] = (uint8_t)(0x60 | (tos >> 4));
 		ip[1] = (uint8_t)(tos << 4);
-		ip[2] = 0;
-		ip[3] = 0;
 		wr16(ip + 4, (uint16_t)(outer_l3 - 40));
-		ip[6] = gue ? P_UDP : inner_proto;
-		ip[7] = 64;
-		memcpy(ip + 8, e->src.v6, 16);
-		memcpy(ip + 24, e->dst.v6, 16);
-		o += 40;
+		if (!t->gue)
+			ip[6] = inner_proto;
+		ip += 40;
 	}
-	if (gue) {
-		uint8_t *u = d + o;
-		uint32_t ulen = 8 + gue_hdr + inner_len;
+	if (t->gue) {
+		uint8_t *u = ip;
+		uint32_t ulen = 8 + t->gue_hdr + inner_len;
 
 		wr16(u, fg_rss_gue_sport(flow_hash));
-		st16(u + 2, e->gue_port);
 		wr16(u + 4, (uint16_t)ulen);
-		wr16(u + 6, 0);
-		if (gue_hdr) {
-			/* version 0, C 0, hlen in 32-bit words */
-			u[8] = (uint8_t)((gue_hdr - 4) / 4);
+		if (t->gue_hdr)
 			u[9] = inner_proto;
-			wr16(u + 10, gue_hdr > 4 ? FG_GUE_FLAG_PREV : 0);
-			if (gue_hdr > 4)
-				memcpy(u + 12, e->family == CT_V6 ? e->prev.v6 :
-				       (const uint8_t *)&e->prev.v4, gue_hdr - 4);
-		}
-		if (e->family == CT_V6) {
-			const uint8_t *ip = d + o - 40;
-			uint32_t s = pseudo_sum(ip, 1, P_UDP, ulen);
+		if (t->family == CT_V6) {
+			uint32_t s = pseudo_sum(u - 40, 1, P_UDP, ulen);
 			uint16_t c;
 
 			/* inner bytes are not moved: sum them where they are */
-			s = fg_csum_partial(u, 8 + gue_hdr, s);
+			s = fg_csum_partial(u, 8 + t->gue_hdr, s);
 			s = fg_csum_partial(inner, inner_len, s);
 			c = (uint16_t)~fg_csum_fold(s);
 			st16(u + 6, c == 0 ? 0xFFFF : c);
 		}
 	}
-	tail_freed = f->len - (p->l3_off + p->l3_len);
+	tail_freed = f->len - l3_end;
 	f->data = d;
 	f->headroom -= delta;
 	f->tailroom += tail_freed;
-	f->len = hdr + inner_len;
+	f->len = t->len + inner_len;
 	return (int)f->len;
 }
 
 int fg_xlate_ipip(struct fg_frame *f, const struct fg_pkt *p,
 		  const struct fg_encap *e)
 {
-	return encap(f, p, e, 0, 0);
+	struct fg_encap_tmpl t;
+	int rc = fg_xlate_encap_build(&t, e, 0);
+
+	return rc < 0 ? rc : fg_xlate_encap_apply(f, p, &t, 0);
 }
 
 int fg_xlate_gue(struct fg_frame *f, const struct fg_pkt *p,
 		 const struct fg_encap *e, uint32_t flow_hash)
 {
-	return encap(f, p, e, 1, flow_hash);
+	struct fg_encap_tmpl t;
+	int rc = fg_xlate_encap_build(&t, e, 1);
+
+	return rc < 0 ? rc : fg_xlate_encap_apply(f, p, &t, flow_hash);
 }
 
 /*
@@ -433,8 +476,10 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 		memcpy(&os, ip + 12, 4);
 		memcpy(&od, ip + 16, 4);
 		memcpy(&ipc, ip + 10, 2);
-		ipc = fg_csum_update32(ipc, os, k->saddr);
-		ipc = fg_csum_update32(ipc, od, k->daddr);
+		/* the addresses' change, once for both checksums */
+		uint32_t da = fg_csum_diff32(os, k->saddr) + fg_csum_diff32(od, k->daddr);
+
+		ipc = fg_csum_apply(ipc, da);
 		memcpy(ip + 12, &k->saddr, 4);
 		memcpy(ip + 16, &k->daddr, 4);
 		memcpy(ip + 10, &ipc, 2);
@@ -469,10 +514,8 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 		st16(l4 + 2, ndp);
 		if (p->proto == P_UDP && c4 == 0)
 			return (int)f->len; /* no UDP checksum */
-		c4 = fg_csum_update32(c4, os, k->saddr);
-		c4 = fg_csum_update32(c4, od, k->daddr);
-		c4 = fg_csum_update16(c4, osp, nsp);
-		c4 = fg_csum_update16(c4, odp, ndp);
+		c4 = fg_csum_apply(c4, da + fg_csum_diff16(osp, nsp) +
+				   fg_csum_diff16(odp, ndp));
 		if (p->proto == P_UDP && c4 == 0)
 			c4 = 0xFFFF;
 		memcpy(cp, &c4, 2);

@@ -121,6 +121,42 @@ int fg_xlate_gue(struct fg_frame *f, const struct fg_pkt *p,
  *  fg_xlate_ipip (gue = 0) / fg_xlate_gue (gue = 1) put in front. */
 uint32_t fg_xlate_encap_hdr_len(const struct fg_encap *e, int gue);
 
+/** Largest outer header: Ethernet + VLAN + IPv6 + UDP + GUE v0 + an IPv6
+ *  second-chance address (86 bytes), rounded up. */
+#define FG_ENCAP_HDR_MAX 96
+
+/**
+ * An encapsulation's outer headers, prebuilt.  Every packet of a flow gets
+ * the same Ethernet, outer addresses, TTL and UDP port; only the lengths,
+ * TOS, DF, the inner protocol, the GUE source port and the checksums
+ * depend on the packet.  fg_xlate_encap_build() writes the constant bytes
+ * once (per backend and next hop: the dataplane keeps one per worker in
+ * its forwarding cache); fg_xlate_encap_apply() copies them in front of a
+ * packet and fills in the rest.  fg_xlate_ipip() and fg_xlate_gue() are
+ * build + apply, so the two ways give the same bytes by construction.
+ */
+struct fg_encap_tmpl {
+	uint8_t hdr[FG_ENCAP_HDR_MAX]; /**< Ethernet .. GUE, variable fields 0. */
+	uint32_t sum;       /**< IPv4 outer: sum of the header's constant words. */
+	uint16_t mtu;       /**< fg_encap::mtu */
+	uint8_t len;        /**< bytes of hdr in use (fg_xlate_encap_hdr_len). */
+	uint8_t l2_len;     /**< 14, or 18 with a VLAN tag. */
+	uint8_t family;     /**< outer family: CT_V4 or CT_V6. */
+	uint8_t gue;        /**< 1: UDP (+ gue_hdr bytes) after the outer IP. */
+	uint8_t gue_hdr;    /**< GUE header bytes after UDP: 0, 4, 8 or 20. */
+	uint8_t pad;
+};
+
+/** Builds @p t for @p e (gue = 0: IP-in-IP, 1: GUE).  @return 0, or
+ *  -EINVAL for a NULL argument or an outer family that is neither. */
+int fg_xlate_encap_build(struct fg_encap_tmpl *t, const struct fg_encap *e,
+			 int gue);
+
+/** fg_xlate_ipip() / fg_xlate_gue() with a prebuilt @p t: same result,
+ *  same errors (@p flow_hash is ignored without GUE). */
+int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
+			 const struct fg_encap_tmpl *t, uint32_t flow_hash);
+
 /**
  * Full NAT: rewrites source/destination addresses and ports of a FG_PK_FLOW
  * packet to the tuple in @p to (a struct ct_key4 for IPv4 packets, ct_key6

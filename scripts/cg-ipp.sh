@@ -24,7 +24,10 @@ T=$(mktemp -d /tmp/cg-ipp.XXXXXX); trap 'rm -rf "$T"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" --toggle-collect="${CG_FN:-fg_worker_burst}" \
 	"$BIN" dataplane "$@" --seconds "${SECS:-2}" --no-testpmd --json > "$T/res" 2> "$T/err" ||
 	{ tail -20 "$T/err" >&2; exit 1; }
-ir=$(sed -n 's/^summary: //p;s/^totals: //p' "$T/cg.out" | head -1 | awk '{print $1}')
+# a bench with window markers (FGB_HAVE_CALLGRIND) dumps at the window's
+# edges: the run is the sum of every dump
+ir=$(for f in "$T"/cg.out*; do sed -n 's/^summary: //p;s/^totals: //p' "$f" | head -1; done |
+	awk '{s += $1} END {print s}')
 tail -1 "$T/res" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read()); ir = int(sys.argv[1])

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu-static}
 [ -f "$B/build.ninja" ] || meson setup "$B" --buildtype=release \
-	-Dstatic_dpdk=true -Dgpu=enabled
+	-Db_lto=true -Dstatic_dpdk=true -Dgpu=enabled
 # the daemon side too: flowgate --gpu through the fixtures and the
 # CPU-vs-GPU comparison (tests/daemon), laid out as a build tree
 D="dataplane/flowgate control/fgctl tests/fixtures/fg-fixtures-pcap bench/tools/fg-pcapgen"

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-static}
 [ -f "$B/build.ninja" ] || meson setup "$B" --buildtype=release \
-	-Dstatic_dpdk=true -Dgpu=disabled -Dtests=false
+	-Db_lto=true -Dstatic_dpdk=true -Dgpu=disabled -Dtests=false
 ninja -C "$B" bench/flowgate-bench
 out=.carry/scale
 rm -rf "$out" && mkdir -p "$out/lib" "$out/pmds" "$out/stage"

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "fg_csum.h"
 #include "fg_pktbuild.h"
 #include "fg_rss.h"
 #include "fg_xlate.h"
@@ -363,6 +364,93 @@ static void t_encap_errors(void **st)
 }
 
 /* ICMP frag-needed for a DSR flow: forwarded as-is inside IPIP. */
+/* A prebuilt template applied to many packets gives, for every one, the
+ * bytes of a fresh fg_xlate_ipip / fg_xlate_gue: nothing of one packet
+ * stays in the template for the next (the dataplane keeps one per backend
+ * and worker).  Seeded random inner packets: both families, TCP / UDP,
+ * TOS, DF, VLAN-tagged input, lengths up to the MTU; every outer
+ * configuration: IPv4 / IPv6, IP-in-IP / GUE (direct, v0, second chance),
+ * tagged or not. */
+static void t_encap_tmpl_reuse(void **st)
+{
+	static uint8_t buf2[sizeof(BUF)];
+	static const char *const v4[] = { "192.0.2.10", "198.51.100.7" };
+	static const char *const v6[] = { "2001:db8::10", "2001:db8:5::99" };
+	uint32_t seed = 0x5eed;
+
+	(void)st;
+	for (unsigned int cfg = 0; cfg < 16; cfg++) {
+		struct fg_encap e;
+		struct fg_encap_tmpl t;
+		int gue = (cfg & 1) != 0;
+
+		(cfg & 2) ? encap6(&e) : encap4(&e);
+		e.vlan = (cfg & 4) ? 77 : 0;
+		if (gue && (cfg & 8)) {
+			e.flags = FG_ENCAP_GUE_PREV;
+			memset(&e.prev, 0x5a, sizeof(e.prev));
+		} else if (cfg & 8)
+			e.mtu = 0;
+		assert_int_equal(fg_xlate_encap_build(&t, &e, gue), 0);
+		for (unsigned int i = 0; i < 400; i++) {
+			struct pb_spec s;
+			struct fg_pkt p, p2;
+			struct fg_frame f, f2;
+			int r, r2;
+
+			seed = seed * 1103515245u + 12345u;
+			spec_tcp4(&s);
+			s.v6 = (seed >> 8) & 1;
+			s.saddr = s.v6 ? v6[(seed >> 9) & 1] : v4[(seed >> 9) & 1];
+			s.daddr = s.v6 ? "fd00:100::1" : "10.100.0.1";
+			s.proto = (seed >> 10) & 1 ? 17 : 6;
+			s.df = (seed >> 11) & 1;
+			s.vlan = (seed >> 12) & 1 ? 9 : 0;
+			s.payload = (uint16_t)((seed >> 13) % 1500);
+			f = load(&s, &p);
+			if (!s.v6) {
+				/* a TOS (the header checksum follows) */
+				uint8_t *ip = f.data + p.l3_off;
+				uint16_t c;
+
+				ip[1] = (uint8_t)(seed >> 3);
+				ip[10] = ip[11] = 0;
+				c = fg_csum(ip, 20);
+				memcpy(ip + 10, &c, 2);
+			}
+			memcpy(buf2, BUF, sizeof(BUF));
+			f2 = f;
+			f2.data = buf2 + (f.data - BUF);
+			p2 = p;
+			r = fg_xlate_encap_apply(&f, &p, &t, seed);
+			r2 = gue ? fg_xlate_gue(&f2, &p2, &e, seed) : fg_xlate_ipip(&f2, &p2, &e);
+			assert_int_equal(r, r2);
+			if (r < 0) {
+				assert_int_equal(r, -EMSGSIZE);
+				continue;
+			}
+			assert_int_equal(f.headroom, f2.headroom);
+			assert_int_equal(f.tailroom, f2.tailroom);
+			assert_memory_equal(f.data, f2.data, (size_t)r);
+			assert_int_equal(pb_verify_csums(f.data, f.len), 0);
+			/* the packet's own fields, not the previous packet's */
+			const uint8_t *o = f.data + t.l2_len, *in = f.data + t.len;
+			uint8_t tos = s.v6 ? (uint8_t)(in[0] << 4 | in[1] >> 4) : in[1];
+
+			if (e.family == CT_V4) {
+				assert_int_equal(o[1], tos);
+				assert_int_equal(o[2] << 8 | o[3], r - t.l2_len);
+				assert_int_equal(o[6], s.v6 || s.df ? 0x40 : 0);
+				assert_int_equal(o[9], gue ? 17 : s.v6 ? 41 : 4);
+			} else {
+				assert_int_equal((o[0] & 0xf) << 4 | o[1] >> 4, tos);
+				assert_int_equal(o[4] << 8 | o[5], r - t.l2_len - 40);
+				assert_int_equal(o[6], gue ? 17 : s.v6 ? 41 : 4);
+			}
+		}
+	}
+}
+
 static void t_icmp_err_forward(void **st)
 {
 	struct pb_spec s, in;
@@ -1101,6 +1189,7 @@ int main(void)
 		cmocka_unit_test(t_gue6_hdr),
 		cmocka_unit_test(t_gue_prev),
 		cmocka_unit_test(t_encap_errors),
+		cmocka_unit_test(t_encap_tmpl_reuse),
 		cmocka_unit_test(t_icmp_err_forward),
 		cmocka_unit_test(t_nat4_tcp_both_ways),
 		cmocka_unit_test(t_nat4_udp),
