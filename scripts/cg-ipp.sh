@@ -4,7 +4,7 @@
 # (callgrind): deterministic for a given binary and traffic, whatever else
 # the machine does, where this VM's wall-clock samples of one binary spread
 # by 30-170% and cannot resolve a few percent.  Collects inside
-# fg_worker_burst only (parse, signature, lookup, decisions, rewrite, TX
+# fg_worker_burst only (and its LTO clones: fg_worker_burst*) (parse, signature, lookup, decisions, rewrite, TX
 # buffering: everything but the driver's RX burst and the housekeeping
 # between bursts) and divides by the packets that entered it (the bench's
 # rx_total).  Hit path: use few flows (--flows 1000: the 2 warm-up packets
@@ -21,13 +21,13 @@
 set -euo pipefail
 BIN=${1:?usage: cg-ipp.sh BENCH_BINARY [dataplane options]}; shift
 T=$(mktemp -d /tmp/cg-ipp.XXXXXX); trap 'rm -rf "$T"' EXIT
-valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" --toggle-collect="${CG_FN:-fg_worker_burst}" \
+valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" --toggle-collect="${CG_FN:-fg_worker_burst*}" \
 	"$BIN" dataplane "$@" --seconds "${SECS:-2}" --no-testpmd --json > "$T/res" 2> "$T/err" ||
 	{ tail -20 "$T/err" >&2; exit 1; }
 # a bench with window markers (FGB_HAVE_CALLGRIND) dumps at the window's
 # edges: the run is the sum of every dump
 ir=$(for f in "$T"/cg.out*; do sed -n 's/^summary: //p;s/^totals: //p' "$f" | head -1; done |
-	awk '{s += $1} END {print s}')
+	awk '{s += $1} END {printf "%d\n", s}')
 tail -1 "$T/res" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read()); ir = int(sys.argv[1])

@@ -23,8 +23,8 @@ def main(argv):
             runs.setdefault(key, {}).setdefault(r["build"], []).append(r)
     md = "--markdown" in argv
     if md:
-        print("| mode | traffic | A Mpps (median) | B Mpps (median) | B/A | A samples | B samples | drops A/B |")
-        print("|---|---|---:|---:|---:|---|---|---|")
+        print("| mode | traffic | A Mpps (median) | B Mpps (median) | B/A | median of pairs B/A | A samples | B samples | drops A/B |")
+        print("|---|---|---:|---:|---:|---:|---|---|---|")
     worst = None
     for (mode, kind), by in sorted(runs.items()):
         a = [r["mpps"] for r in by.get("A", [])]
@@ -33,14 +33,19 @@ def main(argv):
             continue
         ma, mb = statistics.median(a), statistics.median(b)
         ratio = mb / ma if ma else 0
+        # the machine's speed drifts between rounds: the i-th A and the
+        # i-th B ran back to back, so their ratio is drift-free
+        pairs = [y / x for x, y in zip(a, b) if x]
+        pm = statistics.median(pairs) if pairs else 0
         worst = ratio if worst is None else min(worst, ratio)
         da = max(r["drops"] for r in by["A"])
         db = max(r["drops"] for r in by["B"])
         if md:
-            print(f"| {mode} | {kind} | {ma:.3f} | {mb:.3f} | {ratio:.3f} | "
+            print(f"| {mode} | {kind} | {ma:.3f} | {mb:.3f} | {ratio:.3f} | {pm:.3f} | "
                   f"{', '.join(f'{x:.2f}' for x in a)} | {', '.join(f'{x:.2f}' for x in b)} | {da}/{db} |")
         else:
-            print(f"{mode:9s} {kind:9s} A {ma:7.3f}  B {mb:7.3f}  B/A {ratio:.3f}  drops {da}/{db}")
+            print(f"{mode:9s} {kind:9s} A {ma:7.3f}  B {mb:7.3f}  B/A {ratio:.3f}  "
+                  f"pairs {pm:.3f} ({', '.join(f'{x:.2f}' for x in pairs)})  drops {da}/{db}")
     if worst is not None and not md:
         print(f"worst B/A: {worst:.3f}")
     # scrape cost: S (B with a /metrics scraper) against B, dsr-ipip hits
