@@ -20,8 +20,10 @@
  *                                     least-conn), ct_insert, NAT port pick +
  *                                     reply entry, then fg_flow_forward()
  *          (fg_flow.c: the decisions)
- *       4. rewrite: fg_xlate_ipip / fg_xlate_gue / fg_xlate_nat, neighbour
- *          MAC fill (fg_neigh_next_hop())
+ *       4. rewrite: the flow's forwarding cache slot (fg_flow.c fwd_slot:
+ *          service, backend, egress port, prebuilt DSR outer headers) ->
+ *          fg_xlate_encap_apply (IPIP / GUE) or fg_xlate_nat; on a slot
+ *          miss the next hop from fg_neigh_next_hop()
  *       5. rte_eth_tx_buffer() per (worker, port), flushed every ~100 us
  *     fg_worker_housekeeping()  dispatch rings, ct_expire (bounded),
  *                               ct_shard_poll (control mailbox), TX flush,

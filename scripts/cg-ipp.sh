@@ -27,7 +27,7 @@ valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" --toggle-collect="${C
 # a bench with window markers (FGB_HAVE_CALLGRIND) dumps at the window's
 # edges: the run is the sum of every dump
 ir=$(for f in "$T"/cg.out*; do sed -n 's/^summary: //p;s/^totals: //p' "$f" | head -1; done |
-	awk '{s += $1} END {printf "%d\n", s}')
+	awk '{s += $1} END {printf "%.0f\n", s}')
 tail -1 "$T/res" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read()); ir = int(sys.argv[1])
