@@ -484,11 +484,56 @@ static int l3fwd_compile(struct fgb_l3fwd *l, const struct fgb_base_cfg *c, cons
 	return 0;
 }
 
+/* The sizes a prebuilt l3fwd was compiled with (flowgate-bench l3fwd
+ * writes them to PATH.params). */
+struct l3fwd_params {
+	unsigned int mbufs, mbuf_size;
+	uint64_t entries;
+};
+
+/* FG_L3FWD_BIN: a prebuilt l3fwd, for a machine without DPDK's examples
+ * and toolchain (the device).  It serves a run whose pcap fits its pool,
+ * whose rules fit its table and whose mbuf size it was built with; any
+ * other run is refused, never measured with the wrong sizes. */
+static int l3fwd_prebuilt(struct fgb_l3fwd *l, const struct fgb_base_cfg *c,
+			  const char *bin)
+{
+	struct l3fwd_params pr;
+	char pp[PATH_MAX + 8];
+	FILE *f;
+	int n = 0;
+
+	snprintf(pp, sizeof(pp), "%s.params", bin);
+	f = fopen(pp, "r");
+	if (f != NULL) {
+		n = fscanf(f, "mbufs=%u mbuf_size=%u entries=%" SCNu64, &pr.mbufs,
+			   &pr.mbuf_size, &pr.entries);
+		fclose(f);
+	}
+	if (n != 3 || access(bin, X_OK) != 0) {
+		fprintf(stderr, "flowgate-bench: FG_L3FWD_BIN=%s: no such executable with its "
+			"%s (`flowgate-bench l3fwd` builds both)\n", bin, pp);
+		return -1;
+	}
+	if (pr.mbufs < c->n_mbufs || pr.entries < l->hash_entries ||
+	    pr.mbuf_size != c->mbuf_size) {
+		fprintf(stderr, "flowgate-bench: FG_L3FWD_BIN=%s was built for %u mbufs of "
+			"size %u and %" PRIu64 " hash entries; this run needs >= %u mbufs of "
+			"size %u and >= %" PRIu64 " entries\n", bin, pr.mbufs, pr.mbuf_size,
+			pr.entries, c->n_mbufs, c->mbuf_size, l->hash_entries);
+		return -1;
+	}
+	snprintf(l->bin, sizeof(l->bin), "%s", bin);
+	l->hash_entries = pr.entries;
+	return 0;
+}
+
 int fgb_l3fwd_build(const struct fgb_base_cfg *c, struct fgb_l3fwd **out)
 {
 	const char *src = getenv("FG_L3FWD_EXAMPLES") ? getenv("FG_L3FWD_EXAMPLES")
 						      : "/usr/share/dpdk/examples";
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	const char *prebuilt = getenv("FG_L3FWD_BIN");
 	struct fgb_l3fwd *l = calloc(1, sizeof(*l));
 	char probe[PATH_MAX];
 
@@ -496,7 +541,7 @@ int fgb_l3fwd_build(const struct fgb_base_cfg *c, struct fgb_l3fwd **out)
 	if (l == NULL)
 		return -1;
 	snprintf(probe, sizeof(probe), "%s/l3fwd/l3fwd_em.c", src);
-	if (access(probe, R_OK) != 0) {
+	if (prebuilt == NULL && access(probe, R_OK) != 0) {
 		fprintf(stderr, "flowgate-bench: the l3fwd baseline needs DPDK's examples: "
 			"no %s (apt-get install dpdk-doc, as scripts/install-deps.sh does; "
 			"--no-l3fwd skips it)\n", probe);
@@ -519,7 +564,7 @@ int fgb_l3fwd_build(const struct fgb_base_cfg *c, struct fgb_l3fwd **out)
 	l->hash_entries = 4u << 20;
 	while (l->hash_entries < l->rules + l->rules / 4)
 		l->hash_entries *= 2;
-	if (l3fwd_compile(l, c, src) < 0)
+	if (prebuilt != NULL ? l3fwd_prebuilt(l, c, prebuilt) < 0 : l3fwd_compile(l, c, src) < 0)
 		goto fail;
 	snprintf(l->log, sizeof(l->log), "%s/l3fwd.log", l->dir);
 	*out = l;
@@ -527,6 +572,78 @@ int fgb_l3fwd_build(const struct fgb_base_cfg *c, struct fgb_l3fwd **out)
 fail:
 	fgb_l3fwd_destroy(l);
 	return -1;
+}
+
+/*
+ * flowgate-bench l3fwd: builds the l3fwd baseline once, for a machine that
+ * has no DPDK examples or toolchain (FG_L3FWD_BIN there): the same copy and
+ * patches as a run's build, with the sizes given, to PATH and PATH.params.
+ */
+int bench_l3fwd_main(int argc, char **argv)
+{
+	const char *src = getenv("FG_L3FWD_EXAMPLES") ? getenv("FG_L3FWD_EXAMPLES")
+						      : "/usr/share/dpdk/examples";
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct fgb_base_cfg c = {0};
+	struct fgb_l3fwd *l = calloc(1, sizeof(*l));
+	const char *outp = NULL;
+	char cmd[2 * PATH_MAX + 64];
+	FILE *f;
+	int rc = 1;
+
+	if (l == NULL)
+		return 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mbufs") && i + 1 < argc)
+			c.n_mbufs = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--mbuf-size") && i + 1 < argc)
+			c.mbuf_size = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--entries") && i + 1 < argc)
+			l->hash_entries = strtoull(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			outp = argv[++i];
+		else {
+			fprintf(stderr, "usage: flowgate-bench l3fwd --mbufs N --entries E "
+				"[--mbuf-size B (0: DPDK's default)] --out PATH\n"
+				"  builds the dataplane bench's l3fwd baseline for FG_L3FWD_BIN=PATH\n"
+				"  (a run needs N >= its pcap's packets + 65536, E >= 1.25 x its "
+				"flows, and its mbuf size:\n  256 + headroom for 64 B frames, 0 "
+				"for --imix)\n");
+			free(l);
+			return 2;
+		}
+	}
+	if (outp == NULL || c.n_mbufs == 0 || l->hash_entries == 0) {
+		fprintf(stderr, "flowgate-bench l3fwd: --mbufs, --entries and --out are required\n");
+		free(l);
+		return 2;
+	}
+	snprintf(l->dir, sizeof(l->dir), "%s/fgb-l3fwd-XXXXXX", tmp);
+	if (mkdtemp(l->dir) == NULL) {
+		fprintf(stderr, "flowgate-bench l3fwd: mkdtemp %s: %s\n", l->dir, strerror(errno));
+		free(l);
+		return 1;
+	}
+	snprintf(l->bin, sizeof(l->bin), "%s/l3fwd/build/l3fwd", l->dir);
+	snprintf(l->log, sizeof(l->log), "%s/build.log", l->dir);
+	if (l3fwd_compile(l, &c, src) < 0)
+		goto out;
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", l->bin, outp);
+	if (run_logged(cmd, l->log) < 0)
+		goto out;
+	snprintf(cmd, sizeof(cmd), "%s.params", outp);
+	f = fopen(cmd, "w");
+	if (f == NULL || fprintf(f, "mbufs=%u mbuf_size=%u entries=%" PRIu64 "\n", c.n_mbufs,
+				 c.mbuf_size, l->hash_entries) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "flowgate-bench l3fwd: cannot write %s\n", cmd);
+		goto out;
+	}
+	printf("%s (%s.params: %u mbufs of size %u, %" PRIu64 " entries)\n", outp, outp,
+	       c.n_mbufs, c.mbuf_size, l->hash_entries);
+	rc = 0;
+out:
+	fgb_l3fwd_destroy(l);
+	return rc;
 }
 
 void fgb_l3fwd_destroy(struct fgb_l3fwd *l)
@@ -628,6 +745,9 @@ static void l3fwd_argv(const struct fgb_l3fwd *l, const struct fgb_base_cfg *c,
 		       char *cmd, size_t clen)
 {
 	static char lcores[96], r4[PATH_MAX + 16], r6[PATH_MAX + 16];
+	/* FG_L3FWD_EAL: more EAL words, as FG_TESTPMD_EAL (-d PMD_DIR where
+	 * DPDK is not installed) */
+	const char *extra = getenv("FG_L3FWD_EAL") ? getenv("FG_L3FWD_EAL") : "";
 	char *save = NULL, *tok;
 	bool oversub;
 	int ac = 0;
@@ -642,10 +762,11 @@ static void l3fwd_argv(const struct fgb_l3fwd *l, const struct fgb_base_cfg *c,
 		uint64_t mb = ((uint64_t)c->n_mbufs * ((c->mbuf_size ? c->mbuf_size : 2176) + 192) +
 			       l->hash_entries * 120) / (1u << 20) + 1024;
 
-		snprintf(words, wlen, "--no-huge -m %" PRIu64 " --file-prefix %s %s", mb < 4096 ?
-			 4096 : mb, prefix, c->vdevs);
+		snprintf(words, wlen, "--no-huge -m %" PRIu64 " --file-prefix %s %s %s", mb < 4096 ?
+			 4096 : mb, prefix, c->vdevs, extra);
 	} else {
-		snprintf(words, wlen, "%s --file-prefix %s %s", c->mem_args, prefix, c->vdevs);
+		snprintf(words, wlen, "%s --file-prefix %s %s %s", c->mem_args, prefix, c->vdevs,
+			 extra);
 	}
 	argv[ac++] = (char *)l->bin;
 	argv[ac++] = lcores;

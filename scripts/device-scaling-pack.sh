@@ -1,10 +1,14 @@
 #!/bin/bash
 # Packs what the device machine (Ubuntu, no DPDK) needs for the multi-core
 # dataplane scaling run: a statically linked flowgate-bench (DPDK static,
-# no CUDA), dpdk-testpmd with the DPDK shared libraries and the two PMDs the
-# runs use (net_pcap, net_null), and every other shared library ldd lists
-# (glibc excluded), into .carry/scale/ (git-ignored).
-# Usage: scripts/device-scaling-pack.sh [builddir]; then run
+# no CUDA), the same for BEFORE_SRC's tree if given (flowgate-bench-before,
+# the one-worker before/after), dpdk-testpmd and two prebuilt l3fwd
+# baselines (`flowgate-bench l3fwd`: 64 B frames up to 10M flows, IMIX up to
+# 1M) with the DPDK shared libraries and the PMDs the runs use (net_pcap,
+# net_null), and every other shared library ldd lists (glibc excluded),
+# into .carry/scale/ (git-ignored).
+# Usage: [BEFORE_SRC=<worktree of the before commit>] \
+#   scripts/device-scaling-pack.sh [builddir]; then run
 # scripts/device-scaling.sh on the device with .carry/scale carried.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,15 +20,31 @@ out=.carry/scale
 rm -rf "$out" && mkdir -p "$out/lib" "$out/pmds" "$out/stage"
 strip -o "$out/stage/flowgate-bench" "$B/bench/flowgate-bench"
 cp /usr/bin/dpdk-testpmd "$out/stage/"
+# l3fwd: a run needs mbufs >= its pcap + 65536, entries >= 1.25 x flows,
+# and its mbuf size (headroom + 256 for 64 B, DPDK's default for IMIX)
+hr=$(awk '/define RTE_PKTMBUF_HEADROOM/{print $3}' /usr/include/*/dpdk/rte_config.h | head -1)
+"$B/bench/flowgate-bench" l3fwd --mbufs 10100000 --mbuf-size $((hr + 256)) \
+	--entries $((16 << 20)) --out "$out/stage/l3fwd-64"
+"$B/bench/flowgate-bench" l3fwd --mbufs 1100000 --mbuf-size 0 \
+	--entries $((4 << 20)) --out "$out/stage/l3fwd-imix"
+echo none > "$out/before.commit"
+if [ -n "${BEFORE_SRC:-}" ]; then
+	BB=$BEFORE_SRC/build-static
+	[ -f "$BB/build.ninja" ] || meson setup "$BB" "$BEFORE_SRC" --buildtype=release \
+		-Dstatic_dpdk=true -Dgpu=disabled -Dtests=false
+	ninja -C "$BB" bench/flowgate-bench
+	strip -o "$out/stage/flowgate-bench-before" "$BB/bench/flowgate-bench"
+	git -C "$BEFORE_SRC" rev-parse HEAD > "$out/before.commit"
+fi
 pmdir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
 for p in librte_bus_vdev.so.23 librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
 	cp -L "$pmdir/$p" "$out/pmds/${p%.23}"   # EAL -d DIR loads *.so only
 done
-ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/pmds/*.so |
+ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/stage/l3fwd-* "$out"/pmds/*.so 2>/dev/null |
 	awk '/=> \//{print $3}' | sort -u |
 	grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
 	xargs -r -I{} cp -L {} "$out/lib/"
-tar -C "$out/stage" -c flowgate-bench dpdk-testpmd | xz -T2 -2 > "$out/bins.tar.xz"
+tar -C "$out/stage" -c . | xz -T2 -6 > "$out/bins.tar.xz"
 tar -C "$out" -c lib pmds | xz -T2 -2 > "$out/libs.tar.xz"
 rm -rf "$out/stage" "$out/lib" "$out/pmds"
 git rev-parse HEAD > "$out/commit"

@@ -1,33 +1,59 @@
 #!/bin/bash
 # Runs on the device machine (16 cores) with .carry/scale carried: multi-core
 # scaling of flowgate's worker pipeline (one RX port and one conntrack shard
-# per worker, as with one NIC queue per core), 1M flows in total, 64 B and
-# IMIX, plus the testpmd io ceiling on one core and the conntrack bench
-# (--no-l3fwd: the pack carries testpmd, not the compiler and DPDK examples
-# the l3fwd baseline builds from).
-# Writes $OUT/scaling.jsonl and $OUT/env.txt.
+# per worker, as with one NIC queue per core), uniform order, with the
+# testpmd io and l3fwd EM baselines in the runs of one worker: testpmd and
+# l3fwd come prebuilt in the pack (`flowgate-bench l3fwd` for l3fwd, whose
+# sizes FG_L3FWD_BIN's .params records) because the device has no DPDK.
+# Unpacked outside /tmp: EAL refuses a plugin directory (-d) under a
+# world-writable one, which made every earlier device testpmd baseline fail.
+#
+#   scripts/device-scaling.sh 1m    1M flows: one worker before/after (the
+#                                   pack's flowgate-bench-before is the
+#                                   commit in before.commit), 2-15 workers,
+#                                   IMIX, NAT
+#   scripts/device-scaling.sh 10m   10M flows: 1, 8, 14, 15 workers, IMIX
+# Writes $OUT/scaling-PHASE.jsonl (one line per run, "tag" added) and
+# $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+PHASE=${1:?usage: device-scaling.sh 1m|10m}
 C=$PWD/.carry/scale
-W=/tmp/fgscale
+W=/root/fgscale
 rm -rf $W && mkdir -p $W
 tar -C $W -xJf $C/bins.tar.xz && tar -C $W -xJf $C/libs.tar.xz
 export LD_LIBRARY_PATH=$W/lib
-export FG_TESTPMD=$W/dpdk-testpmd FG_TESTPMD_EAL="-d $W/pmds"
-echo 16384 > /proc/sys/vm/nr_hugepages
+export FG_TESTPMD=$W/dpdk-testpmd FG_TESTPMD_EAL="-d $W/pmds" FG_L3FWD_EAL="-d $W/pmds"
+echo 20000 > /proc/sys/vm/nr_hugepages
 mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-{ lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo; cat $C/commit; } > "$OUT/env.txt" 2>&1
-B=$W/flowgate-bench
+{ lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo; echo "after $(cat $C/commit)";
+  echo "before $(cat $C/before.commit)"; } > "$OUT/env.txt" 2>&1
 export FG_BENCH_VERBOSE=1
-run() { echo "== $*" >&2; timeout 120 "$B" "$@" 2>>"$OUT/stderr.txt" | tail -1 | tee -a "$OUT/scaling.jsonl"; }
-run dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --no-l3fwd --json
-for w in 2 4 8 14; do
-	run dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
-done
-run dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --imix --no-l3fwd --json
-run dataplane --flows 1000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
-run dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --no-baselines --json
-run dataplane --flows 1000000 --mode nat --workers 8 --seconds 3 --no-baselines --json
-run dataplane --flows 1000000 --mode dsr-ipip --new-flows --seconds 3 --no-baselines --json
-run conntrack --flows 1000000 --json
+run() { # TAG L3FWD_BIN BENCH ARGS...
+	local tag=$1 l3=$2 bin=$3; shift 3
+	echo "== $tag $*" >&2
+	FG_L3FWD_BIN=$l3 timeout 170 "$bin" "$@" 2>>"$OUT/stderr.txt" | tail -1 |
+		sed "s|^{|{\"tag\":\"$tag\",|" | tee -a "$OUT/scaling-$PHASE.jsonl"
+}
+A=$W/flowgate-bench-before B=$W/flowgate-bench L64=$W/l3fwd-64 LIM=$W/l3fwd-imix
+if [ "$PHASE" = 1m ]; then
+	for r in 1 2 3; do
+		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --no-baselines --json
+		run after $L64 $B dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --json
+	done
+	for w in 2 4 8 14 15; do
+		run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
+	done
+	run after $LIM $B dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --imix --json
+	run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
+	run after $L64 $B dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --json
+	run after "" $B dataplane --flows 1000000 --mode nat --workers 14 --seconds 3 --no-baselines --json
+else
+	run after $L64 $B dataplane --flows 10000000 --mode dsr-ipip --workers 1 --seconds 3 --json
+	for w in 8 14 15; do
+		run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
+	done
+	run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers 1 --seconds 3 --imix --no-l3fwd --json
+	run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
+fi
