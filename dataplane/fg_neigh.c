@@ -251,6 +251,8 @@ static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
 	struct rte_mbuf *m;
 	int rc;
 
+	if (pt->rx_only)
+		return;   /* a replay source (bench) asks nobody */
 	for (uint32_t i = 0; i < FG_SOLICIT_WAYS; i++) {
 		if (memcmp(w->solicit_addr[set][i], addr, alen) == 0) {
 			if (now - w->solicit_tsc[set][i] < w->dp->hz)

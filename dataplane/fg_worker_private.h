@@ -214,6 +214,12 @@ static inline void fg_worker_drop(struct fg_worker *w, struct fg_burst_out *o,
 
 static inline void fg_worker_tx(struct fg_worker *w, uint16_t port, struct rte_mbuf *m)
 {
+	if (unlikely(w->dp->ports[port].rx_only)) {
+		/* one TX queue, not one per worker: never transmit there */
+		fg_worker_count_drop(w, FG_DROP_port_rx_only);
+		rte_pktmbuf_free(m);
+		return;
+	}
 	w->cc[FG_CC_tx_packets]++;
 	w->cc[FG_CC_tx_bytes] += m->pkt_len;
 	rte_eth_tx_buffer(w->dp->ports[port].port_id, w->idx, w->txb[port], m);

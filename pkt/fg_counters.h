@@ -95,6 +95,7 @@ extern "C" {
 	X(vlan_foreign,           "802.1Q tag that is not the port's configured VLAN (an untagged port takes no tags)") \
 	X(no_neighbor,            "next hop MAC unknown") \
 	X(tx_full,                "TX ring/queue full") \
+	X(port_rx_only,           "packet for a replay-only port (flowgate-bench's net_pcap sources: no TX queue per worker)") \
 	X(dispatch_full,          "software-RSS ring to the owning worker full") \
 	X(host_unhandled,         "packet for the host and no exception port") \
 	X(arp_not_ours,           "ARP/ND request for an address that is not ours") \

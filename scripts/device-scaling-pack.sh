@@ -37,10 +37,15 @@ if [ -n "${BEFORE_SRC:-}" ]; then
 	git -C "$BEFORE_SRC" rev-parse HEAD > "$out/before.commit"
 fi
 pmdir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
-for p in librte_bus_vdev.so.23 librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
+# not librte_bus_vdev: testpmd and both PMDs link it (lib/), and a second
+# copy loaded as a plugin registers a second vdev bus, on which no driver
+# sits ("vdev_probe(): failed to initialize net_pcap0": every earlier
+# device testpmd baseline)
+for p in librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
 	cp -L "$pmdir/$p" "$out/pmds/${p%.23}"   # EAL -d DIR loads *.so only
 done
-ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/stage/l3fwd-* "$out"/pmds/*.so 2>/dev/null |
+ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/stage/l3fwd-64 "$out"/stage/l3fwd-imix \
+	"$out"/pmds/*.so |
 	awk '/=> \//{print $3}' | sort -u |
 	grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
 	xargs -r -I{} cp -L {} "$out/lib/"
