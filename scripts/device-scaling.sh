@@ -13,11 +13,12 @@
 #                                   commit in before.commit), 2-15 workers,
 #                                   IMIX, NAT
 #   scripts/device-scaling.sh 10m   10M flows: 1, 8, 14, 15 workers, IMIX
+#   scripts/device-scaling.sh 1m-before   the before build at 2-15 workers
 # Writes $OUT/scaling-PHASE.jsonl (one line per run, "tag" added) and
 # $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PHASE=${1:?usage: device-scaling.sh 1m|10m}
+PHASE=${1:?usage: device-scaling.sh 1m|1m-before|10m}
 C=$PWD/.carry/scale
 W=/root/fgscale
 rm -rf $W && mkdir -p $W
@@ -49,6 +50,11 @@ if [ "$PHASE" = 1m ]; then
 	run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
 	run after $L64 $B dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --json
 	run after "" $B dataplane --flows 1000000 --mode nat --workers 14 --seconds 3 --no-baselines --json
+elif [ "$PHASE" = 1m-before ]; then
+	for w in 2 4 8 14 15; do
+		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
+	done
+	run before "" $A dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --no-baselines --json
 else
 	run after $L64 $B dataplane --flows 10000000 --mode dsr-ipip --workers 1 --seconds 3 --json
 	for w in 8 14 15; do
