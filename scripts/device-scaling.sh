@@ -18,7 +18,7 @@
 # $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PHASE=${1:?usage: device-scaling.sh 1m|1m-before|10m}
+PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before or 10m}
 C=$PWD/.carry/scale
 W=/root/fgscale
 rm -rf $W && mkdir -p $W
