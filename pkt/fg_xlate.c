@@ -449,10 +449,28 @@ int fg_xlate_tcp_rst(struct fg_frame *f, const struct fg_pkt *p,
 	return (int)len;
 }
 
+/* RFC 1624 difference of a changed address of @p alen bytes (4 or 16). */
+static inline uint32_t addr_diff(const uint8_t *old, const uint8_t *new_, uint32_t alen)
+{
+	uint32_t d = 0;
+
+	for (uint32_t i = 0; i < alen; i += 4) {
+		uint32_t o, n;
+
+		memcpy(&o, old + i, 4);
+		memcpy(&n, new_ + i, 4);
+		d += fg_csum_diff32(o, n);
+	}
+	return d;
+}
+
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 {
-	uint8_t *ip, *l4;
-	uint16_t ipc = 0;
+	uint8_t *ip, *l4, *cp;
+	uint32_t da, diff;
+	uint16_t c, nsp, ndp;
+	const uint8_t *ns, *nd;
+	uint8_t proto, icmp;
 	int v6;
 
 	if (unlikely(f == NULL || p == NULL || to == NULL ||
@@ -461,111 +479,67 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 	if (unlikely((uint32_t)p->l3_off + p->l3_len > f->len))
 		return -EINVAL;
 	v6 = p->family == CT_V6;
+	if (v6) {
+		const struct ct_key6 *k = to;
+
+		ns = k->saddr, nd = k->daddr, nsp = k->sport, ndp = k->dport;
+		proto = k->proto;
+		icmp = P_ICMPV6;
+	} else {
+		const struct ct_key4 *k = to;
+
+		ns = (const uint8_t *)&k->saddr, nd = (const uint8_t *)&k->daddr;
+		nsp = k->sport, ndp = k->dport;
+		proto = k->proto;
+		icmp = P_ICMP;
+	}
+	if (unlikely(proto != (v6 ? p->key.k6.proto : p->key.k4.proto)))
+		return -EINVAL;
 	ip = f->data + p->l3_off;
 	l4 = f->data + p->l4_off;
+	/* the addresses' change, once for every checksum that covers them
+	 * (a constant length in each branch: unrolled, no memcpy call) */
+	if (v6) {
+		da = addr_diff(ip + 8, ns, 16) + addr_diff(ip + 24, nd, 16);
+		memcpy(ip + 8, ns, 16);
+		memcpy(ip + 24, nd, 16);
+	} else {
+		da = addr_diff(ip + 12, ns, 4) + addr_diff(ip + 16, nd, 4);
+		memcpy(&c, ip + 10, 2);
+		c = fg_csum_apply(c, da);
+		memcpy(ip + 10, &c, 2);
+		memcpy(ip + 12, ns, 4);
+		memcpy(ip + 16, nd, 4);
+	}
+	if (p->kind == FG_PK_FRAG_LATER)
+		return (int)f->len;
+	if (p->proto == P_TCP)
+		cp = l4 + 16;
+	else if (p->proto == P_UDP)
+		cp = l4 + 6;
+	else if (p->proto == icmp)
+		cp = l4 + 2;
+	else
+		return -EINVAL;
+	memcpy(&c, cp, 2);
+	if (p->proto == icmp) {
+		/* echo: the identifier at +4; ICMPv4 has no pseudo-header */
+		uint16_t nid = (p->flags & FG_PF_ECHO_REPLY) ? ndp : nsp;
 
-	if (!v6) {
-		const struct ct_key4 *k = to;
-		uint32_t os, od;
-		uint16_t c4 = 0, nsp = k->sport, ndp = k->dport;
-		uint16_t osp = 0, odp = 0;
-		uint8_t *cp = NULL;
-
-		if (unlikely(k->proto != p->key.k4.proto))
-			return -EINVAL;
-		memcpy(&os, ip + 12, 4);
-		memcpy(&od, ip + 16, 4);
-		memcpy(&ipc, ip + 10, 2);
-		/* the addresses' change, once for both checksums */
-		uint32_t da = fg_csum_diff32(os, k->saddr) + fg_csum_diff32(od, k->daddr);
-
-		ipc = fg_csum_apply(ipc, da);
-		memcpy(ip + 12, &k->saddr, 4);
-		memcpy(ip + 16, &k->daddr, 4);
-		memcpy(ip + 10, &ipc, 2);
-		if (p->kind == FG_PK_FRAG_LATER)
-			return (int)f->len;
-		switch (p->proto) {
-		case P_TCP:
-			cp = l4 + 16;
-			break;
-		case P_UDP:
-			cp = l4 + 6;
-			break;
-		case P_ICMP:
-			cp = l4 + 2;
-			break;
-		default:
-			return -EINVAL;
-		}
-		memcpy(&c4, cp, 2);
-		if (p->proto == P_ICMP) {
-			/* echo: no pseudo-header, identifier at +4 */
-			uint16_t nid = (p->flags & FG_PF_ECHO_REPLY) ? ndp : nsp;
-
-			c4 = fg_csum_update16(c4, ld16(l4 + 4), nid);
-			st16(l4 + 4, nid);
-			memcpy(cp, &c4, 2);
-			return (int)f->len;
-		}
-		osp = ld16(l4);
-		odp = ld16(l4 + 2);
+		diff = (v6 ? da : 0) + fg_csum_diff16(ld16(l4 + 4), nid);
+		st16(l4 + 4, nid);
+	} else {
+		diff = da + fg_csum_diff16(ld16(l4), nsp) + fg_csum_diff16(ld16(l4 + 2), ndp);
 		st16(l4, nsp);
 		st16(l4 + 2, ndp);
-		if (p->proto == P_UDP && c4 == 0)
-			return (int)f->len; /* no UDP checksum */
-		c4 = fg_csum_apply(c4, da + fg_csum_diff16(osp, nsp) +
-				   fg_csum_diff16(odp, ndp));
-		if (p->proto == P_UDP && c4 == 0)
-			c4 = 0xFFFF;
-		memcpy(cp, &c4, 2);
-		return (int)f->len;
-	} else {
-		const struct ct_key6 *k = to;
-		uint8_t os[16], od[16];
-		uint16_t c6 = 0, nsp = k->sport, ndp = k->dport;
-		uint8_t *cp;
-
-		if (unlikely(k->proto != p->key.k6.proto))
-			return -EINVAL;
-		memcpy(os, ip + 8, 16);
-		memcpy(od, ip + 24, 16);
-		memcpy(ip + 8, k->saddr, 16);
-		memcpy(ip + 24, k->daddr, 16);
-		if (p->kind == FG_PK_FRAG_LATER)
-			return (int)f->len;
-		switch (p->proto) {
-		case P_TCP:
-			cp = l4 + 16;
-			break;
-		case P_UDP:
-			cp = l4 + 6;
-			break;
-		case P_ICMPV6:
-			cp = l4 + 2;
-			break;
-		default:
-			return -EINVAL;
-		}
-		memcpy(&c6, cp, 2);
-		c6 = fg_csum_update128(c6, os, k->saddr);
-		c6 = fg_csum_update128(c6, od, k->daddr);
-		if (p->proto == P_ICMPV6) {
-			uint16_t nid = (p->flags & FG_PF_ECHO_REPLY) ? ndp : nsp;
-
-			c6 = fg_csum_update16(c6, ld16(l4 + 4), nid);
-			st16(l4 + 4, nid);
-		} else {
-			c6 = fg_csum_update16(c6, ld16(l4), nsp);
-			c6 = fg_csum_update16(c6, ld16(l4 + 2), ndp);
-			st16(l4, nsp);
-			st16(l4 + 2, ndp);
-		}
-		if (p->proto == P_UDP && c6 == 0)
-			c6 = 0xFFFF;
-		memcpy(cp, &c6, 2);
-		return (int)f->len;
+		if (!v6 && p->proto == P_UDP && c == 0)
+			return (int)f->len; /* IPv4 UDP without checksum */
 	}
+	c = fg_csum_apply(c, diff);
+	if (p->proto == P_UDP && c == 0)
+		c = 0xFFFF;
+	memcpy(cp, &c, 2);
+	return (int)f->len;
 }
 
 int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
