@@ -126,14 +126,9 @@ def main():
         print("metrics placement test: needs root (network namespace); skipped")
         return 77
     build = os.path.abspath(sys.argv[1])
-    fg = os.path.join(build, "dataplane", "flowgate")
     fgctl = os.path.join(build, "control", "fgctl")
-    root = os.path.dirname(os.path.dirname(HERE))
-    subprocess.run([os.path.join(root, "scripts", "netns-teardown.sh"), "--sweep"], check=False)
     ns_name = f"fgm{os.getpid()}"
-    work = f"/tmp/flowgate-{ns_name}"
-    os.makedirs(work, exist_ok=True)
-    sock = os.path.join(work, "ctl.sock")
+    work, sock = wl.prepare(ns_name)
     conf = os.path.join(work, "m.conf")
     with open(conf, "w") as f:
         f.write(CONF.format(sock=sock, vip=wl.VIP, mport=MPORT,
@@ -216,19 +211,7 @@ def main():
                 wl.sh(*ns.cmd("ip", "addr", "add", f"{b}/32", "dev", "lo"))
                 set_state(b, mode="ok", waiting=0)
                 start_server(ns, b)
-            log = open(os.path.join(work, "flowgate.log"), "w")
-            fgp = subprocess.Popen(ns.cmd(
-                fg, "--no-huge", "--no-shconf", "-m", "256",
-                "--file-prefix", ns_name, "-l", "0,1",
-                "--no-pci", f"--vdev=net_pcap0,rx_iface_in=fgw0,tx_pcap={work}/out.pcap",
-                "--", "-c", conf, "--mbufs", "8191"), stdout=log, stderr=subprocess.STDOUT)
-            for _ in range(300):
-                if os.path.exists(sock) or fgp.poll() is not None:
-                    break
-                time.sleep(0.05)
-            if not os.path.exists(sock):
-                raise RuntimeError("flowgate did not start: "
-                                   + open(os.path.join(work, "flowgate.log")).read()[-2000:])
+            fgp = wl.start_flowgate(ns, build, work, conf, 8191)
 
             # 1. idle workers: every signal fresh, shown with score and age
             ld = wl.wait_for(loads, lambda v: all(v.get(b, {}).get("state") == "fresh"
@@ -318,7 +301,6 @@ def main():
                    f"tracked flows opened flows")
             fgp.send_signal(2)
             rc = fgp.wait(timeout=20)
-            log.close()
             expect(rc == 0, f"flowgate exit {rc}")
     finally:
         for a in list(servers):

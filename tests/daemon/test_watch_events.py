@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
-from test_watch_lc import Netns, inject, wait_for  # noqa: E402
+from test_watch_lc import Netns, inject, prepare, start_flowgate, wait_for  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
 VIP = "10.100.0.5"
@@ -81,13 +81,9 @@ def main():
         print("watch events test: needs root (network namespace); skipped")
         return 77
     build = os.path.abspath(sys.argv[1])
-    fg = os.path.join(build, "dataplane", "flowgate")
     fgctl = os.path.join(build, "control", "fgctl")
-    root = os.path.dirname(os.path.dirname(HERE))
-    subprocess.run([os.path.join(root, "scripts", "netns-teardown.sh"), "--sweep"], check=False)
-    work = f"/tmp/flowgate-fgv{os.getpid()}"
-    os.makedirs(work, exist_ok=True)
-    sock = os.path.join(work, "ctl.sock")
+    ns_name = f"fgv{os.getpid()}"
+    work, sock = prepare(ns_name)
     conf = os.path.join(work, "ev.conf")
     with open(conf, "w") as f:
         f.write(CONF.format(sock=sock, vip=VIP))
@@ -119,25 +115,12 @@ def main():
                 out.append(json.loads(line))
         return out
 
-    ns_name = f"fgv{os.getpid()}"
     procs = []
     t0 = int(time.time() * 1000)
     try:
         with Netns(ns_name) as ns:
-            log = open(os.path.join(work, "flowgate.log"), "w")
-            fgp = subprocess.Popen(ns.cmd(
-                fg, "--no-huge", "--no-shconf", "-m", "256",
-                "--file-prefix", ns_name, "-l", "0,1",
-                "--no-pci", f"--vdev=net_pcap0,rx_iface_in=fgw0,tx_pcap={work}/out.pcap",
-                "--", "-c", conf, "--mbufs", "4095"), stdout=log, stderr=subprocess.STDOUT)
+            fgp = start_flowgate(ns, build, work, conf, 4095)
             procs.append(fgp)
-            for _ in range(300):
-                if os.path.exists(sock) or fgp.poll() is not None:
-                    break
-                time.sleep(0.05)
-            if not os.path.exists(sock):
-                raise RuntimeError("flowgate did not start: "
-                                   + open(os.path.join(work, "flowgate.log")).read()[-2000:])
             wf_path, wa_path = os.path.join(work, "wf.json"), os.path.join(work, "wa.json")
             wf_out, wa_out = open(wf_path, "w"), open(wa_path, "w")
             wf = subprocess.Popen([fgctl, "-s", sock, "--json", "flows", "watch",
@@ -260,7 +243,6 @@ def main():
                   f"opened, {len(ev_c)} evicted")
             fgp.send_signal(signal.SIGINT)
             rc = fgp.wait(timeout=20)
-            log.close()
             expect(rc == 0, f"flowgate exit {rc}")
     finally:
         for p in procs:

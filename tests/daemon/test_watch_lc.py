@@ -98,6 +98,37 @@ class Netns:
         return ["ip", "netns", "exec", self.name] + list(c)
 
 
+def prepare(ns_name):
+    """Sweeps what earlier runs left (scripts/netns-teardown.sh --sweep) and
+    makes this run's work folder; returns (work, its control socket path)."""
+    root = os.path.dirname(os.path.dirname(HERE))
+    subprocess.run([os.path.join(root, "scripts", "netns-teardown.sh"), "--sweep"], check=False)
+    work = f"/tmp/flowgate-{ns_name}"
+    os.makedirs(work, exist_ok=True)
+    return work, os.path.join(work, "ctl.sock")
+
+
+def start_flowgate(ns, build, work, conf, mbufs):
+    """flowgate in @ns with config @conf, receiving on fgw0 (what inject()
+    sends into fgw1) and writing what it sends to work/out.pcap; returns
+    its Popen once the control socket (work/ctl.sock) is up."""
+    sock = os.path.join(work, "ctl.sock")
+    with open(os.path.join(work, "flowgate.log"), "w") as log:   # the child keeps its own
+        fgp = subprocess.Popen(ns.cmd(
+            os.path.join(build, "dataplane", "flowgate"), "--no-huge", "--no-shconf", "-m", "256",
+            "--file-prefix", ns.name, "-l", "0,1",
+            "--no-pci", f"--vdev=net_pcap0,rx_iface_in=fgw0,tx_pcap={work}/out.pcap",
+            "--", "-c", conf, "--mbufs", str(mbufs)), stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(300):
+        if os.path.exists(sock) or fgp.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not os.path.exists(sock):
+        raise RuntimeError("flowgate did not start: "
+                           + open(os.path.join(work, "flowgate.log")).read()[-2000:])
+    return fgp
+
+
 def wait_for(get, done, timeout=HANG_S):
     """Polls get() until done(value) or @timeout s (a guard against a hang,
     not a bound the test asserts); returns the last value."""
@@ -161,13 +192,9 @@ def main():
         print("watch/lc test: needs root (network namespace); skipped")
         return 77
     build = os.path.abspath(sys.argv[1])
-    fg = os.path.join(build, "dataplane", "flowgate")
     fgctl = os.path.join(build, "control", "fgctl")
-    root = os.path.dirname(os.path.dirname(HERE))
-    subprocess.run([os.path.join(root, "scripts", "netns-teardown.sh"), "--sweep"], check=False)
-    work = f"/tmp/flowgate-fgw{os.getpid()}"
-    os.makedirs(work, exist_ok=True)
-    sock = os.path.join(work, "ctl.sock")
+    ns_name = f"fgw{os.getpid()}"
+    work, sock = prepare(ns_name)
     conf = os.path.join(work, "lc.conf")
     with open(conf, "w") as f:
         f.write(CONF.format(sock=sock, vip=VIP))
@@ -185,23 +212,10 @@ def main():
             raise RuntimeError(f"flows list: {r.stderr}")
         return json.loads(r.stdout)
 
-    ns_name = f"fgw{os.getpid()}"
     fgp = watch = None
     try:
         with Netns(ns_name) as ns:
-            log = open(os.path.join(work, "flowgate.log"), "w")
-            fgp = subprocess.Popen(ns.cmd(
-                fg, "--no-huge", "--no-shconf", "-m", "256",
-                "--file-prefix", ns_name, "-l", "0,1",
-                "--no-pci", f"--vdev=net_pcap0,rx_iface_in=fgw0,tx_pcap={work}/out.pcap",
-                "--", "-c", conf, "--mbufs", "4095"), stdout=log, stderr=subprocess.STDOUT)
-            for _ in range(300):
-                if os.path.exists(sock) or fgp.poll() is not None:
-                    break
-                time.sleep(0.05)
-            if not os.path.exists(sock):
-                raise RuntimeError("flowgate did not start: "
-                                   + open(os.path.join(work, "flowgate.log")).read()[-2000:])
+            fgp = start_flowgate(ns, build, work, conf, 4095)
             wout = open(os.path.join(work, "watch.json"), "w")
             watch = subprocess.Popen([fgctl, "-s", sock, "--json", "flows", "watch"],
                                      stdout=wout, stderr=subprocess.STDOUT)
@@ -271,7 +285,6 @@ def main():
             print(f"watch: {n_ev} events; lc: phase-4 flows on emptier backend {on_b}/10")
             fgp.send_signal(signal.SIGINT)
             rc = fgp.wait(timeout=20)
-            log.close()
             expect(rc == 0, f"flowgate exit {rc}")
     finally:
         for p in (watch, fgp):
