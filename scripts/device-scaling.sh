@@ -14,11 +14,13 @@
 #                                   IMIX, NAT
 #   scripts/device-scaling.sh 10m   10M flows: 1, 8, 14, 15 workers, IMIX
 #   scripts/device-scaling.sh 1m-before   the before build at 2-15 workers
+#   scripts/device-scaling.sh ct    flowgate-bench conntrack at 1M and 10M
+#                                   flows (with the one-miss prototype)
 # Writes $OUT/scaling-PHASE.jsonl (one line per run, "tag" added) and
 # $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before or 10m}
+PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, 10m or ct}
 C=$PWD/.carry/scale
 W=/root/fgscale
 rm -rf $W && mkdir -p $W
@@ -50,6 +52,9 @@ if [ "$PHASE" = 1m ]; then
 	run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
 	run after $L64 $B dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --json
 	run after "" $B dataplane --flows 1000000 --mode nat --workers 14 --seconds 3 --no-baselines --json
+elif [ "$PHASE" = ct ]; then
+	run after "" $B conntrack --flows 1000000 --json
+	run after "" $B conntrack --flows 10000000 --json
 elif [ "$PHASE" = 1m-before ]; then
 	for w in 2 4 8 14 15; do
 		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
