@@ -484,6 +484,40 @@ static int l3fwd_compile(struct fgb_l3fwd *l, const struct fgb_base_cfg *c, cons
 	return 0;
 }
 
+/* DPDK's examples (dpdk-doc), or $FG_L3FWD_EXAMPLES */
+static const char *l3fwd_src(void)
+{
+	return getenv("FG_L3FWD_EXAMPLES") ? getenv("FG_L3FWD_EXAMPLES")
+					   : "/usr/share/dpdk/examples";
+}
+
+/* A new fgb_l3fwd with its temp dir under $TMPDIR and the paths in it;
+ * NULL with the reason on stderr. */
+static struct fgb_l3fwd *l3fwd_new(void)
+{
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct fgb_l3fwd *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return NULL;
+	snprintf(l->dir, sizeof(l->dir), "%s/fgb-l3fwd-XXXXXX", tmp);
+	if (mkdtemp(l->dir) == NULL) {
+		fprintf(stderr, "flowgate-bench: l3fwd baseline: mkdtemp %s: %s\n", l->dir,
+			strerror(errno));
+		free(l);
+		return NULL;
+	}
+	snprintf(l->bin, sizeof(l->bin), "%s/l3fwd/build/l3fwd", l->dir);
+	snprintf(l->rules4, sizeof(l->rules4), "%s/rules_v4.cfg", l->dir);
+	snprintf(l->rules6, sizeof(l->rules6), "%s/rules_v6.cfg", l->dir);
+	snprintf(l->log, sizeof(l->log), "%s/build.log", l->dir);
+	return l;
+}
+
+/* PATH.params of a prebuilt l3fwd: the sizes it was compiled with, as
+ * flowgate-bench l3fwd writes them and FG_L3FWD_BIN reads them. */
+#define L3FWD_PARAMS(u64) "mbufs=%u mbuf_size=%u entries=%" u64
+
 /* The sizes a prebuilt l3fwd was compiled with (flowgate-bench l3fwd
  * writes them to PATH.params). */
 struct l3fwd_params {
@@ -506,7 +540,7 @@ static int l3fwd_prebuilt(struct fgb_l3fwd *l, const struct fgb_base_cfg *c,
 	snprintf(pp, sizeof(pp), "%s.params", bin);
 	f = fopen(pp, "r");
 	if (f != NULL) {
-		n = fscanf(f, "mbufs=%u mbuf_size=%u entries=%" SCNu64, &pr.mbufs,
+		n = fscanf(f, L3FWD_PARAMS(SCNu64), &pr.mbufs,
 			   &pr.mbuf_size, &pr.entries);
 		fclose(f);
 	}
@@ -530,41 +564,28 @@ static int l3fwd_prebuilt(struct fgb_l3fwd *l, const struct fgb_base_cfg *c,
 
 int fgb_l3fwd_build(const struct fgb_base_cfg *c, struct fgb_l3fwd **out)
 {
-	const char *src = getenv("FG_L3FWD_EXAMPLES") ? getenv("FG_L3FWD_EXAMPLES")
-						      : "/usr/share/dpdk/examples";
-	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	const char *prebuilt = getenv("FG_L3FWD_BIN");
-	struct fgb_l3fwd *l = calloc(1, sizeof(*l));
+	struct fgb_l3fwd *l;
 	char probe[PATH_MAX];
 
 	*out = NULL;
-	if (l == NULL)
-		return -1;
-	snprintf(probe, sizeof(probe), "%s/l3fwd/l3fwd_em.c", src);
+	snprintf(probe, sizeof(probe), "%s/l3fwd/l3fwd_em.c", l3fwd_src());
 	if (prebuilt == NULL && access(probe, R_OK) != 0) {
 		fprintf(stderr, "flowgate-bench: the l3fwd baseline needs DPDK's examples: "
 			"no %s (apt-get install dpdk-doc, as scripts/install-deps.sh does; "
 			"--no-l3fwd skips it)\n", probe);
-		free(l);
 		return -1;
 	}
-	snprintf(l->dir, sizeof(l->dir), "%s/fgb-l3fwd-XXXXXX", tmp);
-	if (mkdtemp(l->dir) == NULL) {
-		fprintf(stderr, "flowgate-bench: l3fwd baseline: mkdtemp %s: %s\n", l->dir,
-			strerror(errno));
-		free(l);
+	l = l3fwd_new();
+	if (l == NULL)
 		return -1;
-	}
-	snprintf(l->bin, sizeof(l->bin), "%s/l3fwd/build/l3fwd", l->dir);
-	snprintf(l->rules4, sizeof(l->rules4), "%s/rules_v4.cfg", l->dir);
-	snprintf(l->rules6, sizeof(l->rules6), "%s/rules_v6.cfg", l->dir);
-	snprintf(l->log, sizeof(l->log), "%s/build.log", l->dir);
 	if (write_rules(l, c) < 0)
 		goto fail;
 	l->hash_entries = 4u << 20;
 	while (l->hash_entries < l->rules + l->rules / 4)
 		l->hash_entries *= 2;
-	if (prebuilt != NULL ? l3fwd_prebuilt(l, c, prebuilt) < 0 : l3fwd_compile(l, c, src) < 0)
+	if (prebuilt != NULL ? l3fwd_prebuilt(l, c, prebuilt) < 0 :
+			       l3fwd_compile(l, c, l3fwd_src()) < 0)
 		goto fail;
 	snprintf(l->log, sizeof(l->log), "%s/l3fwd.log", l->dir);
 	*out = l;
@@ -581,25 +602,21 @@ fail:
  */
 int bench_l3fwd_main(int argc, char **argv)
 {
-	const char *src = getenv("FG_L3FWD_EXAMPLES") ? getenv("FG_L3FWD_EXAMPLES")
-						      : "/usr/share/dpdk/examples";
-	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	struct fgb_base_cfg c = {0};
-	struct fgb_l3fwd *l = calloc(1, sizeof(*l));
+	struct fgb_l3fwd *l = NULL;
 	const char *outp = NULL;
+	uint64_t entries = 0;
 	char cmd[2 * PATH_MAX + 64];
 	FILE *f;
 	int rc = 1;
 
-	if (l == NULL)
-		return 1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--mbufs") && i + 1 < argc)
 			c.n_mbufs = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--mbuf-size") && i + 1 < argc)
 			c.mbuf_size = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--entries") && i + 1 < argc)
-			l->hash_entries = strtoull(argv[++i], NULL, 0);
+			entries = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
 			outp = argv[++i];
 		else {
@@ -609,32 +626,26 @@ int bench_l3fwd_main(int argc, char **argv)
 				"  (a run needs N >= its pcap's packets + 65536, E >= 1.25 x its "
 				"flows, and its mbuf size:\n  256 + headroom for 64 B frames, 0 "
 				"for --imix)\n");
-			free(l);
 			return 2;
 		}
 	}
-	if (outp == NULL || c.n_mbufs == 0 || l->hash_entries == 0) {
+	if (outp == NULL || c.n_mbufs == 0 || entries == 0) {
 		fprintf(stderr, "flowgate-bench l3fwd: --mbufs, --entries and --out are required\n");
-		free(l);
 		return 2;
 	}
-	snprintf(l->dir, sizeof(l->dir), "%s/fgb-l3fwd-XXXXXX", tmp);
-	if (mkdtemp(l->dir) == NULL) {
-		fprintf(stderr, "flowgate-bench l3fwd: mkdtemp %s: %s\n", l->dir, strerror(errno));
-		free(l);
+	l = l3fwd_new();
+	if (l == NULL)
 		return 1;
-	}
-	snprintf(l->bin, sizeof(l->bin), "%s/l3fwd/build/l3fwd", l->dir);
-	snprintf(l->log, sizeof(l->log), "%s/build.log", l->dir);
-	if (l3fwd_compile(l, &c, src) < 0)
+	l->hash_entries = entries;
+	if (l3fwd_compile(l, &c, l3fwd_src()) < 0)
 		goto out;
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", l->bin, outp);
 	if (run_logged(cmd, l->log) < 0)
 		goto out;
 	snprintf(cmd, sizeof(cmd), "%s.params", outp);
 	f = fopen(cmd, "w");
-	if (f == NULL || fprintf(f, "mbufs=%u mbuf_size=%u entries=%" PRIu64 "\n", c.n_mbufs,
-				 c.mbuf_size, l->hash_entries) < 0 || fclose(f) != 0) {
+	if (f == NULL || fprintf(f, L3FWD_PARAMS(PRIu64) "\n", c.n_mbufs, c.mbuf_size,
+				 l->hash_entries) < 0 || fclose(f) != 0) {
 		fprintf(stderr, "flowgate-bench l3fwd: cannot write %s\n", cmd);
 		goto out;
 	}

@@ -268,21 +268,26 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	if (unlikely(w->dp->second_chance && s->prev_maglev != NULL &&
 		     s->mode == FG_MODE_DSR_GUE))
 		prev = second_chance(w, p, ce, s, b);
-	if (likely(c != NULL && prev == NULL && nt != NULL && c->nt_gen == nt->gen)) {
+	if (likely(c != NULL && prev == NULL && nt != NULL)) {
+		/* the slot's headers, built on its first packet of this
+		 * neighbour table */
+		if (unlikely(c->nt_gen != nt->gen)) {
+			c->nt_gen = 0;
+			if (!dsr_build(w, nt, s, b, NULL, &c->t, &c->port, now)) {
+				fg_worker_drop(w, o, m, FG_DROP_no_neighbor);
+				return false;
+			}
+			c->nt_gen = nt->gen;
+		}
 		t = &c->t;
 		port = c->port;
 	} else {
+		/* untracked, second chance or no neighbour table: one-off */
 		if (unlikely(!dsr_build(w, nt, s, b, prev, &local, &port, now))) {
 			fg_worker_drop(w, o, m, FG_DROP_no_neighbor);
 			return false;
 		}
 		t = &local;
-		if (c != NULL && prev == NULL && nt != NULL) {
-			c->t = local;
-			c->port = port;
-			c->nt_gen = nt->gen;
-			t = &c->t;
-		}
 	}
 	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};

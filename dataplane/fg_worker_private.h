@@ -12,6 +12,8 @@
 #ifndef FLOWGATE_FG_WORKER_PRIVATE_H
 #define FLOWGATE_FG_WORKER_PRIVATE_H
 
+#include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <rte_ethdev.h>
@@ -39,6 +41,8 @@
 #define FG_FWD_SLOTS 256
 
 struct fg_fwd_slot {
+	/* a hit reads two lines: this one (ids, s, b, port, the template's
+	 * lengths and sums) and the next (the header bytes) */
 	uint64_t lb_gen;        /**< fg_lb_table::generation; 0 = empty */
 	uint64_t nt_gen;        /**< fg_neigh_table::gen of port, t; 0 = none */
 	uint32_t backend;
@@ -48,7 +52,10 @@ struct fg_fwd_slot {
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
 	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
-};
+} __rte_cache_aligned;
+
+static_assert(offsetof(struct fg_fwd_slot, t.hdr) == RTE_CACHE_LINE_SIZE,
+	      "fg_fwd_slot: the header bytes start the slot's second line");
 
 /* One per worker lcore, written only by that lcore. */
 struct fg_worker {

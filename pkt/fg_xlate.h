@@ -136,7 +136,8 @@ uint32_t fg_xlate_encap_hdr_len(const struct fg_encap *e, int gue);
  * build + apply, so the two ways give the same bytes by construction.
  */
 struct fg_encap_tmpl {
-	uint8_t hdr[FG_ENCAP_HDR_MAX]; /**< Ethernet .. GUE, variable fields 0. */
+	/* 16 bytes of what apply needs besides the bytes, first: a holder
+	 * that puts them at the end of a cache line starts hdr on the next */
 	uint32_t sum;       /**< IPv4 outer: sum of the header's constant words. */
 	uint16_t mtu;       /**< fg_encap::mtu */
 	uint8_t len;        /**< bytes of hdr in use (fg_xlate_encap_hdr_len). */
@@ -144,7 +145,8 @@ struct fg_encap_tmpl {
 	uint8_t family;     /**< outer family: CT_V4 or CT_V6. */
 	uint8_t gue;        /**< 1: UDP (+ gue_hdr bytes) after the outer IP. */
 	uint8_t gue_hdr;    /**< GUE header bytes after UDP: 0, 4, 8 or 20. */
-	uint8_t pad;
+	uint8_t pad[5];
+	uint8_t hdr[FG_ENCAP_HDR_MAX]; /**< Ethernet .. GUE, variable fields 0. */
 };
 
 /** Builds @p t for @p e (gue = 0: IP-in-IP, 1: GUE).  @return 0, or
