@@ -15,14 +15,12 @@
  *                        check), position returned, as rte_hash returns one
  *   lookup_entry_mpps    the same, then each hit's entry read (backend), as
  *                        the dataplane's update step does
- *   onemiss_lookup_entry_mpps  the same lookups and entry reads in a
- *                        prototype of issue 17's one-miss layout (below:
- *                        key and entry in one 64-byte line, open
- *                        addressing at <= 50% load, the burst's lines
- *                        prefetched before any is compared); measured to
- *                        decide whether it is worth building behind ct_*,
- *                        not used by the dataplane.  onemiss_ratio: rte_hash
- *                        lookup cycles / prototype lookup+entry cycles
+ *   rte_hash_lookup_entry_mpps  the baseline of lookup_entry_mpps: rte_hash
+ *                        bulk lookups of the same keys in the same order,
+ *                        then each hit's 48-byte entry read from an array
+ *                        indexed by the position (the shard's layout before
+ *                        issue 17: bucket, key store, entry); lookup_entry_
+ *                        ratio: its cycles / the shard's lookup+entry cycles
  *   miss_mpps            bulk lookups of absent keys
  *   delete_mpps          ct_delete of every flow
  *   expire_ns_per_entry  ct_expire reclaiming a table of expired flows,
@@ -136,84 +134,6 @@ ctb_shuffle(uint64_t n)
 	return p;
 }
 
-/* ---- the one-miss prototype (bench only) ---- */
-
-/* A flow's key and entry in one cache line: what a lookup needs (key,
- * expiry, backend) is in the line the hash points to. */
-struct om_slot {
-	struct ct_key4 k;
-	struct ct_entry e;
-} __rte_aligned(64);
-
-struct om_table {
-	struct om_slot *s;
-	uint32_t mask;
-};
-
-static int om_build(struct om_table *t, const struct ct_key4 *keys, const uint32_t *sigs,
-		    uint64_t n, uint64_t now)
-{
-	uint64_t slots = 1;
-
-	while (slots < 2 * n)
-		slots <<= 1;
-	t->s = rte_zmalloc(NULL, slots * sizeof(*t->s), 64);
-	if (t->s == NULL)
-		return -ENOMEM;
-	t->mask = (uint32_t)(slots - 1);
-	for (uint64_t i = 0; i < n; i++) {
-		uint32_t j = sigs[i] & t->mask;
-
-		while (t->s[j].e.state != CT_ST_NONE)
-			j = (j + 1) & t->mask;
-		t->s[j].k = keys[i];
-		t->s[j].e.state = CT_ST_ESTABLISHED;
-		t->s[j].e.backend = (uint32_t)i;
-		t->s[j].e.last_seen = now;
-	}
-	return 0;
-}
-
-/* Bulk lookup: every key's line prefetched first, then compared (linear
- * probing; the next line is the hardware's adjacent-line prefetch).  A
- * hit is alive when seen within @p timeout ticks, as ct's expiry check. */
-static uint64_t om_lookup_bulk(const struct om_table *t, const void *const *keys,
-			       const uint32_t *sigs, unsigned int n, uint64_t now,
-			       uint64_t timeout, struct ct_entry **ents)
-{
-	uint32_t idx[BURST];
-	uint64_t hits = 0;
-
-	for (unsigned int j = 0; j < n; j++) {
-		idx[j] = sigs[j] & t->mask;
-		rte_prefetch0(&t->s[idx[j]]);
-	}
-	for (unsigned int j = 0; j < n; j++) {
-		uint64_t k0, k1;
-
-		memcpy(&k0, keys[j], 8);
-		memcpy(&k1, (const uint8_t *)keys[j] + 8, 8);
-		ents[j] = NULL;
-		for (uint32_t i = idx[j];; i = (i + 1) & t->mask) {
-			const struct om_slot *sl = &t->s[i];
-			uint64_t s0, s1;
-
-			if (sl->e.state == CT_ST_NONE)
-				break;
-			memcpy(&s0, &sl->k, 8);
-			memcpy(&s1, (const uint8_t *)&sl->k + 8, 8);
-			if (s0 == k0 && s1 == k1) {
-				if (now - sl->e.last_seen <= timeout) {
-					ents[j] = (struct ct_entry *)&sl->e;
-					hits |= 1ull << j;
-				}
-				break;
-			}
-		}
-	}
-	return hits;
-}
-
 int bench_conntrack_main(int argc, char **argv);
 
 struct walk_sink {
@@ -318,16 +238,14 @@ bench_conntrack_main(int argc, char **argv)
 	uint64_t tail_from = n - RTE_MAX(n / 50, 1ull);
 	double r_ins[MAX_REPS], r_rins[MAX_REPS], r_tail[MAX_REPS];
 	double r_look[MAX_REPS], r_rlook[MAX_REPS], q_look[MAX_REPS], q_ins[MAX_REPS];
-	double r_touch[MAX_REPS], r_om[MAX_REPS], q_om[MAX_REPS];
+	double r_touch[MAX_REPS], r_rtouch[MAX_REPS], q_touch[MAX_REPS];
 	struct rte_hash *h = NULL;
-	struct om_table om;
+	/* the baseline's entries, indexed by rte_hash position */
+	struct ct_entry *rents = rte_zmalloc(NULL, (capacity + 1) * sizeof(*rents), 64);
 
-	/* the prototype is extra memory: without it the run goes on (its
-	 * figures are then 0) */
-	if (om_build(&om, keys, sigs, n, now) < 0) {
-		fprintf(stderr, "conntrack: no memory for the one-miss prototype: not measured\n");
-		om.s = NULL;
-		om.mask = 0;
+	if (rents == NULL) {
+		fprintf(stderr, "conntrack: no memory for the baseline's entries\n");
+		return 1;
 	}
 	struct ct_shard *s = NULL;
 	uint64_t sink = 0;
@@ -438,28 +356,26 @@ bench_conntrack_main(int argc, char **argv)
 					sink += ents[j]->backend;
 			}
 			uint64_t t3 = rte_rdtsc_precise();
-			/* the one-miss prototype, the same keys and order */
-			for (uint64_t i = c0; om.s != NULL && i + BURST <= c1; i += BURST) {
+			/* the baseline: rte_hash, then the entry at its position */
+			for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
 				for (int j = 0; j < BURST; j++) {
 					uint32_t x = order[i + j];
 					kp[j] = &keys[x];
 					sp[j] = sigs[x];
 				}
-				uint64_t hit = om_lookup_bulk(&om, kp, sp, BURST, now, UINT64_MAX / 2, ents);
-				if (unlikely(hit != (BURST == 64 ? UINT64_MAX : (1ull << BURST) - 1))) {
-					fprintf(stderr, "conntrack: one-miss prototype missed present keys\n");
-					return 1;
-				}
+				rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
 				for (int j = 0; j < BURST; j++)
-					sink += ents[j]->backend;
+					rte_prefetch0(&rents[posv[j]]);
+				for (int j = 0; j < BURST; j++)
+					sink += rents[posv[j]].backend;
 			}
 			cyc_r += t1 - t0;
 			cyc_c += t2 - t1;
 			cyc_t += t3 - t2;
 			cyc_o += rte_rdtsc_precise() - t3;
 		}
-		r_om[rep] = om.s != NULL ? ctb_mpps(looked, cyc_o) : 0;
-		q_om[rep] = om.s != NULL ? (double)cyc_r / (double)cyc_o : 0;
+		r_rtouch[rep] = ctb_mpps(looked, cyc_o);
+		q_touch[rep] = (double)cyc_o / (double)cyc_t;
 		r_rlook[rep] = ctb_mpps(looked, cyc_r);
 		r_look[rep] = ctb_mpps(looked, cyc_c);
 		r_touch[rep] = ctb_mpps(looked, cyc_t);
@@ -566,6 +482,7 @@ bench_conntrack_main(int argc, char **argv)
 	double lookup = ctb_median(r_look, o.reps), rlookup = ctb_median(r_rlook, o.reps);
 	double ins = ctb_median(r_ins, o.reps), rins = ctb_median(r_rins, o.reps);
 	double tail = ctb_median(r_tail, o.reps);
+	/* bucket_load: the rte_hash baseline's, as rte_hash sizes its buckets */
 	uint64_t p2 = rte_align32pow2((uint32_t)slots);
 	double bucket_load = (double)n / (double)(p2 < slots ? 2 * p2 : p2);
 	double bytes_per_flow = (double)ct_memory(s) / (double)slots;
@@ -583,8 +500,7 @@ bench_conntrack_main(int argc, char **argv)
 		       "\"rte_hash_iterate_ns_per_flow\":%.2f,"
 		       "\"rte_hash_lookup_mpps\":%.3f,\"rte_hash_insert_mpps\":%.3f,"
 		       "\"lookup_ratio\":%.3f,\"insert_ratio\":%.3f,"
-		       "\"onemiss_lookup_entry_mpps\":%.3f,\"onemiss_ratio\":%.3f,"
-		       "\"onemiss_bytes_per_flow\":%.1f,"
+		       "\"rte_hash_lookup_entry_mpps\":%.3f,\"lookup_entry_ratio\":%.3f,"
 		       "\"tsc_hz\":%" PRIu64 ",\"sink\":%" PRIu64 "}\n",
 		       n, o.fill, slots, capacity, bucket_load, o.reps,
 		       huge ? "true" : "false", BURST,
@@ -594,8 +510,7 @@ bench_conntrack_main(int argc, char **argv)
 		       bytes_per_flow, bytes_per_live, walk_ms * 1e6 / (double)n,
 		       iter_ms * 1e6 / (double)n, rlookup, rins,
 		       ctb_median(q_look, o.reps), ctb_median(q_ins, o.reps),
-		       ctb_median(r_om, o.reps), ctb_median(q_om, o.reps),
-		       om.s != NULL ? (double)(om.mask + 1ull) * sizeof(struct om_slot) / (double)n : 0,
+		       ctb_median(r_rtouch, o.reps), ctb_median(q_touch, o.reps),
 		       rte_get_tsc_hz(), sink & 1);
 	} else {
 		printf("conntrack: %" PRIu64 " flows, capacity %" PRIu64 " (fill %.2f), %s\n",
@@ -604,10 +519,9 @@ bench_conntrack_main(int argc, char **argv)
 		       ctb_median(q_look, o.reps));
 		printf("  insert  %8.2f Mpps  (rte_hash %8.2f, ratio %.2f); last 2%%: %.2f Mpps\n",
 		       ins, rins, ctb_median(q_ins, o.reps), tail);
-		printf("  lookup+entry read %8.2f Mpps\n", ctb_median(r_touch, o.reps));
-		printf("  one-miss prototype, lookup+entry read %8.2f Mpps (%.2fx rte_hash "
-		       "lookups, %.1f B/flow)\n", ctb_median(r_om, o.reps), ctb_median(q_om, o.reps),
-		       (double)(om.mask + 1ull) * sizeof(struct om_slot) / (double)n);
+		printf("  lookup+entry read %8.2f Mpps  (rte_hash + entry array %8.2f, ratio %.2f)\n",
+		       ctb_median(r_touch, o.reps), ctb_median(r_rtouch, o.reps),
+		       ctb_median(q_touch, o.reps));
 		printf("  miss    %8.2f Mpps\n", ctb_mpps(ct_missed, ct_miss));
 		printf("  delete  %8.2f Mpps\n", ctb_mpps(n, ct_del));
 		printf("  expire  %8.2f ns/entry\n",
@@ -619,7 +533,7 @@ bench_conntrack_main(int argc, char **argv)
 		       bytes_per_flow, bytes_per_live);
 	}
 	ct_shard_free(s);
-	rte_free(om.s);
+	rte_free(rents);
 	rte_free(keys);
 	rte_free(absent);
 	rte_free(sigs);

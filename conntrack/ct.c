@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Connection-table shard: two rte_hash tables (IPv4 16 B keys, IPv6 48 B
- * keys) whose positions index preallocated entry arrays.  Everything here
+ * Connection-table shard: two open-addressing tables (IPv4 16 B keys, IPv6
+ * 48 B keys), each slot a key and its entry (layout: ct_private.h), the
+ * slot's index the flow's position.  Everything here
  * runs on the owning lcore only; see ct.h for the threading model.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
 
@@ -147,93 +149,45 @@ ct_heap_bytes(int socket)
 	return total;
 }
 
-/*
- * rte_hash documents positions as offsets into a user array, and its key
- * store holds key i at a fixed stride.  Learn base and stride from two
- * probe keys through the public API instead of a second lookup per call.
- */
-static int
-ct_fam_learn_keystore(struct ct_shard *s, struct ct_fam *f)
-{
-	uint8_t k1[48] = {0}, k2[48] = {0};
-	void *p1, *p2;
-	int32_t a, b;
-	int ret = -EIO;
-
-	k1[0] = 1;
-	k2[0] = 2;
-	a = rte_hash_add_key_with_hash(f->h, k1, ct_hash(s, k1, f->key_len));
-	b = rte_hash_add_key_with_hash(f->h, k2, ct_hash(s, k2, f->key_len));
-	if (a < 0 || b < 0 || a == b)
-		goto out;
-	if (rte_hash_get_key_with_position(f->h, a, &p1) != 0 ||
-	    rte_hash_get_key_with_position(f->h, b, &p2) != 0)
-		goto out;
-	if (((const uint8_t *)p2 - (const uint8_t *)p1) % (b - a) != 0)
-		goto out;
-	f->key_stride = ((const uint8_t *)p2 - (const uint8_t *)p1) / (b - a);
-	f->key_base = (const uint8_t *)p1 - (size_t)a * f->key_stride;
-	ret = f->key_stride >= f->key_len ? 0 : -EIO;
-	/* The data word sits right before the key (struct rte_hash_key):
-	 * check it with a value stored through the public API. */
-	if (ret == 0 && rte_hash_add_key_with_hash_data(f->h, k1, ct_hash(s, k1, f->key_len),
-							 (void *)(uintptr_t)0x5eed1e55c0ffee11ull) == 0) {
-		uint64_t v;
-
-		memcpy(&v, (const uint8_t *)p1 - sizeof(v), sizeof(v));
-		f->pdata_ok = v == 0x5eed1e55c0ffee11ull;
-	}
-out:
-	rte_hash_del_key_with_hash(f->h, k1, ct_hash(s, k1, f->key_len));
-	rte_hash_del_key_with_hash(f->h, k2, ct_hash(s, k2, f->key_len));
-	rte_hash_reset(f->h);
-	return ret;
-}
+/* Largest capacity of a family: its table (1.5x, rounded up to a power of
+ * two) stays below 2^31 slots, so a position is never CT_NONE. */
+#define CT_CAP_MAX (1u << 29)
 
 static int
 ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
-	    uint32_t slots)
+	    uint32_t cap)
 {
-	char name[RTE_HASH_NAMESIZE];
-	struct rte_hash_parameters p = {0};
+	char name[32];
+	uint32_t size, bits;
 
 	snprintf(name, sizeof(name), "%.24s_%s", s->name, fam == CT_V4 ? "4" : "6");
 	f->key_len = fam == CT_V4 ? sizeof(struct ct_key4) : sizeof(struct ct_key6);
+	f->slot_shift = fam == CT_V4 ? 6 : 7;
 	/*
-	 * rte_hash sizes its buckets to the power of two at or above the key
-	 * slots.  A capacity just under a power of two would run the buckets
-	 * near 100% load when full, where cuckoo inserts cost 7-10x more
-	 * (HPSR'21: 148 -> 1,047 cycles at 95%).  So when the buckets would be
-	 * more than 90% loaded at capacity, take the next power of two of key
-	 * slots (at most 11% more) and get twice the buckets: full is then
-	 * 50% bucket load.  Memory per slot stays ~120 B for IPv4.
+	 * At most 2/3 of the slots live when full: linear probing then reads
+	 * 2 slots per hit and 5 per miss on average at worst, 1.5 and 2.5 at
+	 * half load (Knuth), and the line after the home slot is the one the
+	 * adjacent-line prefetcher brings anyway.  Capacity is exact: a full
+	 * table is `cap` entries whatever the power of two.
 	 */
-	uint32_t p2 = rte_align32pow2(slots);
-	if ((uint64_t)slots * 10 > (uint64_t)p2 * 9 && p2 < (1u << 31))
-		slots = p2 + 1;
-	f->slots = slots;
-	p.name = name;
-	p.entries = slots;
-	p.key_len = f->key_len;
-	p.hash_func = (rte_hash_function)(s->cfg.hash_fn ? s->cfg.hash_fn : rte_hash_crc);
-	p.hash_func_init_val = CT_HASH_SEED;
-	p.socket_id = s->cfg.socket_id;
-	/* Extendable buckets: an insert never fails for want of a cuckoo
-	 * path while key slots remain, so "full" means exactly capacity. */
-	p.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
-	f->h = rte_hash_create(&p);
-	if (f->h == NULL)
-		return -(rte_errno ? rte_errno : ENOMEM);
-	f->e = rte_zmalloc_socket(name, (size_t)slots * sizeof(struct ct_entry),
-				  RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
-	if (f->e == NULL)
+	size = rte_align32pow2(cap + cap / 2);
+	if (size < 16)
+		size = 16;
+	for (bits = 0; (1u << bits) < size; bits++)
+		;
+	f->cap = cap;
+	f->mask = size - 1;
+	f->home_shift = 32 - bits;
+	f->slot = rte_zmalloc_socket(name, (size_t)size << f->slot_shift,
+				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
+	if (f->slot == NULL)
 		return -ENOMEM;
-	f->born = rte_zmalloc_socket(name, (size_t)slots * sizeof(uint32_t),
+	f->born = rte_zmalloc_socket(name, (size_t)size * sizeof(uint32_t),
 				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
 	if (f->born == NULL)
 		return -ENOMEM;
 	f->ed_head = f->ed_tail = CT_NONE;
-	return ct_fam_learn_keystore(s, f);
+	return 0;
 }
 
 struct ct_shard *
@@ -243,7 +197,8 @@ ct_shard_create(const struct ct_config *cfg)
 	size_t before;
 	int ret;
 
-	if (cfg == NULL || cfg->capacity < 8 || cfg->hz == 0 ||
+	if (cfg == NULL || cfg->capacity < 8 || cfg->capacity > CT_CAP_MAX ||
+	    cfg->capacity_v6 > CT_CAP_MAX || cfg->hz == 0 ||
 	    cfg->name == NULL || strlen(cfg->name) > 24) {
 		rte_errno = EINVAL;
 		return NULL;
@@ -290,8 +245,7 @@ ct_shard_free(struct ct_shard *s)
 	if (s == NULL)
 		return;
 	for (int i = 0; i < CT_FAMILIES; i++) {
-		rte_hash_free(s->fam[i].h);
-		rte_free(s->fam[i].e);
+		rte_free(s->fam[i].slot);
 		rte_free(s->fam[i].born);
 	}
 	rte_free(s);
@@ -305,10 +259,131 @@ ct_fam_of(struct ct_shard *s, const struct ct_entry *e)
 	return &s->fam[(e->flags & CT_F_V6) ? CT_V6 : CT_V4];
 }
 
+static inline uint8_t *
+ct_slot(const struct ct_fam *f, uint32_t pos)
+{
+	return f->slot + ((size_t)pos << f->slot_shift);
+}
+
 static inline const void *
 ct_fam_key(const struct ct_fam *f, uint32_t pos)
 {
-	return f->key_base + (size_t)pos * f->key_stride;
+	return ct_slot(f, pos);
+}
+
+static inline struct ct_entry *
+ct_ent(const struct ct_fam *f, uint32_t pos)
+{
+	return (struct ct_entry *)(void *)(ct_slot(f, pos) + f->key_len);
+}
+
+static inline uint32_t
+ct_pos_of(const struct ct_fam *f, const struct ct_entry *e)
+{
+	return (uint32_t)(((const uint8_t *)e - f->slot - f->key_len) >> f->slot_shift);
+}
+
+static inline uint32_t
+ct_size(const struct ct_fam *f)
+{
+	return f->mask + 1;
+}
+
+/* Home slot of a signature: Fibonacci hashing takes the signature's high
+ * bits, mixed, so a worker whose flows share low signature bits (software
+ * RSS on them) still spreads over the whole table. */
+static inline uint32_t
+ct_home(const struct ct_fam *f, uint32_t sig)
+{
+	return (sig * 0x9E3779B1u) >> f->home_shift;
+}
+
+/* A slot's meta word (ct_private.h): the count of keys probing past the
+ * slot, and its occupant's displacement from home. */
+static inline uint32_t
+ct_meta(const uint8_t *slot, uint32_t klen)
+{
+	uint32_t w;
+
+	memcpy(&w, slot + klen - 4, 4);
+	return w >> CT_META_SHIFT;
+}
+
+static inline void
+ct_meta_set(uint8_t *slot, uint32_t klen, uint32_t meta)
+{
+	uint32_t w;
+
+	memcpy(&w, slot + klen - 4, 4);
+	w = (w & ((1u << CT_META_SHIFT) - 1)) | (meta << CT_META_SHIFT);
+	memcpy(slot + klen - 4, &w, 4);
+}
+
+static inline uint32_t
+ct_ovf(const uint8_t *slot, uint32_t klen)
+{
+	return ct_meta(slot, klen) & CT_META_MAX;
+}
+
+static inline uint32_t
+ct_disp(const uint8_t *slot, uint32_t klen)
+{
+	return ct_meta(slot, klen) >> CT_META_BITS;
+}
+
+/* A stored key equals a lookup key: every byte but the meta bytes (len
+ * a constant after inlining). */
+static __rte_always_inline bool
+ct_key_eq(const void *stored, const void *key, uint32_t len)
+{
+	uint64_t x = 0, u, v;
+	uint32_t i;
+
+	for (i = 0; i + 8 < len; i += 8) {
+		memcpy(&u, (const uint8_t *)stored + i, 8);
+		memcpy(&v, (const uint8_t *)key + i, 8);
+		x |= u ^ v;
+	}
+	memcpy(&u, (const uint8_t *)stored + i, 8);
+	memcpy(&v, (const uint8_t *)key + i, 8);
+	x |= (u ^ v) & CT_KEY_LAST_MASK;
+	return x == 0;
+}
+
+/* A copy of the stored key at @p pos as callers know keys: pad zeroed. */
+static inline void
+ct_key_copy(const struct ct_fam *f, uint32_t pos, void *out)
+{
+	memcpy(out, ct_slot(f, pos), f->key_len);
+	ct_meta_set(out, f->key_len, 0);
+}
+
+/* Position of a live key, or CT_NONE: from its home slot on, while the
+ * slot in hand does not hold the key but some key probes past it. */
+static __rte_always_inline uint32_t
+ct_find(const struct ct_fam *f, const void *key, uint32_t home, uint32_t klen)
+{
+	uint32_t p = home;
+
+	for (uint32_t d = 0; d <= f->mask; d++) {
+		const uint8_t *sl = ct_slot(f, p);
+		const struct ct_entry *e = (const struct ct_entry *)(const void *)(sl + klen);
+
+		if (likely(e->state != CT_ST_NONE) && likely(ct_key_eq(sl, key, klen)))
+			return p;
+		if (ct_ovf(sl, klen) == 0)
+			return CT_NONE;
+		p = (p + 1) & f->mask;
+	}
+	return CT_NONE;
+}
+
+static inline uint32_t
+ct_find_key(const struct ct_fam *f, const void *key, uint32_t sig)
+{
+	return f->key_len == sizeof(struct ct_key4)
+		       ? ct_find(f, key, ct_home(f, sig), sizeof(struct ct_key4))
+		       : ct_find(f, key, ct_home(f, sig), sizeof(struct ct_key6));
 }
 
 static inline uint32_t
@@ -329,23 +404,18 @@ static inline uint64_t
 ct_born_age(const struct ct_shard *s, const struct ct_fam *f, uint32_t pos,
 	    uint64_t now)
 {
-	uint32_t units = (uint32_t)(now >> s->tshift) - f->born[pos];
+	uint32_t units = ct_coarse(s, now) - f->born[pos];
 
 	return (uint64_t)units << s->tshift;
 }
 
-/* (deadline, position) word of a slot: see ct_fam.pdata_ok. */
-static inline void
-ct_pdata_set(const struct ct_shard *s, struct ct_fam *f, uint32_t pos,
-	     const struct ct_entry *head)
+/* The live entry at @p pos of a family, or NULL (free or out of range). */
+static inline struct ct_entry *
+ct_live_at(const struct ct_fam *f, uint32_t pos)
 {
-	uint64_t v;
-
-	if (!f->pdata_ok)
-		return;
-	/* +1 coarse unit: the coarse clock truncates */
-	v = ((uint64_t)(ct_coarse(s, head->last_seen + s->to_ticks[head->state]) + 1) << 32) | pos;
-	memcpy((uint8_t *)(uintptr_t)ct_fam_key(f, pos) - sizeof(v), &v, sizeof(v));
+	if (pos > f->mask || ct_ent(f, pos)->state == CT_ST_NONE)
+		return NULL;
+	return ct_ent(f, pos);
 }
 
 const void *
@@ -353,34 +423,28 @@ ct_key_at(const struct ct_shard *s, enum ct_family fam, uint32_t pos)
 {
 	const struct ct_fam *f = &s->fam[fam];
 
-	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
-		return NULL;
-	return ct_fam_key(f, pos);
+	return ct_live_at(f, pos) != NULL ? ct_fam_key(f, pos) : NULL;
 }
 
 struct ct_entry *
 ct_entry_at(struct ct_shard *s, enum ct_family fam, uint32_t pos)
 {
-	struct ct_fam *f = &s->fam[fam];
-
-	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
-		return NULL;
-	return &f->e[pos];
+	return ct_live_at(&s->fam[fam], pos);
 }
 
 static inline void
 ct_ed_unlink(struct ct_fam *f, uint32_t pos)
 {
-	struct ct_entry *e = &f->e[pos];
+	struct ct_entry *e = ct_ent(f, pos);
 
 	if (e->ed_prev != CT_NONE)
-		f->e[e->ed_prev].ed_next = e->ed_next;
+		ct_ent(f, e->ed_prev)->ed_next = e->ed_next;
 	else if (f->ed_head == pos)
 		f->ed_head = e->ed_next;
 	else
 		return; /* not on the list */
 	if (e->ed_next != CT_NONE)
-		f->e[e->ed_next].ed_prev = e->ed_prev;
+		ct_ent(f, e->ed_next)->ed_prev = e->ed_prev;
 	else
 		f->ed_tail = e->ed_prev;
 	e->ed_prev = e->ed_next = CT_NONE;
@@ -389,28 +453,40 @@ ct_ed_unlink(struct ct_fam *f, uint32_t pos)
 static inline void
 ct_ed_push(struct ct_fam *f, uint32_t pos)
 {
-	struct ct_entry *e = &f->e[pos];
+	struct ct_entry *e = ct_ent(f, pos);
 
 	e->ed_next = CT_NONE;
 	e->ed_prev = f->ed_tail;
 	if (f->ed_tail != CT_NONE)
-		f->e[f->ed_tail].ed_next = pos;
+		ct_ent(f, f->ed_tail)->ed_next = pos;
 	else
 		f->ed_head = pos;
 	f->ed_tail = pos;
 }
 
-static inline uint32_t
-ct_pos_of(const struct ct_fam *f, const struct ct_entry *e)
+/* Frees the slot at @p pos: its key no longer probes past the slots
+ * from its home to it. */
+static void
+ct_slot_free(struct ct_fam *f, uint32_t pos)
 {
-	return (uint32_t)(e - f->e);
+	uint8_t *sl = ct_slot(f, pos);
+	uint32_t disp = ct_disp(sl, f->key_len);
+
+	ct_ent(f, pos)->state = CT_ST_NONE;
+	ct_ent(f, pos)->flags = 0;
+	ct_meta_set(sl, f->key_len, ct_ovf(sl, f->key_len));
+	for (uint32_t q = (pos - disp) & f->mask; q != pos; q = (q + 1) & f->mask) {
+		uint8_t *t = ct_slot(f, q);
+
+		ct_meta_set(t, f->key_len, ct_meta(t, f->key_len) - 1);
+	}
 }
 
-/* Bookkeeping of a slot whose key has left rte_hash. */
+/* Bookkeeping of a slot whose flow leaves, then the slot freed. */
 static void
-ct_release_slot(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
+ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 {
-	struct ct_entry *e = &f->e[pos];
+	struct ct_entry *e = ct_ent(f, pos);
 
 	if (!(e->flags & CT_F_REPLY)) {
 		ct_ed_unlink(f, pos);
@@ -418,19 +494,8 @@ ct_release_slot(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 	}
 	f->count--;
 	s->removals++;
-	e->state = CT_ST_NONE;
-	e->flags = 0;
 	e->peer = CT_NONE;
-}
-
-/* Removes one entry (not its peer).  Counts nothing but live/count. */
-static void
-ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
-{
-	const void *key = ct_fam_key(f, pos);
-
-	rte_hash_del_key_with_hash(f->h, key, ct_hash(s, key, f->key_len));
-	ct_release_slot(s, f, pos);
+	ct_slot_free(f, pos);
 }
 
 /* Removes an entry and its NAT peer; returns the forward entry's state. */
@@ -438,17 +503,21 @@ static enum ct_state
 ct_remove_flow(struct ct_shard *s, struct ct_fam *f, uint32_t pos,
 	       enum ct_destroy_reason why)
 {
-	struct ct_entry *e = &f->e[pos];
+	struct ct_entry *e = ct_ent(f, pos);
 	uint32_t peer = e->peer;
 	uint32_t head = (e->flags & CT_F_REPLY) && peer != CT_NONE ? peer : pos;
-	enum ct_state st = f->e[head].state;
+	enum ct_state st = ct_ent(f, head)->state;
 
-	if (unlikely(s->destroy_fn != NULL))
-		s->destroy_fn(s->destroy_arg, (enum ct_family)(f - s->fam),
-			      ct_fam_key(f, head), &f->e[head], why);
+	if (unlikely(s->destroy_fn != NULL)) {
+		struct ct_key6 k;
+
+		ct_key_copy(f, head, &k);
+		s->destroy_fn(s->destroy_arg, (enum ct_family)(f - s->fam), &k,
+			      ct_ent(f, head), why);
+	}
 	ct_remove_one(s, f, pos);
-	if (peer != CT_NONE && peer < f->slots && f->e[peer].state != CT_ST_NONE &&
-	    f->e[peer].peer == pos)
+	if (peer != CT_NONE && ct_live_at(f, peer) != NULL &&
+	    ct_ent(f, peer)->peer == pos)
 		ct_remove_one(s, f, peer);
 	return st;
 }
@@ -464,16 +533,21 @@ uint64_t
 ct_entry_life(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
 {
 	const struct ct_fam *f = &s->fam[(e->flags & CT_F_V6) ? CT_V6 : CT_V4];
+	const uint8_t *b = (const uint8_t *)e;
+	size_t off;
 
-	if (e < f->e || e >= f->e + f->slots)
+	if (b < f->slot + f->key_len)
+		return 0;
+	off = (size_t)(b - f->slot - f->key_len);
+	if (off >> f->slot_shift > f->mask || (off & ((1u << f->slot_shift) - 1)) != 0)
 		return 0;
 	if (e->flags & CT_F_REPLY) {
 		/* the flow's birth is its forward entry's */
-		if (e->peer == CT_NONE || e->peer >= f->slots)
+		if (e->peer == CT_NONE || e->peer > f->mask)
 			return 0;
 		return ct_born_age(s, f, e->peer, now);
 	}
-	return ct_born_age(s, f, (uint32_t)(e - f->e), now);
+	return ct_born_age(s, f, ct_pos_of(f, e), now);
 }
 
 void
@@ -488,7 +562,7 @@ static inline struct ct_entry *
 ct_flow_head(struct ct_fam *f, struct ct_entry *e)
 {
 	if (unlikely(e->flags & CT_F_REPLY) && e->peer != CT_NONE)
-		return &f->e[e->peer];
+		return ct_ent(f, e->peer);
 	return e;
 }
 
@@ -501,131 +575,67 @@ ct_expired(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
 
 /* ---- lookup --------------------------------------------------------- */
 
-static inline uint64_t
-ct_lookup_finish(struct ct_shard *s, struct ct_fam *f, const int32_t *pos,
-		 unsigned int first, unsigned int n, uint64_t now,
-		 struct ct_entry **entries, uint32_t *positions)
+/*
+ * A burst of one family: every home slot prefetched before any is
+ * compared, so the burst's misses overlap; a hit's entry is in the line
+ * just compared.  Liveness from that line too: a reply entry (NAT) mirrors
+ * its flow's state and is refreshed with it, so only one that looks
+ * expired needs its forward entry for the exact answer.
+ */
+static __rte_always_inline uint64_t
+ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
+	      const uint32_t *sigs, unsigned int n, uint64_t now,
+	      struct ct_entry **entries, uint32_t *positions, uint32_t klen)
 {
+	uint32_t home[CT_BURST_MAX];
 	uint64_t hits = 0;
 
-	for (unsigned int i = first; i < first + n; i++) {
+	for (unsigned int i = 0; i < n; i++) {
+		home[i] = ct_home(f, sigs[i]);
+		rte_prefetch0(ct_slot(f, home[i]));
+		if (klen > sizeof(struct ct_key4))
+			rte_prefetch0(ct_slot(f, home[i]) + RTE_CACHE_LINE_SIZE);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t p = ct_find(f, keys[i], home[i], klen);
 		struct ct_entry *e;
 
-		if (pos[i] < 0) {
-			entries[i] = NULL;
-			positions[i] = CT_NONE;
+		entries[i] = NULL;
+		positions[i] = CT_NONE;
+		if (p == CT_NONE)
 			continue;
-		}
-		e = &f->e[pos[i]];
-		if (unlikely(ct_expired(s, ct_flow_head(f, e), now))) {
-			enum ct_state st = ct_remove_flow(s, f, (uint32_t)pos[i],
-							  CT_DESTROY_EXPIRED);
-
-			s->st.expired[st]++;
-			s->st.expired_on_lookup++;
-			entries[i] = NULL;
-			positions[i] = CT_NONE;
-			continue;
-		}
-		entries[i] = e;
-		positions[i] = (uint32_t)pos[i];
-		hits |= 1ull << i;
-	}
-	return hits;
-}
-
-/*
- * Lookup with the expiry deadline kept in rte_hash's data word: one
- * rte_hash bulk call returns (deadline, position) for every hit from the
- * key's own cache line, so a live flow is answered without touching its
- * entry; the entry is only prefetched for the caller.  A flow past its
- * coarse deadline gets the exact check against its entry (and a fresh
- * deadline when it turns out alive: the deadline is refreshed at most once
- * per timeout, never per packet).
- */
-static uint64_t
-ct_lookup_bulk_pdata(struct ct_shard *s, struct ct_fam *f,
-		     const void *const *keys, const uint32_t *sigs, unsigned int n,
-		     uint64_t now, struct ct_entry **entries, uint32_t *positions)
-{
-	void *data[CT_BURST_MAX];
-	uint64_t found = 0, hits = 0;
-	uint32_t now_c = ct_coarse(s, now);
-
-	rte_hash_lookup_with_hash_bulk_data(f->h, (const void **)(uintptr_t)keys,
-					    (hash_sig_t *)(uintptr_t)sigs, n, &found,
-					    data);
-	for (unsigned int i = 0; i < n; i++) {
-		if (!(found & (1ull << i))) {
-			entries[i] = NULL;
-			positions[i] = CT_NONE;
-			continue;
-		}
-		uint64_t v = (uint64_t)(uintptr_t)data[i];
-		uint32_t p = (uint32_t)v;
-
-		rte_prefetch0(&f->e[p]);
-		entries[i] = &f->e[p];
-		positions[i] = p;
-		if (likely((int32_t)(now_c - (uint32_t)(v >> 32)) < 0)) {
-			hits |= 1ull << i;
-			continue;
-		}
-		struct ct_entry *h = ct_flow_head(f, &f->e[p]);
-
-		if (ct_expired(s, h, now)) {
+		e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
+		if (unlikely(ct_expired(s, e, now)) &&
+		    ct_expired(s, ct_flow_head(f, e), now)) {
 			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
 
 			s->st.expired[st]++;
 			s->st.expired_on_lookup++;
-			entries[i] = NULL;
-			positions[i] = CT_NONE;
 			continue;
 		}
-		ct_pdata_set(s, f, p, h);
+		entries[i] = e;
+		positions[i] = p;
 		hits |= 1ull << i;
 	}
 	return hits;
 }
 
-/*
- * Without the data word: the entry is one more dependent cache miss after
- * rte_hash's bucket and key.  Hide it: look up the burst in two halves and
- * prefetch the first half's entries before looking up the second.
- */
 uint64_t
 ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 	       const void *const *keys, const uint32_t *sigs, unsigned int n,
 	       uint64_t now, struct ct_entry **entries, uint32_t *positions)
 {
 	struct ct_fam *f = &s->fam[fam];
-	int32_t pos[CT_BURST_MAX];
-	unsigned int half, i;
 	uint64_t hits;
 
 	if (unlikely(n == 0 || n > CT_BURST_MAX))
 		return 0;
-	if (likely(f->pdata_ok)) {
-		hits = ct_lookup_bulk_pdata(s, f, keys, sigs, n, now, entries, positions);
-		goto count;
-	}
-	half = n >= 16 ? n / 2 : n;
-	rte_hash_lookup_with_hash_bulk(f->h, (const void **)(uintptr_t)keys,
-				       (hash_sig_t *)(uintptr_t)sigs, half, pos);
-	for (i = 0; i < half; i++)
-		if (pos[i] >= 0)
-			rte_prefetch0(&f->e[pos[i]]);
-	if (half < n) {
-		rte_hash_lookup_with_hash_bulk(f->h,
-					       (const void **)(uintptr_t)(keys + half),
-					       (hash_sig_t *)(uintptr_t)(sigs + half),
-					       n - half, pos + half);
-		for (i = half; i < n; i++)
-			if (pos[i] >= 0)
-				rte_prefetch0(&f->e[pos[i]]);
-	}
-	hits = ct_lookup_finish(s, f, pos, 0, n, now, entries, positions);
-count:
+	if (fam == CT_V4)
+		hits = ct_lookup_fam(s, f, keys, sigs, n, now, entries, positions,
+				     sizeof(struct ct_key4));
+	else
+		hits = ct_lookup_fam(s, f, keys, sigs, n, now, entries, positions,
+				     sizeof(struct ct_key6));
 	s->st.lookups += n;
 	s->st.hits += (uint64_t)__builtin_popcountll(hits);
 	s->st.misses += n - (uint64_t)__builtin_popcountll(hits);
@@ -651,10 +661,22 @@ ct_lookup(struct ct_shard *s, enum ct_family fam, const void *key,
 static int
 ct_early_drop(struct ct_shard *s, struct ct_fam *f)
 {
-	uint32_t victim = f->ed_head;
+	uint32_t victim = f->ed_head, next;
 
 	if (victim == CT_NONE)
 		return -ENOSPC;
+	/* The list is in age order, which is no order in memory: a full
+	 * table evicting on every insert (a SYN flood) would wait on each
+	 * victim's line.  Bring in the one after the next victim: its line
+	 * and the next victim's (brought in by the eviction before) are
+	 * what the next eviction reads. */
+	next = ct_ent(f, victim)->ed_next;
+	if (next != CT_NONE) {
+		uint32_t after = ct_ent(f, next)->ed_next;
+
+		if (after != CT_NONE)
+			rte_prefetch0(ct_slot(f, after));
+	}
 	ct_remove_flow(s, f, victim, CT_DESTROY_EVICTED);
 	s->st.evictions[CT_EVICT_EARLY_DROP]++;
 	return 0;
@@ -688,75 +710,72 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 {
 	struct ct_fam *f = &s->fam[fam];
 	struct ct_entry *e;
-	int32_t pos;
+	uint32_t home, pos, d;
 	int ret;
 
 	if (unlikely(state == CT_ST_NONE || state >= CT_ST_MAX)) {
 		ret = -EINVAL;
 		goto fail_nocount;
 	}
-	if (unlikely(s->flood_win_limit != 0)) {
-		/* refusing a key that is already here would punish a live
-		 * flow: look first (flood mode only) */
-		pos = rte_hash_lookup_with_hash(f->h, key, sig);
-		if (pos >= 0)
-			goto exists;
-		if (ct_flood_refuse(s, assured, now)) {
-			s->st.insert_fail_by[CT_INSFAIL_FLOOD]++;
-			ret = -EBUSY;
-			goto fail;
-		}
+	/* a key already here stays as it is (the caller continues with it);
+	 * refusing or evicting for it would punish a live flow */
+	home = ct_home(f, sig);
+	pos = ct_find_key(f, key, sig);
+	if (unlikely(pos != CT_NONE))
+		goto exists;
+	if (unlikely(s->flood_win_limit != 0) && ct_flood_refuse(s, assured, now)) {
+		s->st.insert_fail_by[CT_INSFAIL_FLOOD]++;
+		ret = -EBUSY;
+		goto fail;
 	}
-	/* Full: evict the oldest unassured flow first.  No lookup before
-	 * it (a SYN flood's steady state inserts into a full table, and a
-	 * search costs the bucket misses of a second insert): a key that
-	 * turns out present just cost the oldest unassured flow its entry
-	 * a little early -- or was that flow, and is added afresh. */
-	if (unlikely(f->count >= f->slots) && ct_early_drop(s, f) != 0) {
+	/* Full: evict the oldest unassured flow first. */
+	if (unlikely(f->count >= f->cap) && ct_early_drop(s, f) != 0) {
 		s->st.insert_fail_by[CT_INSFAIL_FULL]++;
 		ret = -ENOSPC;
 		goto fail;
 	}
-	pos = rte_hash_add_key_with_hash(f->h, key, sig);
-	if (unlikely(pos == -ENOSPC)) {
-		/* key slots are f->slots exactly (buckets extend): slots our
-		 * count does not see; evict once */
-		if (ct_early_drop(s, f) == 0)
-			pos = rte_hash_add_key_with_hash(f->h, key, sig);
-	}
-	if (unlikely(pos < 0)) {
-		s->st.insert_fail_by[pos == -ENOSPC ? CT_INSFAIL_FULL
-						     : CT_INSFAIL_HASH]++;
-		ret = pos == -ENOSPC ? -ENOSPC : -EIO;
+	/* The first free slot from home (one exists: count < cap < size);
+	 * the slots before it count one more key probing past them.  With
+	 * every displacement <= CT_META_MAX, no count exceeds it either (the
+	 * keys probing past a slot lie in the CT_META_MAX slots after it). */
+	for (d = 0, pos = home; ct_ent(f, pos)->state != CT_ST_NONE && d <= CT_META_MAX; d++)
+		pos = (pos + 1) & f->mask;
+	if (unlikely(d > CT_META_MAX)) {
+		s->st.insert_fail_by[CT_INSFAIL_HASH]++;
+		ret = -EIO;
 		goto fail;
 	}
-	e = &f->e[pos];
-	if (unlikely(e->state != CT_ST_NONE)) {
-		/* rte_hash_add_key on a present key returns its position but
-		 * overwrites its data word (our deadline + position) with 0:
-		 * put the live flow's word back before anyone looks it up */
-		ct_pdata_set(s, f, (uint32_t)pos, ct_flow_head(f, e));
-		goto exists;
+	for (uint32_t q = home; q != pos; q = (q + 1) & f->mask) {
+		uint8_t *t = ct_slot(f, q);
+
+		ct_meta_set(t, f->key_len, ct_meta(t, f->key_len) + 1);
 	}
+	{
+		uint8_t *sl = ct_slot(f, pos);
+		uint32_t ovf = ct_ovf(sl, f->key_len);
+
+		memcpy(sl, key, f->key_len);
+		ct_meta_set(sl, f->key_len, ovf | d << CT_META_BITS);
+	}
+	e = ct_ent(f, pos);
 	memset(e, 0, sizeof(*e));
 	e->state = (uint8_t)state;
 	e->proto = proto;
 	e->peer = CT_NONE;
 	e->ed_prev = e->ed_next = CT_NONE;
 	e->last_seen = now;
-	f->born[pos] = (uint32_t)(now >> s->tshift);
+	f->born[pos] = ct_coarse(s, now);
 	e->flags = (fam == CT_V6 ? CT_F_V6 : 0) |
 		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
 	if (unlikely(state == CT_ST_PICKUP))
 		e->pickup_t = ct_pickup_clock(s, now);
 	if (!(e->flags & CT_F_ASSURED))
-		ct_ed_push(f, (uint32_t)pos);
-	ct_pdata_set(s, f, (uint32_t)pos, e);
+		ct_ed_push(f, pos);
 	f->count++;
 	s->st.live[state]++;
 	s->st.inserts++;
 	if (pos_out)
-		*pos_out = (uint32_t)pos;
+		*pos_out = pos;
 	return e;
 exists:
 	s->st.insert_fail_by[CT_INSFAIL_EXISTS]++;
@@ -764,7 +783,7 @@ exists:
 	if (err)
 		*err = -EEXIST;
 	if (pos_out)
-		*pos_out = (uint32_t)pos;   /* the live entry's position */
+		*pos_out = pos;   /* the live entry's position */
 	return NULL;
 fail:
 	s->st.insert_fail++;
@@ -781,13 +800,14 @@ ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 	     uint32_t reply_pos)
 {
 	struct ct_fam *f = &s->fam[fam];
-	struct ct_entry *fe = &f->e[fwd_pos], *re = &f->e[reply_pos];
+	struct ct_entry *fe = ct_ent(f, fwd_pos), *re = ct_ent(f, reply_pos);
 
 	fe->peer = reply_pos;
 	re->peer = fwd_pos;
 	fe->flags |= CT_F_NAT;
 	/* The reply entry carries no state of its own: it leaves the
-	 * early-drop list and the live-by-state counts to its forward entry. */
+	 * early-drop list and the live-by-state counts to its forward entry,
+	 * and mirrors its state and last_seen (the lookup's liveness test). */
 	if (!(re->flags & CT_F_REPLY)) {
 		ct_ed_unlink(f, reply_pos);
 		s->st.live[re->state]--;
@@ -798,7 +818,8 @@ ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 	re->nat_port = fe->nat_port;
 	re->nat_addr = fe->nat_addr;
 	re->state = fe->state;
-	ct_pdata_set(s, f, reply_pos, fe);
+	if ((int64_t)(fe->last_seen - re->last_seen) < 0)
+		re->last_seen = fe->last_seen;
 }
 
 int
@@ -806,7 +827,7 @@ ct_delete_pos(struct ct_shard *s, enum ct_family fam, uint32_t pos)
 {
 	struct ct_fam *f = &s->fam[fam];
 
-	if (pos >= f->slots || f->e[pos].state == CT_ST_NONE)
+	if (ct_live_at(f, pos) == NULL)
 		return -ENOENT;
 	ct_remove_flow(s, f, pos, CT_DESTROY_DELETED);
 	s->st.deletes++;
@@ -816,29 +837,10 @@ ct_delete_pos(struct ct_shard *s, enum ct_family fam, uint32_t pos)
 int
 ct_delete(struct ct_shard *s, enum ct_family fam, const void *key, uint32_t sig)
 {
-	struct ct_fam *f = &s->fam[fam];
-	int32_t pos;
-	uint32_t peer;
+	uint32_t pos = ct_find_key(&s->fam[fam], key, sig);
 
-	if (unlikely(s->destroy_fn != NULL)) {
-		/* the hook wants the flow as it is: take the general path */
-		pos = rte_hash_lookup_with_hash(f->h, key, sig);
-		return pos < 0 ? -ENOENT : ct_delete_pos(s, fam, (uint32_t)pos);
-	}
-	pos = rte_hash_del_key_with_hash(f->h, key, sig);
-	if (pos < 0)
-		return -ENOENT;
-	/* One hash operation: the key is already out; settle the slot and
-	 * take the NAT peer with it. */
-	peer = f->e[pos].peer;
-	ct_release_slot(s, f, (uint32_t)pos);
-	if (peer != CT_NONE && peer < f->slots && f->e[peer].state != CT_ST_NONE &&
-	    f->e[peer].peer == (uint32_t)pos)
-		ct_remove_one(s, f, peer);
-	s->st.deletes++;
-	return 0;
+	return pos == CT_NONE ? -ENOENT : ct_delete_pos(s, fam, pos);
 }
-
 /* ---- state machine -------------------------------------------------- */
 
 enum ct_state
@@ -951,18 +953,17 @@ ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 	if (h != e)
 		e->state = (uint8_t)st;
 	else if (h->peer != CT_NONE)
-		f->e[h->peer].state = (uint8_t)st;
-	/* a new state has a new timeout: the lookup deadlines follow */
-	ct_pdata_set(s, f, ct_pos_of(f, h), h);
-	if (h->peer != CT_NONE)
-		ct_pdata_set(s, f, h->peer, h);
+		ct_ent(f, h->peer)->state = (uint8_t)st;
 	if (!(h->flags & CT_F_ASSURED) && ct_state_assured(st)) {
 		h->flags |= CT_F_ASSURED;
 		ct_ed_unlink(f, ct_pos_of(f, h));
 	}
-	if (unlikely(s->state_fn != NULL))
-		s->state_fn(s->state_arg, (enum ct_family)(f - s->fam),
-			    ct_fam_key(f, ct_pos_of(f, h)), h, old, now);
+	if (unlikely(s->state_fn != NULL)) {
+		struct ct_key6 k;
+
+		ct_key_copy(f, ct_pos_of(f, h), &k);
+		s->state_fn(s->state_arg, (enum ct_family)(f - s->fam), &k, h, old, now);
+	}
 	return st;
 }
 
@@ -975,7 +976,7 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 	uint32_t p = f->sweep_pos;
 
 	for (uint32_t i = 0; i < budget; i++) {
-		struct ct_entry *e = &f->e[p];
+		struct ct_entry *e = ct_ent(f, p);
 
 		if (e->state != CT_ST_NONE && !(e->flags & CT_F_REPLY) &&
 		    ct_expired(s, e, now)) {
@@ -984,8 +985,7 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 			s->st.expired[st]++;
 			expired++;
 		}
-		if (++p == f->slots)
-			p = 0;
+		p = (p + 1) & f->mask;
 	}
 	f->sweep_pos = p;
 	return expired;
@@ -1008,9 +1008,9 @@ ct_expire(struct ct_shard *s, uint64_t now)
 	/* elapsed / period of a pass, times the slots: both sides bounded,
 	 * no overflow below ~2^32 slots x 2^32 ticks. */
 	if (elapsed >= s->sweep_period)
-		n = f->slots;
+		n = ct_size(f);
 	else
-		n = (elapsed * f->slots) / s->sweep_period;
+		n = (elapsed * ct_size(f)) / s->sweep_period;
 	if (n == 0)
 		return 0;
 	s->sweep_last = now;
@@ -1048,7 +1048,49 @@ ct_memory(const struct ct_shard *s)
 uint32_t
 ct_slots(const struct ct_shard *s, enum ct_family fam)
 {
-	return s->fam[fam].slots;
+	return s->fam[fam].cap;
+}
+
+/* ---- self-check (tests, fuzzing) ------------------------------------ */
+
+int
+ct_check(const struct ct_shard *s)
+{
+	for (int fam = 0; fam < CT_FAMILIES; fam++) {
+		const struct ct_fam *f = &s->fam[fam];
+		uint32_t live = 0, size = ct_size(f);
+		uint32_t *ovf = calloc(size, sizeof(*ovf));
+
+		if (ovf == NULL)
+			return -ENOMEM;
+		for (uint32_t p = 0; p < size; p++) {
+			const uint8_t *sl = ct_slot(f, p);
+			uint32_t disp = ct_disp(sl, f->key_len);
+
+			if (ct_ent(f, p)->state == CT_ST_NONE) {
+				if (disp != 0)
+					goto bad;
+				continue;
+			}
+			live++;
+			/* found from its home, where the displacement says */
+			if (ct_find(f, sl, (p - disp) & f->mask, f->key_len) != p)
+				goto bad;
+			for (uint32_t q = (p - disp) & f->mask; q != p; q = (q + 1) & f->mask)
+				ovf[q]++;
+		}
+		for (uint32_t p = 0; p < size; p++)
+			if (ovf[p] != ct_ovf(ct_slot(f, p), f->key_len))
+				goto bad;
+		free(ovf);
+		if (live != f->count || f->count > f->cap)
+			return -EILSEQ;
+		continue;
+bad:
+		free(ovf);
+		return -EILSEQ;
+	}
+	return 0;
 }
 
 /* ---- walk ----------------------------------------------------------- */
@@ -1065,8 +1107,8 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 		struct ct_fam *f = &s->fam[fam];
 		uint32_t p = (uint32_t)c;
 
-		for (; p < f->slots && max > 0; p++, max--) {
-			struct ct_entry *e = &f->e[p];
+		for (; p <= f->mask && max > 0; p++, max--) {
+			struct ct_entry *e = ct_ent(f, p);
 			struct ct_flow fl;
 
 			if (e->state == CT_ST_NONE || (e->flags & CT_F_REPLY))
@@ -1075,7 +1117,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 			 * walks millions of flows on the worker's time); the
 			 * key union is valid for fl.family's length, the reply
 			 * key only with has_reply */
-			memcpy(&fl.k6, ct_fam_key(f, p), f->key_len);
+			ct_key_copy(f, p, &fl.k6);
 			fl.e = *e;
 			fl.pos = p;
 			fl.family = (uint8_t)fam;
@@ -1087,11 +1129,13 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 			fl.expires_ticks = fl.age_ticks < s->to_ticks[e->state]
 						   ? s->to_ticks[e->state] - fl.age_ticks
 						   : 0;
-			if (e->peer != CT_NONE && e->peer < f->slots &&
-			    f->e[e->peer].state != CT_ST_NONE) {
-				memcpy(&fl.reply.k6, ct_fam_key(f, e->peer), f->key_len);
-				fl.reply_packets = f->e[e->peer].packets;
-				fl.reply_bytes = f->e[e->peer].bytes;
+			const struct ct_entry *r = e->peer != CT_NONE
+							   ? ct_live_at(f, e->peer) : NULL;
+
+			if (r != NULL) {
+				ct_key_copy(f, e->peer, &fl.reply.k6);
+				fl.reply_packets = r->packets;
+				fl.reply_bytes = r->bytes;
 				fl.has_reply = 1;
 			}
 			visited++;
@@ -1101,7 +1145,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 				s->st.deletes++;
 			}
 		}
-		if (p >= f->slots)
+		if (p > f->mask)
 			c = fam + 1 < CT_FAMILIES ? (uint64_t)(fam + 1) << 32
 						  : CT_WALK_DONE;
 		else

@@ -14,29 +14,33 @@
  * the key exact also saves the compare-and-swap on every packet that
  * normalization costs.
  *
- * IPv4 and IPv6 have separate rte_hash tables inside a shard, so an IPv4
- * key is 16 bytes (rte_hash's SSE 16-byte compare) and an IPv6 key 48 bytes
- * (its 48-byte compare).  Both tables index one entry array each by the
- * position rte_hash returns (rte_hash_add_key_with_hash), so there is no
- * separate entry allocator and no data pointer per key.
+ * IPv4 and IPv6 have separate tables inside a shard, so an IPv4 key is 16
+ * bytes and an IPv6 key 48.
+ *
+ * ## One cache line per lookup
+ * Each table is open addressing with linear probing over slots that hold
+ * a key and its entry side by side (IPv4: 16 + 48 B, one 64-byte line;
+ * IPv6: a 128-byte slot whose first line holds the key and the entry's
+ * lookup fields).  The line the signature points at answers the lookup --
+ * key, liveness, backend -- and is the line the dataplane then updates:
+ * one dependent miss per packet where rte_hash reads three (bucket, key
+ * store, entry; the shard used it until issue 17, and flowgate-bench
+ * conntrack still times it on the same keys as the baseline).  A slot's
+ * index is the flow's position, and a slot never moves while its flow
+ * lives; a freed slot is a tombstone while a probe may run through it.
  *
  * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
- * key store 32 B (8 B data word + 16 B key, 16-aligned) + bucket array
- * 8-16 B (64 B bucket / 8 slots, buckets rounded to a power of two) +
- * extendable buckets 8-16 B + free-slot rings 4-8 B + struct ct_entry 48 B
- * = 104-122 B per slot of capacity (measured: 106 B at 100K, 122 B at 1M,
- * 114 B at 10M; bytes_per_flow in bench/RESULTS.md), plus 4 B per slot
- * for the creation time (kept beside the entries, not in them).
+ * At most 2/3 of the slots are live when the table is full (linear
+ * probing then reads 2 slots per hit on average, 1.5 at half load), and
+ * the slot count is a power of two: 64 B x 1.5-3 slots per flow of
+ * capacity = 96-192 B, plus 4 B per slot for the creation time (kept
+ * beside the slots, not in them); bytes_per_flow in bench/RESULTS.md.
  *
- * ## Expiry on lookup without reading the entry
- * rte_hash keeps an 8-byte data word in front of every key, in the cache
- * line a lookup reads anyway.  The shard stores (coarse expiry deadline,
- * position) there, so ct_lookup_bulk answers "present and alive" from that
- * line and only prefetches the entry for the caller; the exact check runs
- * when the coarse deadline has passed (at most once per timeout for an
- * active flow: ct_touch does not refresh the deadline, ct_update does on a
- * state change).  Timeouts lowered at run time (ct_set_timeouts) take
- * effect for lookups as deadlines come due, and for the sweep at once.
+ * ## Expiry on lookup
+ * The entry is in the line the lookup compares, so the exact check
+ * (now - last_seen against the state's timeout) costs no extra read.  A
+ * NAT reply entry mirrors its flow's state and is refreshed with it; only
+ * one that looks expired reads its forward entry for the exact answer.
  *
  * ## Threads
  * A shard is owned by one lcore: every function below that changes or
@@ -44,7 +48,7 @@
  * plane reaches a shard only through the shard's mailbox (ct_mbox_*): it
  * posts a request and the owner executes it between bursts in bounded
  * chunks (ct_shard_poll).  This is DPVS's "callbacks run on the lcore that
- * owns the table" rule; it keeps rte_hash single-threaded (no RW-concurrency
+ * owns the table" rule; it keeps the tables single-threaded (no RW-concurrency
  * flag, which would slow every lookup) and never lets a reader see a
  * half-written entry.
  *
@@ -64,7 +68,7 @@
 extern "C" {
 #endif
 
-/** Largest burst the bulk functions take (rte_hash's bulk limit). */
+/** Largest burst the bulk functions take (a 64-bit hit mask). */
 #define CT_BURST_MAX 64
 /** "No entry" value for positions and links. */
 #define CT_NONE UINT32_MAX
@@ -165,7 +169,7 @@ struct ct_entry {
 	X(FULL)        /* table full and no unassured entry to evict */ \
 	X(FLOOD)       /* flood mode: unassured new flow not inserted */ \
 	X(EXISTS)      /* key already present */ \
-	X(HASH)        /* rte_hash refused (cuckoo path exhausted) */
+	X(HASH)        /* no free slot found (cannot happen below capacity) */
 
 /**
  * Per-shard counters, declared once.  Each name becomes a uint64_t field of
@@ -267,10 +271,9 @@ struct ct_timeouts {
 #define CT_DEFAULT_CAPACITY (1u << 20)
 
 struct ct_config {
-	const char *name;      /**< unique name prefix for rte_hash objects. */
-	/** Max tracked IPv4 entries (a NAT flow takes two).  The shard may
-	 *  round it up by at most 11% to keep rte_hash's buckets at most 90%
-	 *  loaded when full; ct_slots() tells the capacity in effect. */
+	const char *name;      /**< unique name prefix for the shard's memory. */
+	/** Max tracked IPv4 entries (a NAT flow takes two), exactly:
+	 *  8 .. 2^29.  ct_slots() tells the capacity in effect. */
 	uint32_t capacity;
 	uint32_t capacity_v6;  /**< IPv6 entries (0 = capacity / 4), same rule. */
 	int socket_id;         /**< NUMA socket for all allocations. */
@@ -286,7 +289,7 @@ struct ct_config {
 	uint32_t pickup_pkts;
 	uint32_t pickup_ms;
 	/** Test hook: replaces CRC32C as the hash function (NULL = default).
-	 *  A colliding hash forces the cuckoo and eviction paths. */
+	 *  A colliding hash forces long probes, tombstones and eviction. */
 	uint32_t (*hash_fn)(const void *key, uint32_t len, uint32_t init);
 };
 
@@ -299,10 +302,8 @@ struct ct_shard;
 void ct_config_defaults(struct ct_config *cfg);
 
 /**
- * Creates a shard: both rte_hash tables (extendable buckets) and the entry
- * arrays, preallocated on cfg->socket_id.
- * Thread safety: call from any single thread at start-up (rte_hash_create
- * takes DPDK's tailq lock).
+ * Creates a shard: both tables, preallocated on cfg->socket_id.
+ * Thread safety: call from any single thread at start-up.
  * @return the shard, or NULL with rte_errno set: EINVAL (bad config),
  *   ENOMEM (no memory on that socket), EEXIST (name in use).
  */
@@ -376,7 +377,7 @@ struct ct_entry *ct_lookup(struct ct_shard *s, enum ct_family fam,
  * The new entry is zeroed except state, proto, flags (CT_F_V6 set from fam,
  * CT_F_ASSURED from @p assured), last_seen = now, peer = CT_NONE.
  * Owner lcore only.
- * A key already present is never touched (its entry, data word and
+ * A key already present is never touched (its entry and
  * position stay as they are): the call fails with -EEXIST and @p pos_out
  * receives the live entry's position, so a caller that raced itself (two
  * packets of a new flow in one burst) continues with that entry.
@@ -408,8 +409,10 @@ int ct_delete(struct ct_shard *s, enum ct_family fam, const void *key,
 /** Returns the entry at a position or NULL if free.  Owner only. */
 struct ct_entry *ct_entry_at(struct ct_shard *s, enum ct_family fam,
 			     uint32_t pos);
-/** Returns the key stored at a position (pointer into rte_hash's key
- *  store, valid until the entry is deleted).  Owner only. */
+/** Returns the key stored at a position (pointer into the slot, valid
+ *  until the entry is deleted).  Its tuple fields are the flow's; its pad
+ *  bytes hold the table's bookkeeping (not zero, unlike a lookup key).
+ *  Owner only. */
 const void *ct_key_at(const struct ct_shard *s, enum ct_family fam,
 		      uint32_t pos);
 
@@ -495,6 +498,14 @@ size_t ct_memory(const struct ct_shard *s);
 
 /** Slots per family (iteration bound). */
 uint32_t ct_slots(const struct ct_shard *s, enum ct_family fam);
+
+/**
+ * Verifies the shard's tables (tests and fuzzing; walks every slot):
+ * each live key is found from its home slot, every slot's count of keys
+ * probing past it is exact, the live count is right.  Owner only.
+ * @return 0, -EILSEQ (inconsistent) or -ENOMEM.
+ */
+int ct_check(const struct ct_shard *s);
 
 /** Why a flow left the table (ct_event_fn). */
 enum ct_destroy_reason {

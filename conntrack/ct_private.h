@@ -3,33 +3,72 @@
 #ifndef FLOWGATE_CT_PRIVATE_H
 #define FLOWGATE_CT_PRIVATE_H
 
+#include <assert.h>
+
 #include <rte_common.h>
-#include <rte_hash.h>
 
 #include "ct.h"
 
-/* One address family's table: rte_hash + the entry array it indexes. */
+/*
+ * One address family's table: open addressing with linear probing over
+ * slots that hold a key and its entry side by side, so the line the hash
+ * points at answers a lookup -- key, liveness, backend -- and is the line
+ * the dataplane then updates (one dependent miss per packet where
+ * rte_hash reads three: bucket, key store, entry).
+ *
+ *   IPv4 slot:  [ct_key4 16 B][ct_entry 48 B]            = one 64 B line
+ *   IPv6 slot:  [ct_key6 48 B][ct_entry 48 B][pad 32 B]  = 128 B: the
+ *               key and the entry's first 16 bytes in the first line
+ *
+ * A slot never moves while its flow lives: its index is the flow's
+ * position (NAT peer links, the early-drop list, the walk cursor).
+ *
+ * No tombstones: every slot keeps, in the last pad bytes of its key (the
+ * key's "meta" word, bytes key_len-3 .. key_len-1), how many live keys
+ * probe past it (ovf: their home is at or before it, their slot after
+ * it), and its occupant's displacement from home (disp).  A probe stops
+ * at the first slot that does not hold its key and that no key probes
+ * past (ovf 0): a miss usually costs the home slot alone, and a free slot
+ * is free at once (F14's overflow counts, per slot).  Both counts are 12
+ * bits: an insert that would land 4096 or more slots from home is refused
+ * (CT_INSFAIL_HASH; with CRC32C at <= 2/3 load it does not happen).
+ */
+#define CT_META_SHIFT 8                 /* meta = le32(key + key_len - 4) >> 8 */
+#define CT_META_BITS 12
+#define CT_META_MAX ((1u << CT_META_BITS) - 1)
+/* the key bytes a lookup compares in its last 8-byte word: all but the
+ * meta bytes (the rest of the pad is zero in every key) */
+#define CT_KEY_LAST_MASK 0x000000FFFFFFFFFFull
+
+struct ct_slot4 {
+	struct ct_key4 k;
+	struct ct_entry e;
+};
+struct ct_slot6 {
+	struct ct_key6 k;
+	struct ct_entry e;
+	uint8_t pad[32];
+};
+static_assert(sizeof(struct ct_slot4) == 64, "IPv4 slot is one cache line");
+static_assert(sizeof(struct ct_slot6) == 128, "IPv6 slot is two cache lines");
+static_assert(offsetof(struct ct_key4, pad) <= sizeof(struct ct_key4) - 3 &&
+	      offsetof(struct ct_key6, pad) <= sizeof(struct ct_key6) - 3,
+	      "the meta bytes are key padding");
+static_assert(offsetof(struct ct_slot6, e) + 16 <= 64,
+	      "IPv6 key and the entry's lookup fields share the first line");
+
 struct ct_fam {
-	struct rte_hash *h;
-	struct ct_entry *e;     /* slots entries, indexed by rte_hash position */
+	uint8_t *slot;          /* mask + 1 slots of 1 << slot_shift bytes */
+	uint32_t mask;          /* table size - 1 (size a power of two) */
+	uint32_t home_shift;    /* home = (sig * golden) >> home_shift */
+	uint32_t slot_shift;    /* 6 (IPv4) or 7 (IPv6) */
+	uint32_t key_len;       /* the entry follows the key */
+	uint32_t cap;           /* live entries allowed (both directions) */
+	uint32_t count;         /* live entries */
 	/* creation time of each slot's flow, in coarse units (ticks >>
-	 * tshift, 0.5-1 ms), wrapping: kept out of struct ct_entry so the
-	 * 48-byte entry a lookup touches does not grow; written on insert
-	 * only, read by the walk and ct_entry_life() */
+	 * tshift, 0.5-1 ms), wrapping: kept out of the slot (written on
+	 * insert only, read by the walk and ct_entry_life()) */
 	uint32_t *born;
-	uint32_t slots;         /* key slots of h == entries of e */
-	uint32_t count;         /* live entries (both directions) */
-	uint32_t key_len;
-	/* Key store addressing, derived once from rte_hash_get_key_with_position
-	 * so ct_key_at is arithmetic rather than a second lookup. */
-	const uint8_t *key_base;
-	size_t key_stride;
-	/* rte_hash keeps an 8-byte data word in front of each key, in the
-	 * line a lookup already brings in.  We keep (expiry deadline, position)
-	 * there, so a lookup knows a flow is alive without reading its entry
-	 * (VPP's lb keeps timeouts in its buckets for the same reason).
-	 * pdata_ok: the layout was verified at creation. */
-	bool pdata_ok;
 	/* Early-drop list (unassured forward entries, oldest first). */
 	uint32_t ed_head, ed_tail;
 	uint32_t sweep_pos;     /* incremental expiry cursor */
