@@ -182,9 +182,11 @@ ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
 				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
 	if (f->slot == NULL)
 		return -ENOMEM;
+	f->meta = rte_zmalloc_socket(name, (size_t)size * sizeof(ct_meta_t),
+				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
 	f->born = rte_zmalloc_socket(name, (size_t)size * sizeof(uint32_t),
 				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
-	if (f->born == NULL)
+	if (f->meta == NULL || f->born == NULL)
 		return -ENOMEM;
 	f->ed_head = f->ed_tail = CT_NONE;
 	return 0;
@@ -246,6 +248,7 @@ ct_shard_free(struct ct_shard *s)
 		return;
 	for (int i = 0; i < CT_FAMILIES; i++) {
 		rte_free(s->fam[i].slot);
+		rte_free(s->fam[i].meta);
 		rte_free(s->fam[i].born);
 	}
 	rte_free(s);
@@ -298,10 +301,10 @@ ct_home(const struct ct_fam *f, uint32_t sig)
 	return (sig * 0x9E3779B1u) >> f->home_shift;
 }
 
-/* A slot's meta word (ct_private.h): the count of keys probing past the
- * slot, and its occupant's displacement from home. */
+/* The occupant's displacement from home, kept in its key's last pad
+ * bytes (ct_private.h). */
 static inline uint32_t
-ct_meta(const uint8_t *slot, uint32_t klen)
+ct_disp(const uint8_t *slot, uint32_t klen)
 {
 	uint32_t w;
 
@@ -310,25 +313,32 @@ ct_meta(const uint8_t *slot, uint32_t klen)
 }
 
 static inline void
-ct_meta_set(uint8_t *slot, uint32_t klen, uint32_t meta)
+ct_disp_set(uint8_t *slot, uint32_t klen, uint32_t disp)
 {
 	uint32_t w;
 
 	memcpy(&w, slot + klen - 4, 4);
-	w = (w & ((1u << CT_META_SHIFT) - 1)) | (meta << CT_META_SHIFT);
+	w = (w & ((1u << CT_META_SHIFT) - 1)) | (disp << CT_META_SHIFT);
 	memcpy(slot + klen - 4, &w, 4);
 }
 
 static inline uint32_t
-ct_ovf(const uint8_t *slot, uint32_t klen)
+ct_ovf(const struct ct_fam *f, uint32_t pos)
 {
-	return ct_meta(slot, klen) & CT_META_MAX;
+	return f->meta[pos] >> 8;
 }
 
-static inline uint32_t
-ct_disp(const uint8_t *slot, uint32_t klen)
+/* One more (@p up) or one fewer key probes past @p pos; a saturated
+ * count stays. */
+static inline void
+ct_ovf_step(struct ct_fam *f, uint32_t pos, bool up)
 {
-	return ct_meta(slot, klen) >> CT_META_BITS;
+	uint32_t o = ct_ovf(f, pos);
+
+	if (o == CT_OVF_SAT)
+		return;
+	o = up ? o + 1 : o - 1;
+	f->meta[pos] = (ct_meta_t)((f->meta[pos] & 0xff) | o << 8);
 }
 
 /* A stored key equals a lookup key: every byte but the meta bytes (len
@@ -355,23 +365,24 @@ static inline void
 ct_key_copy(const struct ct_fam *f, uint32_t pos, void *out)
 {
 	memcpy(out, ct_slot(f, pos), f->key_len);
-	ct_meta_set(out, f->key_len, 0);
+	ct_disp_set(out, f->key_len, 0);
 }
 
 /* Position of a live key, or CT_NONE: from its home slot on, while the
- * slot in hand does not hold the key but some key probes past it. */
+ * slot in hand does not hold the key but some key probes past it.  A
+ * slot's line is read only when its tag matches. */
 static __rte_always_inline uint32_t
-ct_find(const struct ct_fam *f, const void *key, uint32_t home, uint32_t klen)
+ct_find(const struct ct_fam *f, const void *key, uint32_t home, uint8_t tag,
+	uint32_t klen)
 {
 	uint32_t p = home;
 
 	for (uint32_t d = 0; d <= f->mask; d++) {
-		const uint8_t *sl = ct_slot(f, p);
-		const struct ct_entry *e = (const struct ct_entry *)(const void *)(sl + klen);
+		ct_meta_t m = f->meta[p];
 
-		if (likely(e->state != CT_ST_NONE) && likely(ct_key_eq(sl, key, klen)))
+		if ((uint8_t)m == tag && likely(ct_key_eq(ct_slot(f, p), key, klen)))
 			return p;
-		if (ct_ovf(sl, klen) == 0)
+		if ((m >> 8) == 0)
 			return CT_NONE;
 		p = (p + 1) & f->mask;
 	}
@@ -382,8 +393,8 @@ static inline uint32_t
 ct_find_key(const struct ct_fam *f, const void *key, uint32_t sig)
 {
 	return f->key_len == sizeof(struct ct_key4)
-		       ? ct_find(f, key, ct_home(f, sig), sizeof(struct ct_key4))
-		       : ct_find(f, key, ct_home(f, sig), sizeof(struct ct_key6));
+		       ? ct_find(f, key, ct_home(f, sig), CT_TAG(sig), sizeof(struct ct_key4))
+		       : ct_find(f, key, ct_home(f, sig), CT_TAG(sig), sizeof(struct ct_key6));
 }
 
 static inline uint32_t
@@ -474,12 +485,10 @@ ct_slot_free(struct ct_fam *f, uint32_t pos)
 
 	ct_ent(f, pos)->state = CT_ST_NONE;
 	ct_ent(f, pos)->flags = 0;
-	ct_meta_set(sl, f->key_len, ct_ovf(sl, f->key_len));
-	for (uint32_t q = (pos - disp) & f->mask; q != pos; q = (q + 1) & f->mask) {
-		uint8_t *t = ct_slot(f, q);
-
-		ct_meta_set(t, f->key_len, ct_meta(t, f->key_len) - 1);
-	}
+	ct_disp_set(sl, f->key_len, 0);
+	f->meta[pos] &= 0xff00;
+	for (uint32_t q = (pos - disp) & f->mask; q != pos; q = (q + 1) & f->mask)
+		ct_ovf_step(f, q, false);
 }
 
 /* Bookkeeping of a slot whose flow leaves, then the slot freed. */
@@ -587,23 +596,58 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 	      const uint32_t *sigs, unsigned int n, uint64_t now,
 	      struct ct_entry **entries, uint32_t *positions, uint32_t klen)
 {
-	uint32_t home[CT_BURST_MAX];
+	uint32_t cand[CT_BURST_MAX];
 	uint64_t hits = 0;
 
+	/* 1. every key's metadata line (cached, mostly: 2 bytes a slot) */
 	for (unsigned int i = 0; i < n; i++) {
-		home[i] = ct_home(f, sigs[i]);
-		rte_prefetch0(ct_slot(f, home[i]));
-		if (klen > sizeof(struct ct_key4))
-			rte_prefetch0(ct_slot(f, home[i]) + RTE_CACHE_LINE_SIZE);
+		cand[i] = ct_home(f, sigs[i]);
+		rte_prefetch0(&f->meta[cand[i]]);
 	}
+	/* 2. the first slot whose tag matches, if any: its line requested
+	 * for every key of the burst before any is compared */
 	for (unsigned int i = 0; i < n; i++) {
-		uint32_t p = ct_find(f, keys[i], home[i], klen);
+		uint8_t tag = CT_TAG(sigs[i]);
+		uint32_t home = cand[i], p = home, d;
+
+		cand[i] = CT_NONE;
+		for (d = 0; d <= f->mask; d++) {
+			ct_meta_t m = f->meta[p];
+
+			if ((uint8_t)m == tag) {
+				cand[i] = p;
+				rte_prefetch0(ct_slot(f, p));
+				if (klen > sizeof(struct ct_key4))
+					rte_prefetch0(ct_slot(f, p) + RTE_CACHE_LINE_SIZE);
+				break;
+			}
+			if ((m >> 8) == 0) {
+				/* a miss: a new flow's insert will write the
+				 * first free slot from home and its creation
+				 * time -- own their lines */
+				for (p = home, d = 0; (uint8_t)f->meta[p] != 0 && d < 8; d++)
+					p = (p + 1) & f->mask;
+				rte_prefetch0_write(ct_slot(f, p));
+				rte_prefetch0_write(&f->born[p]);
+				break;
+			}
+			p = (p + 1) & f->mask;
+		}
+	}
+	/* 3. compare (another key with the tag: search on, rarely) */
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t p = cand[i];
 		struct ct_entry *e;
 
 		entries[i] = NULL;
 		positions[i] = CT_NONE;
 		if (p == CT_NONE)
 			continue;
+		if (unlikely(!ct_key_eq(ct_slot(f, p), keys[i], klen))) {
+			p = ct_find(f, keys[i], ct_home(f, sigs[i]), CT_TAG(sigs[i]), klen);
+			if (p == CT_NONE)
+				continue;
+		}
 		e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
 		if (unlikely(ct_expired(s, e, now)) &&
 		    ct_expired(s, ct_flow_head(f, e), now)) {
@@ -735,28 +779,19 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 		goto fail;
 	}
 	/* The first free slot from home (one exists: count < cap < size);
-	 * the slots before it count one more key probing past them.  With
-	 * every displacement <= CT_META_MAX, no count exceeds it either (the
-	 * keys probing past a slot lie in the CT_META_MAX slots after it). */
-	for (d = 0, pos = home; ct_ent(f, pos)->state != CT_ST_NONE && d <= CT_META_MAX; d++)
+	 * the slots before it count one more key probing past them. */
+	for (d = 0, pos = home; (uint8_t)f->meta[pos] != 0 && d <= CT_DISP_MAX; d++)
 		pos = (pos + 1) & f->mask;
-	if (unlikely(d > CT_META_MAX)) {
+	if (unlikely(d > CT_DISP_MAX)) {
 		s->st.insert_fail_by[CT_INSFAIL_HASH]++;
 		ret = -EIO;
 		goto fail;
 	}
-	for (uint32_t q = home; q != pos; q = (q + 1) & f->mask) {
-		uint8_t *t = ct_slot(f, q);
-
-		ct_meta_set(t, f->key_len, ct_meta(t, f->key_len) + 1);
-	}
-	{
-		uint8_t *sl = ct_slot(f, pos);
-		uint32_t ovf = ct_ovf(sl, f->key_len);
-
-		memcpy(sl, key, f->key_len);
-		ct_meta_set(sl, f->key_len, ovf | d << CT_META_BITS);
-	}
+	for (uint32_t q = home; q != pos; q = (q + 1) & f->mask)
+		ct_ovf_step(f, q, true);
+	f->meta[pos] = (ct_meta_t)((f->meta[pos] & 0xff00) | CT_TAG(sig));
+	memcpy(ct_slot(f, pos), key, f->key_len);
+	ct_disp_set(ct_slot(f, pos), f->key_len, d);
 	e = ct_ent(f, pos);
 	memset(e, 0, sizeof(*e));
 	e->state = (uint8_t)state;
@@ -1066,21 +1101,24 @@ ct_check(const struct ct_shard *s)
 		for (uint32_t p = 0; p < size; p++) {
 			const uint8_t *sl = ct_slot(f, p);
 			uint32_t disp = ct_disp(sl, f->key_len);
+			uint8_t tag = (uint8_t)f->meta[p];
 
 			if (ct_ent(f, p)->state == CT_ST_NONE) {
-				if (disp != 0)
+				if (disp != 0 || tag != 0)
 					goto bad;
 				continue;
 			}
 			live++;
 			/* found from its home, where the displacement says */
-			if (ct_find(f, sl, (p - disp) & f->mask, f->key_len) != p)
+			if (!(tag & 0x80) ||
+			    ct_find(f, sl, (p - disp) & f->mask, tag, f->key_len) != p)
 				goto bad;
 			for (uint32_t q = (p - disp) & f->mask; q != p; q = (q + 1) & f->mask)
 				ovf[q]++;
 		}
+		/* exact, or saturated (then it stays) */
 		for (uint32_t p = 0; p < size; p++)
-			if (ovf[p] != ct_ovf(ct_slot(f, p), f->key_len))
+			if (ovf[p] != ct_ovf(f, p) && ct_ovf(f, p) != CT_OVF_SAT)
 				goto bad;
 		free(ovf);
 		if (live != f->count || f->count > f->cap)

@@ -23,22 +23,33 @@
  * A slot never moves while its flow lives: its index is the flow's
  * position (NAT peer links, the early-drop list, the walk cursor).
  *
- * No tombstones: every slot keeps, in the last pad bytes of its key (the
- * key's "meta" word, bytes key_len-3 .. key_len-1), how many live keys
- * probe past it (ovf: their home is at or before it, their slot after
- * it), and its occupant's displacement from home (disp).  A probe stops
- * at the first slot that does not hold its key and that no key probes
- * past (ovf 0): a miss usually costs the home slot alone, and a free slot
- * is free at once (F14's overflow counts, per slot).  Both counts are 12
- * bits: an insert that would land 4096 or more slots from home is refused
- * (CT_INSFAIL_HASH; with CRC32C at <= 2/3 load it does not happen).
+ * Beside the slots, a metadata array of 2 bytes per slot, 32 slots to a
+ * line (F14's and Swiss tables' idea, per slot):
+ *   tag  8 bits of the occupant's signature with the top bit set, 0 when
+ *        the slot is free: a probe reads a slot's line only when its tag
+ *        matches (1 in 128 for another key), so a miss (a new flow) reads
+ *        no slot at all, and a hit reads its own slot only;
+ *   ovf  how many live keys probe past the slot (their home is at or
+ *        before it, their slot after it), saturating at 255 (then it
+ *        stays: a probe just goes on further).  A probe stops at the
+ *        first slot without its key that no key probes past: no
+ *        tombstones, and a freed slot is free at once.
+ * The occupant's displacement from home (12 bits, in the last pad bytes
+ * of its key, the key's "meta" word) tells a removal which counts to
+ * lower.  An insert that would land 4096 or more slots from home is
+ * refused (CT_INSFAIL_HASH; with CRC32C at <= 2/3 load it does not
+ * happen).
  */
-#define CT_META_SHIFT 8                 /* meta = le32(key + key_len - 4) >> 8 */
-#define CT_META_BITS 12
-#define CT_META_MAX ((1u << CT_META_BITS) - 1)
+#define CT_META_SHIFT 8                 /* disp = le32(key + key_len - 4) >> 8 */
+#define CT_DISP_MAX 4095u
+#define CT_OVF_SAT 255u
 /* the key bytes a lookup compares in its last 8-byte word: all but the
  * meta bytes (the rest of the pad is zero in every key) */
 #define CT_KEY_LAST_MASK 0x000000FFFFFFFFFFull
+
+/* one slot's metadata: tag in the low byte, ovf in the high byte */
+typedef uint16_t ct_meta_t;
+#define CT_TAG(sig) ((uint8_t)(((sig) & 0x7f) | 0x80))
 
 struct ct_slot4 {
 	struct ct_key4 k;
@@ -59,6 +70,7 @@ static_assert(offsetof(struct ct_slot6, e) + 16 <= 64,
 
 struct ct_fam {
 	uint8_t *slot;          /* mask + 1 slots of 1 << slot_shift bytes */
+	ct_meta_t *meta;        /* mask + 1 (tag, ovf) pairs */
 	uint32_t mask;          /* table size - 1 (size a power of two) */
 	uint32_t home_shift;    /* home = (sig * golden) >> home_shift */
 	uint32_t slot_shift;    /* 6 (IPv4) or 7 (IPv6) */

@@ -708,6 +708,34 @@ test_colliding_hash_fills_to_capacity(void **state)
 	assert_null(ins4(s, 999, CT_ST_ESTABLISHED, true, 1, &err));
 	assert_int_equal(err, -ENOSPC);
 	ct_shard_free(s);
+
+	/* Past the 255 a probe count holds (it stays saturated: lookups go on
+	 * further) and the 4096 slots a key may land from home (refused as
+	 * HASH, never placed where a probe would not find it). */
+	s = mk_shard(5000, 0, collide_hash);
+	uint32_t placed = 0;
+	for (uint32_t i = 0; i < 5000; i++) {
+		if (ins4(s, i, CT_ST_ESTABLISHED, true, 1, &err) != NULL) {
+			placed++;
+			continue;
+		}
+		assert_int_equal(err, -EIO);
+	}
+	assert_int_equal(placed, 4096);
+	assert_int_equal(ct_stats_get(s)->insert_fail_by[CT_INSFAIL_HASH], 5000 - 4096);
+	assert_int_equal(ct_check(s), 0);
+	for (uint32_t i = 0; i < 4096; i += 2) {
+		struct ct_key4 k = k4(i);
+
+		assert_int_equal(ct_delete(s, CT_V4, &k, ct_key4_hash(s, &k)), 0);
+	}
+	assert_int_equal(ct_check(s), 0);
+	for (uint32_t i = 0; i < 4096; i++)
+		if (i & 1)
+			assert_non_null(get4(s, i, 2));
+		else
+			assert_null(get4(s, i, 2));
+	ct_shard_free(s);
 }
 
 /* ---- flood mode ------------------------------------------------------ */
