@@ -13,7 +13,7 @@
  *          software RSS: fg_rss_hash() -> owner worker; others' packets go
  *          to the owner over an SP/SC ring (already parsed); ARP / ND go
  *          to fg_neigh_arp_input / fg_neigh_nd_input (fg_neigh.c)
- *          fg_pkt_sig()               -> CRC32C flow signature (rte_hash sig + Maglev slot)
+ *          fg_pkt_sig()               -> CRC32C flow signature (conntrack slot + Maglev slot)
  *       2. ct_lookup_bulk()           once per family (v4 / v6 groups)
  *       3. hit  -> fg_flow_forward()  ct_update, rewrite for the flow's mode
  *          miss -> fg_flow_new()      service lookup, scheduler (Maglev /

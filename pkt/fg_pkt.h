@@ -117,7 +117,7 @@ static inline uint32_t fg_pkt_l4_len(const struct fg_pkt *p)
 
 /**
  * Flow signature of a parsed packet: ct_hash_crc over the key of its
- * family (16 B for v4, 48 B for v6) — the rte_hash signature and the
+ * family (16 B for v4, 48 B for v6) — the conntrack signature and the
  * Maglev slot source.  Thread safety: pure.
  */
 uint32_t fg_pkt_sig(const struct fg_pkt *p);
