@@ -134,6 +134,17 @@ ctb_shuffle(uint64_t n)
 	return p;
 }
 
+/* One burst's keys and signatures, in the measured order. */
+static inline void
+ctb_gather(const void **kp, uint32_t *sp, const struct ct_key4 *keys,
+	   const uint32_t *sigs, const uint32_t *order)
+{
+	for (int j = 0; j < BURST; j++) {
+		kp[j] = &keys[order[j]];
+		sp[j] = sigs[order[j]];
+	}
+}
+
 int bench_conntrack_main(int argc, char **argv);
 
 struct walk_sink {
@@ -317,22 +328,14 @@ bench_conntrack_main(int argc, char **argv)
 
 			t0 = rte_rdtsc_precise();
 			for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
-				for (int j = 0; j < BURST; j++) {
-					uint32_t x = order[i + j];
-					kp[j] = &keys[x];
-					sp[j] = sigs[x];
-				}
+				ctb_gather(kp, sp, keys, sigs, order + i);
 				rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
 				for (int j = 0; j < BURST; j++)
 					sink += (uint32_t)posv[j];
 			}
 			uint64_t t1 = rte_rdtsc_precise();
 			for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
-				for (int j = 0; j < BURST; j++) {
-					uint32_t x = order[i + j];
-					kp[j] = &keys[x];
-					sp[j] = sigs[x];
-				}
+				ctb_gather(kp, sp, keys, sigs, order + i);
 				uint64_t hit = ct_lookup_bulk(s, CT_V4, kp, sp, BURST, now, ents, cpos);
 				if (unlikely(hit != (BURST == 64 ? UINT64_MAX : (1ull << BURST) - 1))) {
 					fprintf(stderr, "conntrack: lookup missed present keys\n");
@@ -346,11 +349,7 @@ bench_conntrack_main(int argc, char **argv)
 			/* the same again, reading each hit's entry (backend), as
 			 * the dataplane's update step does */
 			for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
-				for (int j = 0; j < BURST; j++) {
-					uint32_t x = order[i + j];
-					kp[j] = &keys[x];
-					sp[j] = sigs[x];
-				}
+				ctb_gather(kp, sp, keys, sigs, order + i);
 				ct_lookup_bulk(s, CT_V4, kp, sp, BURST, now, ents, cpos);
 				for (int j = 0; j < BURST; j++)
 					sink += ents[j]->backend;
@@ -358,11 +357,7 @@ bench_conntrack_main(int argc, char **argv)
 			uint64_t t3 = rte_rdtsc_precise();
 			/* the baseline: rte_hash, then the entry at its position */
 			for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
-				for (int j = 0; j < BURST; j++) {
-					uint32_t x = order[i + j];
-					kp[j] = &keys[x];
-					sp[j] = sigs[x];
-				}
+				ctb_gather(kp, sp, keys, sigs, order + i);
 				rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
 				for (int j = 0; j < BURST; j++)
 					rte_prefetch0(&rents[posv[j]]);

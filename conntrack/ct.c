@@ -705,22 +705,10 @@ ct_lookup(struct ct_shard *s, enum ct_family fam, const void *key,
 static int
 ct_early_drop(struct ct_shard *s, struct ct_fam *f)
 {
-	uint32_t victim = f->ed_head, next;
+	uint32_t victim = f->ed_head;
 
 	if (victim == CT_NONE)
 		return -ENOSPC;
-	/* The list is in age order, which is no order in memory: a full
-	 * table evicting on every insert (a SYN flood) would wait on each
-	 * victim's line.  Bring in the one after the next victim: its line
-	 * and the next victim's (brought in by the eviction before) are
-	 * what the next eviction reads. */
-	next = ct_ent(f, victim)->ed_next;
-	if (next != CT_NONE) {
-		uint32_t after = ct_ent(f, next)->ed_next;
-
-		if (after != CT_NONE)
-			rte_prefetch0(ct_slot(f, after));
-	}
 	ct_remove_flow(s, f, victim, CT_DESTROY_EVICTED);
 	s->st.evictions[CT_EVICT_EARLY_DROP]++;
 	return 0;
