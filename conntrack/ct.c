@@ -752,6 +752,11 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	/* a key already here stays as it is (the caller continues with it);
 	 * refusing or evicting for it would punish a live flow */
 	home = ct_home(f, sig);
+	/* the lines the insert writes, requested with the metadata line the
+	 * probe reads first: an insert that no bulk lookup prepared (a NAT
+	 * reply entry, a fragment-follow entry) overlaps its three misses */
+	rte_prefetch0_write(ct_slot(f, home));
+	rte_prefetch0_write(&f->born[home]);
 	pos = ct_find_key(f, key, sig);
 	if (unlikely(pos != CT_NONE))
 		goto exists;
@@ -1001,8 +1006,9 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 	for (uint32_t i = 0; i < budget; i++) {
 		struct ct_entry *e = ct_ent(f, p);
 
-		if (e->state != CT_ST_NONE && !(e->flags & CT_F_REPLY) &&
-		    ct_expired(s, e, now)) {
+		/* a free slot's line is not read: its metadata says so */
+		if ((uint8_t)f->meta[p] != 0 && e->state != CT_ST_NONE &&
+		    !(e->flags & CT_F_REPLY) && ct_expired(s, e, now)) {
 			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
 
 			s->st.expired[st]++;
