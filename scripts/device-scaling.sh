@@ -14,13 +14,15 @@
 #                                   IMIX, NAT
 #   scripts/device-scaling.sh 10m   10M flows: 1, 8, 14, 15 workers, IMIX
 #   scripts/device-scaling.sh 1m-before   the before build at 2-15 workers
+#   scripts/device-scaling.sh ab    1M flows, 1 and 14 workers, before and
+#                                   after interleaved, 3 rounds
 #   scripts/device-scaling.sh ct    flowgate-bench conntrack at 1M and 10M
-#                                   flows (with the one-miss prototype)
+#                                   flows (the table against rte_hash)
 # Writes $OUT/scaling-PHASE.jsonl (one line per run, "tag" added) and
 # $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, 10m or ct}
+PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, ab, 10m or ct}
 C=$PWD/.carry/scale
 W=/root/fgscale
 rm -rf $W && mkdir -p $W
@@ -30,7 +32,7 @@ export FG_TESTPMD=$W/dpdk-testpmd FG_TESTPMD_EAL="-d $W/pmds" FG_L3FWD_EAL="-d $
 echo 20000 > /proc/sys/vm/nr_hugepages
 mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-{ lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz'; grep -E 'Huge' /proc/meminfo; echo "after $(cat $C/commit)";
+{ lscpu | grep -E 'Model name|^CPU\(s\)|L3|MHz|Thread|Core|Socket|NUMA'; grep -E 'Huge' /proc/meminfo; echo "after $(cat $C/commit)";
   echo "before $(cat $C/before.commit)"; } > "$OUT/env.txt" 2>&1
 export FG_BENCH_VERBOSE=1
 run() { # TAG L3FWD_BIN BENCH ARGS...
@@ -40,9 +42,12 @@ run() { # TAG L3FWD_BIN BENCH ARGS...
 		sed "s|^{|{\"tag\":\"$tag\",|" | tee -a "$OUT/scaling-$PHASE.jsonl"
 }
 A=$W/flowgate-bench-before B=$W/flowgate-bench L64=$W/l3fwd-64 LIM=$W/l3fwd-imix
+# the before build (1398c27) predates --no-baselines and l3fwd: its runs
+# skip testpmd by the option it has
+NB=--no-testpmd
 if [ "$PHASE" = 1m ]; then
 	for r in 1 2 3; do
-		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --no-baselines --json
+		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 $NB --json
 		run after $L64 $B dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 --json
 	done
 	for w in 2 4 8 14 15; do
@@ -52,19 +57,32 @@ if [ "$PHASE" = 1m ]; then
 	run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
 	run after $L64 $B dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --json
 	run after "" $B dataplane --flows 1000000 --mode nat --workers 14 --seconds 3 --no-baselines --json
+elif [ "$PHASE" = ab ]; then
+	# before/after in one run, 1 and 14 workers, interleaved: after in
+	# uniform order (the issue's) and in creation order (the before
+	# build's only order)
+	for r in 1 2 3; do
+		for w in 1 14; do
+			run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 $NB --json
+			run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
+			run after-creation "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --order creation --no-baselines --json
+		done
+	done
 elif [ "$PHASE" = ct ]; then
 	run after "" $B conntrack --flows 1000000 --json
 	run after "" $B conntrack --flows 10000000 --json
 elif [ "$PHASE" = 1m-before ]; then
 	for w in 2 4 8 14 15; do
-		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
+		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 $NB --json
 	done
-	run before "" $A dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --no-baselines --json
+	run before "" $A dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 $NB --json
 else
 	run after $L64 $B dataplane --flows 10000000 --mode dsr-ipip --workers 1 --seconds 3 --json
 	for w in 8 14 15; do
 		run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
 	done
-	run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers 1 --seconds 3 --imix --no-l3fwd --json
+	# no baselines: testpmd cannot allocate 10M full-size mbufs in the
+	# device's 40 GB of hugepages (the 64 B run above has both)
+	run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers 1 --seconds 3 --imix --no-baselines --json
 	run after "" $B dataplane --flows 10000000 --mode dsr-ipip --workers 14 --seconds 3 --imix --no-baselines --json
 fi
