@@ -6,6 +6,9 @@
  *   fg_flow_new()      no entry: service lookup, scheduler (Maglev slot
  *                      or least-connections), ct_insert, full NAT's local
  *                      port and reply entry (nat_setup), then forward
+ *   fg_flow_hit()      a hit's common case in one pass (flow_account, then
+ *                      dsr_send or send_nat with the forwarding slot);
+ *                      anything else goes to fg_flow_forward
  *   fg_flow_forward()  request direction: counters, conntrack state, then
  *                      DSR encapsulation (send_dsr) or NAT (send_nat);
  *                      first fragments arm the fragment-follow entry
@@ -154,6 +157,15 @@ static inline enum fg_drop xlate_err(int rc)
 	}
 }
 
+/* Whether --second-chance weighs this service's packets at all (GUE, and
+ * a previous Maglev table to consult). */
+static inline bool second_chance_on(const struct fg_worker *w,
+				    const struct fg_lb_service *s)
+{
+	return w->dp->second_chance && s->prev_maglev != NULL &&
+	       s->mode == FG_MODE_DSR_GUE;
+}
+
 /* --second-chance: a TCP packet without SYN of a flow this node picked up
  * mid-stream (no entry, or CT_F_MIDSTREAM) may belong to the backend that
  * the service's previous Maglev table chose (the flow began on another
@@ -185,6 +197,24 @@ second_chance(struct fg_worker *w, const struct fg_pkt *p,
 	return pb;
 }
 
+/* Where (service @p sid, backend @p bid) lives in the forwarding cache
+ * (direct-mapped), and whether that slot holds it in table @p lb. */
+static inline struct fg_fwd_slot *fwd_slot_of(struct fg_worker *w,
+					      uint16_t sid, uint32_t bid)
+{
+	uint32_t h = ((uint32_t)sid * 0x9E3779B1u ^ bid) * 0x85EBCA6Bu;
+
+	return &w->fwd[h >> 24 & (FG_FWD_SLOTS - 1)];
+}
+
+static inline bool fwd_slot_holds(const struct fg_fwd_slot *c,
+				  const struct fg_lb_table *lb,
+				  uint16_t sid, uint32_t bid)
+{
+	return c->lb_gen == lb->generation && c->service == sid &&
+	       c->backend == bid;
+}
+
 /* The forwarding cache slot of (service @p sid, backend @p bid) in this
  * table, filled on a miss; NULL when the service or the backend is gone
  * (the caller's slow path counts and decides).  fg_worker_private.h. */
@@ -192,14 +222,12 @@ static inline struct fg_fwd_slot *fwd_slot(struct fg_worker *w,
 					   const struct fg_lb_table *lb,
 					   uint16_t sid, uint32_t bid)
 {
-	uint32_t h = ((uint32_t)sid * 0x9E3779B1u ^ bid) * 0x85EBCA6Bu;
-	struct fg_fwd_slot *c = &w->fwd[h >> 24 & (FG_FWD_SLOTS - 1)];
+	struct fg_fwd_slot *c = fwd_slot_of(w, sid, bid);
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
 	uint16_t i;
 
-	if (likely(c->lb_gen == lb->generation && c->service == sid &&
-		   c->backend == bid))
+	if (likely(fwd_slot_holds(c, lb, sid, bid)))
 		return c;
 	i = lb->svc_by_id[sid];
 	if (i == 0)
@@ -214,6 +242,7 @@ static inline struct fg_fwd_slot *fwd_slot(struct fg_worker *w,
 	c->backend = bid;
 	c->s = s;
 	c->b = b;
+	c->direct = !second_chance_on(w, s);
 	return c;
 }
 
@@ -250,6 +279,38 @@ static bool dsr_build(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return fg_xlate_encap_build(t, &e, s->mode == FG_MODE_DSR_GUE) == 0;
 }
 
+/* DSR: the outer headers @p t in front of the packet, out of @p port
+ * (a packet too big for them is answered, within the rate limit). */
+static inline bool dsr_send(struct fg_worker *w, struct fg_burst_out *o,
+			    struct rte_mbuf *m, const struct fg_pkt *p,
+			    const struct fg_encap_tmpl *t, uint16_t port,
+			    uint64_t now)
+{
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	uint32_t hr = f.headroom, hash = 0;
+	int len;
+
+	if (t->gue) {
+		const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
+
+		hash = pr->parsed == FG_PARSED_GPU ? pr->gpu_rss : fg_rss_hash(p);
+	}
+	len = fg_xlate_encap_apply(&f, p, t, hash);
+	if (unlikely(len < 0)) {
+		uint32_t over = (uint32_t)t->len - t->l2_len;
+
+		if (len == -EMSGSIZE && t->mtu > over)
+			too_big(w, o, m, p, t->mtu - over, FG_DROP_encap_too_big, now);
+		else
+			fg_worker_drop(w, o, m, xlate_err(len));
+		return false;
+	}
+	frame_commit(m, &f, hr, len);
+	fg_worker_tx(w, port, m);
+	return true;
+}
+
 /* DSR: encapsulate towards the backend, with the headers of its
  * forwarding cache slot @p c when there is one.  Returns true when sent. */
 static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
@@ -262,11 +323,8 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	const struct fg_encap_tmpl *t;
 	struct fg_encap_tmpl local;
 	uint16_t port;
-	uint32_t hash = 0;
-	int len;
 
-	if (unlikely(w->dp->second_chance && s->prev_maglev != NULL &&
-		     s->mode == FG_MODE_DSR_GUE))
+	if (unlikely(second_chance_on(w, s)))
 		prev = second_chance(w, p, ce, s, b);
 	if (likely(c != NULL && prev == NULL && nt != NULL)) {
 		/* the slot's headers, built on its first packet of this
@@ -289,28 +347,7 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 		}
 		t = &local;
 	}
-	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
-			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
-	uint32_t hr = f.headroom;
-
-	if (t->gue) {
-		const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
-
-		hash = pr->parsed == FG_PARSED_GPU ? pr->gpu_rss : fg_rss_hash(p);
-	}
-	len = fg_xlate_encap_apply(&f, p, t, hash);
-	if (unlikely(len < 0)) {
-		uint32_t over = (uint32_t)t->len - t->l2_len;
-
-		if (len == -EMSGSIZE && t->mtu > over)
-			too_big(w, o, m, p, t->mtu - over, FG_DROP_encap_too_big, now);
-		else
-			fg_worker_drop(w, o, m, xlate_err(len));
-		return false;
-	}
-	frame_commit(m, &f, hr, len);
-	fg_worker_tx(w, port, m);
-	return true;
+	return dsr_send(w, o, m, p, t, port, now);
 }
 
 /* NAT: rewrite the packet's tuple to @p to, fix L2, send towards @p dst.
@@ -583,6 +620,29 @@ static void frag_follow(struct fg_worker *w, const struct fg_pkt *p,
 	w->dc[FG_DC_frag_follow]++;
 }
 
+/* A request-direction packet's counters (service, backend) and, for a
+ * tracked flow's TCP/UDP packet, its conntrack state; a flow that closes
+ * leaves least-connections' count. */
+static __rte_always_inline void
+flow_account(struct fg_worker *w, const struct fg_lb_table *lb,
+	     const struct fg_lb_service *s, const struct fg_lb_backend *b,
+	     struct ct_entry *e, const struct fg_pkt *p, uint64_t now)
+{
+	svc_count(w, lb, s, FG_SC_packets, 1);
+	svc_count(w, lb, s, FG_SC_bytes, p->l3_len);
+	if (e != NULL && p->kind == FG_PK_FLOW) {
+		uint8_t before = e->state;
+		uint8_t after = ct_touch(w->ct, e, false, p->tcp_flags, p->l3_len, now);
+
+		if (unlikely(s->sched == FG_SCHED_LC && !state_closed(before) &&
+			     state_closed(after) && b->stat_idx < w->lc_size &&
+			     w->lc_active[b->stat_idx] > 0))
+			w->lc_active[b->stat_idx]--;
+	}
+	be_count(w, lb, b, FG_BC_packets, 1);
+	be_count(w, lb, b, FG_BC_bytes, p->l3_len);
+}
+
 /* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
  * flow to its backend. */
 void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
@@ -619,19 +679,7 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		if (unlikely(b->gone))
 			w->dc[FG_DC_backend_gone_fwd]++;
 	}
-	svc_count(w, lb, s, FG_SC_packets, 1);
-	svc_count(w, lb, s, FG_SC_bytes, p->l3_len);
-	if (e != NULL && p->kind == FG_PK_FLOW) {
-		uint8_t before = e->state;
-		uint8_t after = ct_touch(w->ct, e, false, p->tcp_flags, p->l3_len, now);
-
-		if (unlikely(s->sched == FG_SCHED_LC && !state_closed(before) &&
-			     state_closed(after) && b->stat_idx < w->lc_size &&
-			     w->lc_active[b->stat_idx] > 0))
-			w->lc_active[b->stat_idx]--;
-	}
-	be_count(w, lb, b, FG_BC_packets, 1);
-	be_count(w, lb, b, FG_BC_bytes, p->l3_len);
+	flow_account(w, lb, s, b, e, p, now);
 	if (p->kind == FG_PK_ICMP_ERR)
 		w->cc[FG_CC_icmp_err_fwd]++;
 	else if (p->kind == FG_PK_FRAG_LATER)
@@ -665,6 +713,40 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		return;
 	}
 	send_nat(w, nt, o, m, p, &to, NULL, b->addr.family, b->addr.bytes, c, now);
+}
+
+/*
+ * A hit of a request-direction entry.  The common case goes through in one
+ * pass: a whole TCP/UDP packet (no fragment, no ICMP error) whose
+ * forwarding slot holds its service and backend in this table, with the
+ * next hop (and, DSR, the headers) built for this neighbour table, and no
+ * second chance to weigh.  Anything else, and the first packet that fills
+ * the slot, takes fg_flow_forward, which decides the common case the same
+ * way in more steps: both share the accounting and the send.
+ */
+void fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
+		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		 struct rte_mbuf *m, const struct fg_pkt *p, struct ct_entry *e,
+		 uint64_t now)
+{
+	struct fg_fwd_slot *c = fwd_slot_of(w, e->service, e->backend);
+
+	if (unlikely(!fwd_slot_holds(c, lb, e->service, e->backend) ||
+		     p->kind != FG_PK_FLOW || (p->flags & FG_PF_FRAG) ||
+		     nt == NULL || c->nt_gen != nt->gen || !c->direct)) {
+		fg_flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
+		return;
+	}
+	flow_account(w, lb, c->s, c->b, e, p, now);
+	if (c->s->mode != FG_MODE_NAT) {
+		dsr_send(w, o, m, p, &c->t, c->port, now);
+		return;
+	}
+	union fg_key to;
+
+	nat_fwd_key(w, p, e, c->b, &to);
+	send_nat(w, nt, o, m, p, &to, NULL, c->b->addr.family, c->b->addr.bytes,
+		 c, now);
 }
 
 /* NAT: the k-th local address of @p af (k taken modulo their number), so

@@ -15,7 +15,11 @@
  *          to fg_neigh_arp_input / fg_neigh_nd_input (fg_neigh.c)
  *          fg_pkt_sig()               -> CRC32C flow signature (conntrack slot + Maglev slot)
  *       2. ct_lookup_bulk()           once per family (v4 / v6 groups)
- *       3. hit  -> fg_flow_forward()  ct_update, rewrite for the flow's mode
+ *       3. hit  -> fg_flow_hit()      counters, ct_touch, the flow's forwarding
+ *                                     slot's headers (DSR) or tuple (NAT), in
+ *                                     one pass; a packet that needs more
+ *                                     (a fragment, an ICMP error, a slot to
+ *                                     fill) -> fg_flow_forward()
  *          miss -> fg_flow_new()      service lookup, scheduler (Maglev /
  *                                     least-conn), ct_insert, NAT port pick +
  *                                     reply entry, then fg_flow_forward()
@@ -239,7 +243,7 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 			w->cc[FG_CC_ct_reopened]++;
 			fg_flow_new(w, lb, nt, &bu->o, m, p, sigs[j], keys[j], now);
 		} else {
-			fg_flow_forward(w, lb, nt, &bu->o, m, p, ents[j], NULL, NULL, now);
+			fg_flow_hit(w, lb, nt, &bu->o, m, p, ents[j], now);
 		}
 	}
 }

@@ -49,6 +49,8 @@ struct fg_fwd_slot {
 	uint16_t service;
 	uint16_t port;          /**< egress port index towards b */
 	struct rte_ether_addr mac; /**< NAT: next hop MAC towards b */
+	bool direct;            /**< fg_flow_hit may forward in one pass (no
+				 *  second chance for this service) */
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
 	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
@@ -276,6 +278,12 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
 		 struct rte_mbuf *m, const struct fg_pkt *p, uint32_t sig,
 		 const void *key, uint64_t now);
+/* A bulk lookup's hit of a request-direction entry: its common case in one
+ * pass, everything else by fg_flow_forward(). */
+void fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
+		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
+		 struct rte_mbuf *m, const struct fg_pkt *p, struct ct_entry *e,
+		 uint64_t now);
 /* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
  * flow to its backend (s, b: known already, else taken from e). */
 void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
