@@ -314,7 +314,7 @@ static void render_backends(FILE *f, const struct fg_stats_snap *sn)
 		if (!b->has_load)
 			continue;
 		backend_labels(s, b, &lv);
-		for (unsigned int k = 0; k < 4; k++)
+		for (unsigned int k = 0; k < RTE_DIM(st); k++)
 			fprintf(f, "flowgate_backend_load_state{service=\"%s\",backend=\"%s\","
 				"state=\"%s\"} %d\n", lv.service, lv.backend, st[k],
 				!strcmp(fg_stats_load_state(b), st[k]));

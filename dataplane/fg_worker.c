@@ -250,8 +250,13 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 
 /* noinline, noclone: one symbol whatever LTO does, the scope that
  * scripts/cg-ipp.sh counts instructions in (a call per burst costs
- * nothing) */
+ * nothing); clang has no noclone (and clones no function it may not
+ * inline) */
+#ifdef __clang__
+__attribute__((noinline))
+#else
 __attribute__((noinline, noclone))
+#endif
 void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		     uint64_t now)
 {

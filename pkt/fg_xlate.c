@@ -407,9 +407,11 @@ int fg_xlate_tcp_rst(struct fg_frame *f, const struct fg_pkt *p,
 	len = RTE_MAX(l2 + l3, 60u);
 	if (unlikely(len > f->len + f->tailroom))
 		return -ENOSPC;
-	/* Ethernet: back to where it came from, VLAN tag kept */
-	memcpy(f->data, f->data + 6, 6);
-	memcpy(f->data + 6, mac, 6);
+	/* Ethernet: back to where it came from, VLAN tag kept (written
+	 * through ip - l2, which is f->data: GCC 12's -Warray-bounds misreads
+	 * f->data here) */
+	memcpy(ip - l2, ip - l2 + 6, 6);
+	memcpy(ip - l2 + 6, mac, 6);
 	memset(ip, 0, len - l2);
 	if (!v6) {
 		ip[0] = 0x45;
