@@ -420,11 +420,19 @@ ct_born_age(const struct ct_shard *s, const struct ct_fam *f, uint32_t pos,
 	return (uint64_t)units << s->tshift;
 }
 
+/* Whether slot @p pos holds a flow: its tag (ct_check keeps the tag and
+ * the entry's state in step), read without the slot's line. */
+static inline bool
+ct_is_live(const struct ct_fam *f, uint32_t pos)
+{
+	return (uint8_t)f->meta[pos] != 0;
+}
+
 /* The live entry at @p pos of a family, or NULL (free or out of range). */
 static inline struct ct_entry *
 ct_live_at(const struct ct_fam *f, uint32_t pos)
 {
-	if (pos > f->mask || ct_ent(f, pos)->state == CT_ST_NONE)
+	if (pos > f->mask || !ct_is_live(f, pos))
 		return NULL;
 	return ct_ent(f, pos);
 }
@@ -585,9 +593,9 @@ ct_expired(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
 /* ---- lookup --------------------------------------------------------- */
 
 /*
- * A burst of one family: every home slot prefetched before any is
- * compared, so the burst's misses overlap; a hit's entry is in the line
- * just compared.  Liveness from that line too: a reply entry (NAT) mirrors
+ * A burst of one family in three passes (metadata lines requested, then
+ * the slot lines whose tags match, then the compares), so the burst's
+ * misses overlap; a hit's entry is in the line just compared.  Liveness from that line too: a reply entry (NAT) mirrors
  * its flow's state and is refreshed with it, so only one that looks
  * expired needs its forward entry for the exact answer.
  */
@@ -1007,8 +1015,8 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 		struct ct_entry *e = ct_ent(f, p);
 
 		/* a free slot's line is not read: its metadata says so */
-		if ((uint8_t)f->meta[p] != 0 && e->state != CT_ST_NONE &&
-		    !(e->flags & CT_F_REPLY) && ct_expired(s, e, now)) {
+		if (ct_is_live(f, p) && !(e->flags & CT_F_REPLY) &&
+		    ct_expired(s, e, now)) {
 			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
 
 			s->st.expired[st]++;
@@ -1143,7 +1151,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 			struct ct_entry *e = ct_ent(f, p);
 			struct ct_flow fl;
 
-			if (e->state == CT_ST_NONE || (e->flags & CT_F_REPLY))
+			if (!ct_is_live(f, p) || (e->flags & CT_F_REPLY))
 				continue;
 			/* every field is written below (no memset: a listing
 			 * walks millions of flows on the worker's time); the

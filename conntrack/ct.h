@@ -21,13 +21,15 @@
  * Each table is open addressing with linear probing over slots that hold
  * a key and its entry side by side (IPv4: 16 + 48 B, one 64-byte line;
  * IPv6: a 128-byte slot whose first line holds the key and the entry's
- * lookup fields).  The line the signature points at answers the lookup --
- * key, liveness, backend -- and is the line the dataplane then updates:
- * one dependent miss per packet where rte_hash reads three (bucket, key
- * store, entry; the shard used it until issue 17, and flowgate-bench
+ * lookup fields).  Beside them, a metadata array of 2 bytes a slot (a tag
+ * of the signature and a count of keys probing past): a hit reads its
+ * metadata line, usually cached, then its own slot's line, which answers
+ * the lookup -- key, liveness, backend -- and is the line the dataplane
+ * then updates; a miss reads no slot at all.  rte_hash reads bucket, key
+ * store and entry (the shard used it until issue 17, and flowgate-bench
  * conntrack still times it on the same keys as the baseline).  A slot's
  * index is the flow's position, and a slot never moves while its flow
- * lives; a freed slot is a tombstone while a probe may run through it.
+ * lives; a freed slot is free at once (no tombstones: ct_private.h).
  *
  * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
  * At most 2/3 of the slots are live when the table is full (linear
@@ -289,7 +291,8 @@ struct ct_config {
 	uint32_t pickup_pkts;
 	uint32_t pickup_ms;
 	/** Test hook: replaces CRC32C as the hash function (NULL = default).
-	 *  A colliding hash forces long probes, tombstones and eviction. */
+	 *  A colliding hash forces long probes, saturated probe counts and
+	 *  eviction. */
 	uint32_t (*hash_fn)(const void *key, uint32_t len, uint32_t init);
 };
 

@@ -11,10 +11,9 @@
 
 /*
  * One address family's table: open addressing with linear probing over
- * slots that hold a key and its entry side by side, so the line the hash
- * points at answers a lookup -- key, liveness, backend -- and is the line
- * the dataplane then updates (one dependent miss per packet where
- * rte_hash reads three: bucket, key store, entry).
+ * slots that hold a key and its entry side by side, so the slot line a
+ * lookup reads answers it -- key, liveness, backend -- and is the line the
+ * dataplane then updates (rte_hash reads three: bucket, key store, entry).
  *
  *   IPv4 slot:  [ct_key4 16 B][ct_entry 48 B]            = one 64 B line
  *   IPv6 slot:  [ct_key6 48 B][ct_entry 48 B][pad 32 B]  = 128 B: the

@@ -1196,7 +1196,7 @@ test_state_hook_and_life(void **state)
  * the position it was given (slots never move), one it does not hold is
  * not found; every removal reaches the destroy hook once, for a key the
  * model holds, for a reason the model allows.  Three hashes: CRC32C, one
- * with 16 values (long clusters, tombstones inside them) and a constant.
+ * with 16 values (long clusters, freed slots inside them) and a constant.
  */
 #define CHURN_KEYS 600
 struct churn {
