@@ -54,18 +54,34 @@ static bool gen_budget(struct fg_worker *w, uint64_t now)
 	return true;
 }
 
+/* This worker's counter row of service @p s / backend @p b in table @p lb
+ * (a forwarding slot keeps both: fwd_slot) */
+static inline uint64_t *svc_row(const struct fg_worker *w,
+				const struct fg_lb_table *lb,
+				const struct fg_lb_service *s)
+{
+	return &lb->core[w->idx].svc[s->stat_idx * FG_SC_MAX];
+}
+
+static inline uint64_t *be_row(const struct fg_worker *w,
+			       const struct fg_lb_table *lb,
+			       const struct fg_lb_backend *b)
+{
+	return &lb->core[w->idx].be[b->stat_idx * FG_BC_MAX];
+}
+
 static inline void svc_count(struct fg_worker *w, const struct fg_lb_table *lb,
 			     const struct fg_lb_service *s,
 			     enum fg_service_counter c, uint64_t v)
 {
-	lb->core[w->idx].svc[s->stat_idx * FG_SC_MAX + c] += v;
+	svc_row(w, lb, s)[c] += v;
 }
 
 static inline void be_count(struct fg_worker *w, const struct fg_lb_table *lb,
 			    const struct fg_lb_backend *b,
 			    enum fg_backend_counter c, uint64_t v)
 {
-	lb->core[w->idx].be[b->stat_idx * FG_BC_MAX + c] += v;
+	be_row(w, lb, b)[c] += v;
 }
 
 /* Applies a fg_frame result back to its mbuf. */
@@ -242,7 +258,11 @@ static inline struct fg_fwd_slot *fwd_slot(struct fg_worker *w,
 	c->backend = bid;
 	c->s = s;
 	c->b = b;
+	c->svc_ctr = svc_row(w, lb, s);
+	c->be_ctr = be_row(w, lb, b);
 	c->direct = !second_chance_on(w, s);
+	c->nat = s->mode == FG_MODE_NAT;
+	c->lc = s->sched == FG_SCHED_LC;
 	return c;
 }
 
@@ -296,7 +316,9 @@ static inline bool dsr_send(struct fg_worker *w, struct fg_burst_out *o,
 
 		hash = pr->parsed == FG_PARSED_GPU ? pr->gpu_rss : fg_rss_hash(p);
 	}
-	len = fg_xlate_encap_apply(&f, p, t, hash);
+	/* an IPv4 outer header inline, as most are */
+	len = likely(t->family == CT_V4) ? fg_xlate_encap4_apply(&f, p, t, hash) :
+					   fg_xlate_encap_apply(&f, p, t, hash);
 	if (unlikely(len < 0)) {
 		uint32_t over = (uint32_t)t->len - t->l2_len;
 
@@ -620,27 +642,28 @@ static void frag_follow(struct fg_worker *w, const struct fg_pkt *p,
 	w->dc[FG_DC_frag_follow]++;
 }
 
-/* A request-direction packet's counters (service, backend) and, for a
- * tracked flow's TCP/UDP packet, its conntrack state; a flow that closes
- * leaves least-connections' count. */
+/* A request-direction packet's counters (service row @p sc, backend row
+ * @p bc) and, for a tracked flow's TCP/UDP packet, its conntrack state; a
+ * flow that closes leaves least-connections' count (@p lc_b: the backend
+ * when its service schedules by least connections, else NULL). */
 static __rte_always_inline void
-flow_account(struct fg_worker *w, const struct fg_lb_table *lb,
-	     const struct fg_lb_service *s, const struct fg_lb_backend *b,
-	     struct ct_entry *e, const struct fg_pkt *p, uint64_t now)
+flow_account(struct fg_worker *w, uint64_t *sc, uint64_t *bc,
+	     const struct fg_lb_backend *lc_b, struct ct_entry *e,
+	     const struct fg_pkt *p, uint64_t now)
 {
-	svc_count(w, lb, s, FG_SC_packets, 1);
-	svc_count(w, lb, s, FG_SC_bytes, p->l3_len);
+	sc[FG_SC_packets]++;
+	sc[FG_SC_bytes] += p->l3_len;
 	if (e != NULL && p->kind == FG_PK_FLOW) {
 		uint8_t before = e->state;
 		uint8_t after = ct_touch(w->ct, e, false, p->tcp_flags, p->l3_len, now);
 
-		if (unlikely(s->sched == FG_SCHED_LC && !state_closed(before) &&
-			     state_closed(after) && b->stat_idx < w->lc_size &&
-			     w->lc_active[b->stat_idx] > 0))
-			w->lc_active[b->stat_idx]--;
+		if (unlikely(lc_b != NULL && !state_closed(before) &&
+			     state_closed(after) && lc_b->stat_idx < w->lc_size &&
+			     w->lc_active[lc_b->stat_idx] > 0))
+			w->lc_active[lc_b->stat_idx]--;
 	}
-	be_count(w, lb, b, FG_BC_packets, 1);
-	be_count(w, lb, b, FG_BC_bytes, p->l3_len);
+	bc[FG_BC_packets]++;
+	bc[FG_BC_bytes] += p->l3_len;
 }
 
 /* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
@@ -679,7 +702,8 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		if (unlikely(b->gone))
 			w->dc[FG_DC_backend_gone_fwd]++;
 	}
-	flow_account(w, lb, s, b, e, p, now);
+	flow_account(w, svc_row(w, lb, s), be_row(w, lb, b),
+		     s->sched == FG_SCHED_LC ? b : NULL, e, p, now);
 	if (p->kind == FG_PK_ICMP_ERR)
 		w->cc[FG_CC_icmp_err_fwd]++;
 	else if (p->kind == FG_PK_FRAG_LATER)
@@ -737,8 +761,8 @@ void fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
 		fg_flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
 		return;
 	}
-	flow_account(w, lb, c->s, c->b, e, p, now);
-	if (c->s->mode != FG_MODE_NAT) {
+	flow_account(w, c->svc_ctr, c->be_ctr, c->lc ? c->b : NULL, e, p, now);
+	if (!c->nat) {
 		dsr_send(w, o, m, p, &c->t, c->port, now);
 		return;
 	}

@@ -41,23 +41,31 @@
 #define FG_FWD_SLOTS 256
 
 struct fg_fwd_slot {
-	/* a hit reads two lines: this one (ids, s, b, port, the template's
-	 * lengths and sums) and the next (the header bytes) */
+	/* a DSR hit reads two lines: this one (ids, counter rows, flags,
+	 * port, the template's lengths and sums) and the next (the header
+	 * bytes); a NAT hit this one and the third (b, mac) */
 	uint64_t lb_gen;        /**< fg_lb_table::generation; 0 = empty */
 	uint64_t nt_gen;        /**< fg_neigh_table::gen of port, t; 0 = none */
+	uint64_t *svc_ctr;      /**< this worker's counter row of s in lb */
+	uint64_t *be_ctr;       /**< this worker's counter row of b in lb */
 	uint32_t backend;
 	uint16_t service;
 	uint16_t port;          /**< egress port index towards b */
-	struct rte_ether_addr mac; /**< NAT: next hop MAC towards b */
 	bool direct;            /**< fg_flow_hit may forward in one pass (no
 				 *  second chance for this service) */
+	bool nat;               /**< s->mode == FG_MODE_NAT */
+	bool lc;                /**< s->sched == FG_SCHED_LC */
+	uint8_t pad_[5];
+	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
-	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
+	struct rte_ether_addr mac; /**< NAT: next hop MAC towards b */
 } __rte_cache_aligned;
 
 static_assert(offsetof(struct fg_fwd_slot, t.hdr) == RTE_CACHE_LINE_SIZE,
 	      "fg_fwd_slot: the header bytes start the slot's second line");
+static_assert(offsetof(struct fg_fwd_slot, s) >= 2 * RTE_CACHE_LINE_SIZE,
+	      "fg_fwd_slot: a DSR hit reads two lines");
 
 /* One per worker lcore, written only by that lcore. */
 struct fg_worker {

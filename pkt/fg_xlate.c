@@ -166,9 +166,9 @@ int fg_xlate_encap_build(struct fg_encap_tmpl *t, const struct fg_encap *e,
 }
 
 /* The template's bytes in front of the inner packet: two overlapping
- * fixed-size copies instead of a memcpy call of a variable length (every
- * header is 34..86 bytes). */
-static inline void encap_copy(uint8_t *d, const struct fg_encap_tmpl *t)
+ * fixed-size copies instead of a memcpy call of a variable length (an
+ * IPv6 outer header is 54..86 bytes). */
+static inline void encap_copy6(uint8_t *d, const struct fg_encap_tmpl *t)
 {
 	uint32_t n = t->len;
 
@@ -181,6 +181,8 @@ static inline void encap_copy(uint8_t *d, const struct fg_encap_tmpl *t)
 	}
 }
 
+/* An IPv4 outer header: fg_xlate_encap4_apply() (fg_xlate.h), which the
+ * dataplane inlines; an IPv6 one here. */
 int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
 			 const struct fg_encap_tmpl *t, uint32_t flow_hash)
 {
@@ -190,15 +192,16 @@ int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
 	if (unlikely(f == NULL || p == NULL || t == NULL || !is_ip_kind(p) ||
 		     t->len == 0))
 		return -EINVAL;
+	if (t->family == CT_V4)
+		return fg_xlate_encap4_apply(f, p, t, flow_hash);
 	inner_len = p->l3_len;
 	l3_end = (uint32_t)p->l3_off + inner_len;
 	if (unlikely(l3_end > f->len))
 		return -EINVAL;
 	outer_l3 = t->len - t->l2_len + inner_len;
-	if (unlikely((t->mtu && outer_l3 > t->mtu) ||
-		     outer_l3 > (t->family == CT_V4 ? 65535u : 65535u + 40)))
+	if (unlikely((t->mtu && outer_l3 > t->mtu) || outer_l3 > 65535u + 40))
 		return -EMSGSIZE;
-	delta = t->len - p->l3_off; /* len >= 34 > any l2_len parsed (<= 18) */
+	delta = t->len - p->l3_off; /* len >= 54 > any l2_len parsed (<= 18) */
 	if (unlikely(delta > f->headroom))
 		return -ENOSPC;
 
@@ -211,51 +214,29 @@ int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
 		tos = (uint8_t)((inner[0] << 4) | (inner[1] >> 4));
 	}
 	d = f->data - delta;
-	encap_copy(d, t);
+	encap_copy6(d, t);
 	ip = d + t->l2_len;
-	if (t->family == CT_V4) {
-		uint32_t df = p->family == CT_V6 || (p->flags & FG_PF_DF) ? 0x4000u : 0;
-		uint32_t sum = t->sum + tos + outer_l3 + df;
-
-		ip[1] = tos;
-		wr16(ip + 2, (uint16_t)outer_l3);
-		ip[6] = (uint8_t)(df >> 8);
-		if (!t->gue) {
-			ip[9] = inner_proto;
-			sum += inner_proto;
-		}
-		/* the checksum from registers: summing the bytes just stored
-		 * would stall on store-to-load forwarding */
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
-		wr16(ip + 10, (uint16_t)~sum);
-		ip += 20;
-	} else {
-		ip[0] = (uint8_t)(0x60 | (tos >> 4));
-		ip[1] = (uint8_t)(tos << 4);
-		wr16(ip + 4, (uint16_t)(outer_l3 - 40));
-		if (!t->gue)
-			ip[6] = inner_proto;
-		ip += 40;
-	}
+	ip[0] = (uint8_t)(0x60 | (tos >> 4));
+	ip[1] = (uint8_t)(tos << 4);
+	wr16(ip + 4, (uint16_t)(outer_l3 - 40));
+	if (!t->gue)
+		ip[6] = inner_proto;
+	ip += 40;
 	if (t->gue) {
 		uint8_t *u = ip;
 		uint32_t ulen = 8 + t->gue_hdr + inner_len;
+		uint32_t s = pseudo_sum(u - 40, 1, P_UDP, ulen);
+		uint16_t c;
 
 		wr16(u, fg_rss_gue_sport(flow_hash));
 		wr16(u + 4, (uint16_t)ulen);
 		if (t->gue_hdr)
 			u[9] = inner_proto;
-		if (t->family == CT_V6) {
-			uint32_t s = pseudo_sum(u - 40, 1, P_UDP, ulen);
-			uint16_t c;
-
-			/* inner bytes are not moved: sum them where they are */
-			s = fg_csum_partial(u, 8 + t->gue_hdr, s);
-			s = fg_csum_partial(inner, inner_len, s);
-			c = (uint16_t)~fg_csum_fold(s);
-			st16(u + 6, c == 0 ? 0xFFFF : c);
-		}
+		/* inner bytes are not moved: sum them where they are */
+		s = fg_csum_partial(u, 8 + t->gue_hdr, s);
+		s = fg_csum_partial(inner, inner_len, s);
+		c = (uint16_t)~fg_csum_fold(s);
+		st16(u + 6, c == 0 ? 0xFFFF : c);
 	}
 	tail_freed = f->len - l3_end;
 	f->data = d;

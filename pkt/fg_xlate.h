@@ -28,8 +28,13 @@
 #define FLOWGATE_FG_XLATE_H
 
 #include <stdint.h>
+#ifndef __bpf__   /* xdp/fg_decap.bpf.c reads the GUE flag only */
+#include <errno.h>
+#include <string.h>
+#endif
 
 #include "fg_pkt.h"
+#include "fg_rss.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -158,6 +163,76 @@ int fg_xlate_encap_build(struct fg_encap_tmpl *t, const struct fg_encap *e,
  *  same errors (@p flow_hash is ignored without GUE). */
 int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
 			 const struct fg_encap_tmpl *t, uint32_t flow_hash);
+
+/**
+ * fg_xlate_encap_apply() for a template with an IPv4 outer header (IP-in-IP,
+ * or GUE, whose IPv4 UDP checksum is 0), inline: the dataplane's per-packet
+ * case, in its burst loop without a call.  Same bytes, same errors; it
+ * trusts what fg_xlate_encap_apply() checks first: @p f, @p p and @p t
+ * valid, @p p an IP kind (FLOW, FRAG_LATER, ICMP_ERR), t->family CT_V4
+ * (fg_xlate_encap_apply() itself comes here for those).
+ */
+#ifndef __bpf__
+static inline __attribute__((always_inline)) int
+fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
+		      const struct fg_encap_tmpl *t, uint32_t flow_hash)
+{
+	uint32_t inner_len = p->l3_len;
+	uint32_t l3_end = (uint32_t)p->l3_off + inner_len;
+	uint32_t outer_l3 = (uint32_t)t->len - t->l2_len + inner_len;
+	uint32_t delta = (uint32_t)t->len - p->l3_off; /* len >= 34 > l2 */
+	const uint8_t *inner = f->data + p->l3_off;
+	uint32_t v6 = p->family == CT_V6;
+	uint8_t proto = v6 ? 41 : 4;    /* IPv6-in-IP, IP-in-IP */
+	uint8_t *d, *ip;
+	uint16_t be;
+	uint32_t sum, df, tos;
+
+	if (__builtin_expect(l3_end > f->len, 0))
+		return -EINVAL;
+	if (__builtin_expect((t->mtu && outer_l3 > t->mtu) || outer_l3 > 65535u, 0))
+		return -EMSGSIZE;
+	if (__builtin_expect(delta > f->headroom, 0))
+		return -ENOSPC;
+	tos = v6 ? (uint8_t)((inner[0] << 4) | (inner[1] >> 4)) : inner[1];
+	df = v6 || (p->flags & FG_PF_DF) ? 0x4000u : 0;
+	/* the sum from registers: summing bytes just stored would stall on
+	 * store forwarding */
+	sum = t->sum + tos + outer_l3 + df;
+	/* the template's bytes: two overlapping 32-byte copies (an IPv4
+	 * outer header is 34..54 bytes) */
+	d = f->data - delta;
+	memcpy(d, t->hdr, 32);
+	memcpy(d + t->len - 32, t->hdr + t->len - 32, 32);
+	ip = d + t->l2_len;
+	ip[1] = (uint8_t)tos;
+	be = (uint16_t)__builtin_bswap16((uint16_t)outer_l3);
+	memcpy(ip + 2, &be, 2);
+	ip[6] = (uint8_t)(df >> 8);
+	if (!t->gue) {
+		ip[9] = proto;
+		sum += proto;
+	} else {
+		uint8_t *u = ip + 20;
+
+		be = __builtin_bswap16(fg_rss_gue_sport(flow_hash));
+		memcpy(u, &be, 2);
+		be = __builtin_bswap16((uint16_t)(8 + t->gue_hdr + inner_len));
+		memcpy(u + 4, &be, 2);
+		if (t->gue_hdr)
+			u[9] = proto;
+	}
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	be = __builtin_bswap16((uint16_t)~sum);
+	memcpy(ip + 10, &be, 2);
+	f->tailroom += f->len - l3_end;     /* Ethernet padding dropped */
+	f->data = d;
+	f->headroom -= delta;
+	f->len = t->len + inner_len;
+	return (int)f->len;
+}
+#endif
 
 /**
  * Full NAT: rewrites source/destination addresses and ports of a FG_PK_FLOW
