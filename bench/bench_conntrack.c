@@ -134,6 +134,43 @@ ctb_shuffle(uint64_t n)
 	return p;
 }
 
+/*
+ * What one miss costs on this machine at the table's size: dependent loads
+ * around a random cycle of the lines of a buffer as large as the shard
+ * (the same hugepages), in ns per load.  A lookup of a table beyond the
+ * caches waits for two of these (metadata, then slot line) unless other
+ * work overlaps them.  -1 when the buffer cannot be had.
+ */
+static double
+ctb_chase_ns(size_t bytes)
+{
+	uint64_t nl = bytes / RTE_CACHE_LINE_SIZE, steps = 1u << 21;
+	uint8_t *b = nl > 1 && nl <= UINT32_MAX ?
+		     rte_malloc(NULL, nl * RTE_CACHE_LINE_SIZE, RTE_CACHE_LINE_SIZE) : NULL;
+	uint32_t *perm = b != NULL ? ctb_shuffle(nl) : NULL;
+	void **p;
+	uint64_t t0;
+
+	if (perm == NULL) {
+		rte_free(b);
+		return -1;
+	}
+	for (uint64_t i = 0; i < nl; i++)
+		*(void **)(b + (uint64_t)perm[i] * RTE_CACHE_LINE_SIZE) =
+			b + (uint64_t)perm[(i + 1) % nl] * RTE_CACHE_LINE_SIZE;
+	p = (void **)(b + (uint64_t)perm[0] * RTE_CACHE_LINE_SIZE);
+	for (uint64_t i = 0; i < steps / 8; i++)    /* warm the TLBs' walk */
+		p = *p;
+	t0 = rte_rdtsc_precise();
+	for (uint64_t i = 0; i < steps; i++)
+		p = *p;
+	t0 = rte_rdtsc_precise() - t0;
+	free(perm);
+	rte_free(b);
+	/* p is live: the loop cannot be dropped (*p read at the end) */
+	return p != NULL ? (double)t0 * 1e9 / (double)rte_get_tsc_hz() / (double)steps : -1;
+}
+
 /* One burst's keys and signatures, in the measured order. */
 static inline void
 ctb_gather(const void **kp, uint32_t *sp, const struct ct_key4 *keys,
@@ -482,6 +519,7 @@ bench_conntrack_main(int argc, char **argv)
 	double bucket_load = (double)n / (double)(p2 < slots ? 2 * p2 : p2);
 	double bytes_per_flow = (double)ct_memory(s) / (double)slots;
 	double bytes_per_live = (double)ct_memory(s) / (double)n;
+	double chase = ctb_chase_ns(ct_memory(s));
 
 	if (o.json) {
 		printf("{\"bench\":\"conntrack\",\"flows\":%" PRIu64 ",\"fill\":%.3f,"
@@ -496,7 +534,7 @@ bench_conntrack_main(int argc, char **argv)
 		       "\"rte_hash_lookup_mpps\":%.3f,\"rte_hash_insert_mpps\":%.3f,"
 		       "\"lookup_ratio\":%.3f,\"insert_ratio\":%.3f,"
 		       "\"rte_hash_lookup_entry_mpps\":%.3f,\"lookup_entry_ratio\":%.3f,"
-		       "\"tsc_hz\":%" PRIu64 ",\"sink\":%" PRIu64 "}\n",
+		       "\"miss_latency_ns\":%.1f,\"tsc_hz\":%" PRIu64 ",\"sink\":%" PRIu64 "}\n",
 		       n, o.fill, slots, capacity, bucket_load, o.reps,
 		       huge ? "true" : "false", BURST,
 		       lookup, ctb_median(r_touch, o.reps), ctb_mpps(ct_missed, ct_miss), ins,
@@ -506,7 +544,7 @@ bench_conntrack_main(int argc, char **argv)
 		       iter_ms * 1e6 / (double)n, rlookup, rins,
 		       ctb_median(q_look, o.reps), ctb_median(q_ins, o.reps),
 		       ctb_median(r_rtouch, o.reps), ctb_median(q_touch, o.reps),
-		       rte_get_tsc_hz(), sink & 1);
+		       chase, rte_get_tsc_hz(), sink & 1);
 	} else {
 		printf("conntrack: %" PRIu64 " flows, capacity %" PRIu64 " (fill %.2f), %s\n",
 		       n, capacity, o.fill, huge ? "hugepages" : "no hugepages");
@@ -526,6 +564,8 @@ bench_conntrack_main(int argc, char **argv)
 		       walk_ms * 1e6 / (double)n, iter_ms * 1e6 / (double)n);
 		printf("  memory  %8.1f B/flow of capacity, %.1f B/live flow\n",
 		       bytes_per_flow, bytes_per_live);
+		printf("  a miss  %8.1f ns (dependent loads over a buffer of the table's size)\n",
+		       chase);
 	}
 	ct_shard_free(s);
 	rte_free(rents);
