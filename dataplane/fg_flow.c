@@ -411,7 +411,11 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
 			     rte_pktmbuf_tailroom(m)};
 
-	if (inner == NULL)
+	/* an IPv4 TCP/UDP packet inline, as most are */
+	if (inner == NULL && p->family == CT_V4 && p->kind == FG_PK_FLOW &&
+	    (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP))
+		rc = fg_xlate_nat4_apply(&f, p, to);
+	else if (inner == NULL)
 		rc = fg_xlate_nat(&f, p, to);
 	else
 		rc = fg_xlate_nat_icmp_err(&f, p, to, inner);

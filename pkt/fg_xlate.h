@@ -35,6 +35,9 @@
 
 #include "fg_pkt.h"
 #include "fg_rss.h"
+#ifndef __bpf__
+#include "fg_csum.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -252,6 +255,48 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
  *   family or proto mismatch).
  */
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to);
+
+#ifndef __bpf__
+/**
+ * fg_xlate_nat() for an IPv4 TCP or UDP packet (FG_PK_FLOW), inline: the
+ * dataplane's per-packet case, in its burst loop without a call.  Same
+ * bytes; it trusts what fg_xlate_nat() checks first: @p f, @p p and @p to
+ * valid, the IP packet inside the frame, to->proto the packet's
+ * (fg_xlate_nat() itself comes here for those).
+ */
+static inline __attribute__((always_inline)) int
+fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
+		    const struct ct_key4 *to)
+{
+	uint8_t *ip = f->data + p->l3_off, *l4 = f->data + p->l4_off;
+	uint8_t *cp = l4 + (p->proto == 6 ? 16 : 6);   /* TCP, UDP checksum */
+	uint32_t os, od, da, diff;
+	uint16_t c, osp, odp;
+
+	/* the addresses' change, once for both checksums that cover them */
+	memcpy(&os, ip + 12, 4);
+	memcpy(&od, ip + 16, 4);
+	da = fg_csum_diff32(os, to->saddr) + fg_csum_diff32(od, to->daddr);
+	memcpy(&c, ip + 10, 2);
+	c = fg_csum_apply(c, da);
+	memcpy(ip + 10, &c, 2);
+	memcpy(ip + 12, &to->saddr, 4);
+	memcpy(ip + 16, &to->daddr, 4);
+	memcpy(&osp, l4, 2);
+	memcpy(&odp, l4 + 2, 2);
+	memcpy(l4, &to->sport, 2);
+	memcpy(l4 + 2, &to->dport, 2);
+	memcpy(&c, cp, 2);
+	if (p->proto == 17 && c == 0)
+		return (int)f->len;     /* IPv4 UDP without checksum */
+	diff = da + fg_csum_diff16(osp, to->sport) + fg_csum_diff16(odp, to->dport);
+	c = fg_csum_apply(c, diff);
+	if (p->proto == 17 && c == 0)
+		c = 0xFFFF;
+	memcpy(cp, &c, 2);
+	return (int)f->len;
+}
+#endif
 
 /**
  * Full NAT of an ICMP error (FG_PK_ICMP_ERR) so path-MTU discovery works
