@@ -25,8 +25,10 @@
  *                                     reply entry, then fg_flow_forward()
  *          (fg_flow.c: the decisions)
  *       4. rewrite: the flow's forwarding cache slot (fg_flow.c fwd_slot:
- *          service, backend, egress port, prebuilt DSR outer headers) ->
- *          fg_xlate_encap_apply (IPIP / GUE) or fg_xlate_nat; on a slot
+ *          service, backend, their counter rows, egress port, prebuilt
+ *          DSR outer headers) -> fg_xlate_encap4_apply (IPIP / GUE, IPv4
+ *          outer; inline) or fg_xlate_nat4_apply (IPv4 TCP/UDP; inline),
+ *          the other cases fg_xlate_encap_apply / fg_xlate_nat; on a slot
  *          miss the next hop from fg_neigh_next_hop()
  *       5. rte_eth_tx_buffer() per (worker, port), flushed every ~100 us
  *     fg_worker_housekeeping()  dispatch rings, ct_expire (bounded),
