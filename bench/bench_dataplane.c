@@ -9,7 +9,16 @@
  *                            [--order creation|uniform|zipf[:S]] [--seed N]
  *                            [--no-testpmd] [--no-l3fwd] [--no-baselines]
  *                            [--scrape-ms MS] [--imix]
- *                            [--sched maglev|maglev-load] [--idle-sleep US] [--json]
+ *                            [--sched maglev|maglev-load] [--idle-sleep US] [--profile]
+ *                            [--json]
+ *
+ * --profile: every worker times its poll loop's stages with rte_rdtsc
+ * (fg_worker_prof: rx, parse, sign, lookup, forward, housekeeping) and the
+ * JSON gives `profile_cycles_per_pkt`, each stage's cycles over the
+ * window's packets (with W workers, their sum over all of them: one
+ * worker's cycles per packet), and its `total`.  The marks themselves
+ * cost a few cycles a stage of a burst (about 1-2 a packet): interleave
+ * runs with and without for the rate, read this for the split.
  *
  * --sched maglev-load: the service places new flows with maglev-load
  * (pkt/fg_place.h) over a published load table in which every backend's
@@ -383,7 +392,7 @@ static void usage(void)
 		"dsr-gue|nat [--workers W] [--new-flows] [--imix] [--seconds S] "
 		"[--order creation|uniform|zipf[:S]] [--seed N] "
 		"[--no-testpmd] [--no-l3fwd] [--no-baselines] [--scrape-ms MS] "
-		"[--sched maglev|maglev-load] [--idle-sleep US] [--json]\n");
+		"[--sched maglev|maglev-load] [--idle-sleep US] [--profile] [--json]\n");
 }
 
 static uint64_t sum_cc(struct fg_dp *dp, enum fg_core_counter c)
@@ -404,12 +413,27 @@ static uint64_t sum_dc(struct fg_dp *dp, enum fg_dp_counter c)
 	return v;
 }
 
+static void sum_prof(struct fg_dp *dp, uint64_t cyc[FG_ST_MAX])
+{
+	for (unsigned int st = 0; st < FG_ST_MAX; st++) {
+		cyc[st] = 0;
+		for (unsigned int i = 0; i < dp->n_workers; i++)
+			cyc[st] += __atomic_load_n(&dp->workers[i]->prof_cyc[st],
+						   __ATOMIC_RELAXED);
+	}
+}
+
+static const char *const stage_names[FG_ST_MAX] = {
+	"rx", "parse", "sign", "lookup", "forward", "housekeeping",
+};
+
 /* One run's settings and state (bench_dataplane_main's steps share it). */
 struct bench {
 	uint64_t flows, per_worker, pcap_len;
 	enum fg_fwd_mode mode;
 	const char *mode_name;
 	bool new_flows, json, run_tpmd, run_l3fwd, order_set, huge, oversub, mload;
+	bool profile;
 	double seconds, tpmd_before, tpmd_after;
 	unsigned int n_workers, scrape_ms, idle_sleep_us, n_mbufs, n_ports, tx_port;
 	long ncpu;
@@ -424,6 +448,7 @@ struct bench {
 /* What one measurement window saw. */
 struct bench_result {
 	double dt, mpps, rx_mpps, gen_mpps, nfps, tpmd;
+	double prof[FG_ST_MAX];         /* --profile: cycles per packet */
 	uint64_t drops, hits, rx_total, scrapes, idle_sleeps, win_new, win_drops;
 	size_t scrape_bytes;
 };
@@ -447,6 +472,7 @@ static int bench_args(int argc, char **argv, struct bench *b)
 		{"scrape-ms", required_argument, NULL, 'S'},
 		{"sched", required_argument, NULL, 'D'},
 		{"idle-sleep", required_argument, NULL, 'i'},
+		{"profile", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -493,6 +519,7 @@ static int bench_args(int argc, char **argv, struct bench *b)
 			else if (strcmp(optarg, "maglev")) { usage(); return 2; }
 			break;
 		case 'i': b->idle_sleep_us = (unsigned int)atoi(optarg); break;
+		case 'P': b->profile = true; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -721,6 +748,10 @@ static void bench_launch(struct bench *b, struct gen *g)
 	struct fg_dp *dp = b->dp;
 	uint64_t deadline;
 
+	for (unsigned int w = 0; b->profile && w < b->n_workers; w++) {
+		dp->workers[w]->prof_t = rte_rdtsc();
+		dp->workers[w]->prof = true;
+	}
 	if (b->new_flows) {
 		rte_eal_remote_launch(gen_main, g, dp->workers[0]->lcore);
 		while (!g->warm)
@@ -757,13 +788,19 @@ static int bench_measure(struct bench *b, struct gen *g, struct bench_result *re
 	uint64_t t0 = rte_rdtsc(), tx0 = sum_cc(dp, FG_CC_tx_packets);
 	uint64_t rx0 = sum_cc(dp, FG_CC_rx_packets), d0 = sum_cc(dp, FG_CC_drops);
 	uint64_t nf0 = sum_cc(dp, FG_CC_new_flows), g0 = g->generated;
+	uint64_t p0[FG_ST_MAX], p1[FG_ST_MAX];
 
+	sum_prof(dp, p0);
 	WINDOW_OPEN();
 	rte_delay_us_sleep((unsigned int)(b->seconds * 1e6));
 	WINDOW_CLOSE();
 	uint64_t t1 = rte_rdtsc(), tx1 = sum_cc(dp, FG_CC_tx_packets);
 	uint64_t rx1 = sum_cc(dp, FG_CC_rx_packets), d1 = sum_cc(dp, FG_CC_drops);
 	uint64_t nf1 = sum_cc(dp, FG_CC_new_flows), g1 = g->generated;
+
+	sum_prof(dp, p1);
+	for (unsigned int st = 0; st < FG_ST_MAX; st++)
+		res->prof[st] = rx1 > rx0 ? (double)(p1[st] - p0[st]) / (double)(rx1 - rx0) : 0;
 
 	if (b->scrape_ms) {
 		sc.stop = true;
@@ -855,6 +892,16 @@ static void bench_report_json(const struct bench *b, const struct bench_result *
 	printf(",\"pkt_size\":\"%s\",\"gbps\":%.2f", imix ? "imix" : "64",
 	       r->mpps * (imix ? 353.83 + 20 : 64 + 20) * 8 / 1000);
 	printf(",\"rx_total\":%" PRIu64, r->rx_total);
+	if (b->profile) {
+		double tot = 0;
+
+		printf(",\"profile_cycles_per_pkt\":{");
+		for (unsigned int st = 0; st < FG_ST_MAX; st++) {
+			printf("\"%s\":%.1f,", stage_names[st], r->prof[st]);
+			tot += r->prof[st];
+		}
+		printf("\"total\":%.1f}", tot);
+	}
 	printf(",\"ct_hits\":%" PRIu64 ",\"drops\":%" PRIu64 ",\"ct_capacity\":%u,"
 	       "\"hugepages\":%s,\"cpus\":%ld,\"oversubscribed\":%s,",
 	       r->hits, r->drops, dp->ct_capacity, b->huge ? "true" : "false", b->ncpu,
@@ -901,6 +948,12 @@ static void bench_report(const struct bench *b, struct bench_result *r)
 			printf(", idle-sleep %u us: %" PRIu64 " sleeps", b->idle_sleep_us,
 			       r->idle_sleeps);
 		printf(", drops %" PRIu64 "\n", r->drops);
+		if (b->profile) {
+			printf("  cycles per packet:");
+			for (unsigned int st = 0; st < FG_ST_MAX; st++)
+				printf(" %s %.1f", stage_names[st], r->prof[st]);
+			printf("\n");
+		}
 	}
 	for (int d = 1; d < FG_DROP_MAX; d++) {
 		uint64_t v = 0;

@@ -217,6 +217,7 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 	uint64_t hits;
 
 	hits = ct_lookup_bulk(w->ct, f, keys, sigs, bu->ng[f], now, ents, pos);
+	fg_worker_prof(w, FG_ST_lookup);
 	w->cc[FG_CC_ct_hits] += __builtin_popcountll(hits);
 	/* a new flow earlier in this burst may evict an entry a later packet
 	 * hit and give its slot to another flow: trust a hit only while
@@ -248,6 +249,7 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 			fg_flow_hit(w, lb, nt, &bu->o, m, p, ents[j], now);
 		}
 	}
+	fg_worker_prof(w, FG_ST_forward);
 }
 
 /* noinline, noclone: one symbol whatever LTO does, the scope that
@@ -289,13 +291,16 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		}
 		burst_sort(w, lb, nt, &bu, pkts[i], dispatch, now);
 	}
+	fg_worker_prof(w, FG_ST_parse);
 	burst_sign_dispatch(w, &bu, dispatch);
+	fg_worker_prof(w, FG_ST_sign);
 	/* 2-5. lookup, then forward hits and create misses, in order */
 	for (unsigned int f = 0; f < CT_FAMILIES; f++)
 		if (bu.ng[f])
 			burst_lookup(w, lb, nt, &bu, f, now);
 	if (bu.o.n_free)
 		rte_pktmbuf_free_bulk(bu.o.free, bu.o.n_free);
+	fg_worker_prof(w, FG_ST_forward);
 }
 
 /* ------------------------------------------------------ housekeeping */
@@ -412,6 +417,7 @@ int fg_worker_main(void *arg)
 				uint16_t n = rte_eth_rx_burst(pt->port_id, q, pkts,
 							      FG_BURST);
 
+				fg_worker_prof(w, FG_ST_rx);
 				got += n;
 				if (n) {
 					/* mbuf->port is the ethdev id; the
@@ -428,6 +434,7 @@ int fg_worker_main(void *arg)
 			}
 		}
 		got += fg_worker_housekeeping(w, now);
+		fg_worker_prof(w, FG_ST_housekeeping);
 		if (dp->idle_sleep_us == 0)
 			continue;
 		/* --idle-sleep, l3fwd-power's rule: after FG_IDLE_SPINS empty

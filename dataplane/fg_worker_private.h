@@ -67,6 +67,16 @@ static_assert(offsetof(struct fg_fwd_slot, t.hdr) == RTE_CACHE_LINE_SIZE,
 static_assert(offsetof(struct fg_fwd_slot, s) >= 2 * RTE_CACHE_LINE_SIZE,
 	      "fg_fwd_slot: a DSR hit reads two lines");
 
+/* Where a worker's cycles go, by stage of the poll loop (fg_worker_prof):
+ * rx = the driver's RX burst (empty polls too), parse = parse, sort and
+ * dispatch, sign = signatures, lookup = ct_lookup_bulk, forward = the
+ * decisions, rewrites and TX buffering of hits and new flows (and the
+ * driver's TX when a buffer fills), housekeeping = between bursts. */
+enum fg_stage {
+	FG_ST_rx, FG_ST_parse, FG_ST_sign, FG_ST_lookup, FG_ST_forward,
+	FG_ST_housekeeping, FG_ST_MAX
+};
+
 /* One per worker lcore, written only by that lcore. */
 struct fg_worker {
 	unsigned int idx;       /**< 0..n_workers-1 (= QSBR thread id, RETA value) */
@@ -81,6 +91,12 @@ struct fg_worker {
 	uint64_t cc[FG_CC_MAX];
 	uint64_t drops[FG_DROP_MAX];
 	uint64_t dc[FG_DC_MAX];
+	/* cycles by stage (rte_rdtsc at each stage's end) while prof is set
+	 * (flowgate-bench dataplane --profile); off, a branch per stage of a
+	 * burst */
+	bool prof;
+	uint64_t prof_t;
+	uint64_t prof_cyc[FG_ST_MAX];
 	/* least-connections: opened - closed flows per backend stat row */
 	uint32_t *lc_active;
 	uint32_t lc_size;
@@ -203,6 +219,17 @@ static inline void fg_key_reverse(union fg_key *out, uint8_t family,
 
 		fg_key_make(out, family, k->daddr, k->saddr, k->dport,
 			    k->sport, k->proto);
+	}
+}
+
+/* --profile: the cycles since the last mark go to stage @p st. */
+static inline void fg_worker_prof(struct fg_worker *w, enum fg_stage st)
+{
+	if (unlikely(w->prof)) {
+		uint64_t t = rte_rdtsc();
+
+		w->prof_cyc[st] += t - w->prof_t;
+		w->prof_t = t;
 	}
 }
 
