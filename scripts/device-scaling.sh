@@ -18,11 +18,14 @@
 #                                   after interleaved, 3 rounds
 #   scripts/device-scaling.sh ct    flowgate-bench conntrack at 1M and 10M
 #                                   flows (the table against rte_hash)
+#   scripts/device-scaling.sh profile   cycles per packet by stage
+#                                   (--profile), 1K and 1M flows, 1 and 14
+#                                   workers, 2 rounds
 # Writes $OUT/scaling-PHASE.jsonl (one line per run, "tag" added) and
 # $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, ab, 10m or ct}
+PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, ab, 10m, ct or profile}
 C=$PWD/.carry/scale
 W=/root/fgscale
 rm -rf $W && mkdir -p $W
@@ -67,6 +70,16 @@ elif [ "$PHASE" = ab ]; then
 			run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
 			run after-creation "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --order creation --no-baselines --json
 		done
+	done
+elif [ "$PHASE" = profile ]; then
+	# cycles per packet by stage (flowgate-bench dataplane --profile)
+	for r in 1 2; do
+		for w in 1 14; do
+			for f in 1000 1000000; do
+				run after "" $B dataplane --flows $f --mode dsr-ipip --workers $w --seconds 3 --no-baselines --profile --json
+			done
+		done
+		run after "" $B dataplane --flows 1000000 --mode nat --workers 1 --seconds 3 --no-baselines --profile --json
 	done
 elif [ "$PHASE" = ct ]; then
 	run after "" $B conntrack --flows 1000000 --json
