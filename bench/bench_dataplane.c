@@ -424,7 +424,9 @@ static void sum_prof(struct fg_dp *dp, uint64_t cyc[FG_ST_MAX])
 }
 
 static const char *const stage_names[FG_ST_MAX] = {
-	"rx", "parse", "sign", "lookup", "forward", "housekeeping",
+#define STAGE_NAME(n) #n,
+	FG_STAGE_LIST(STAGE_NAME)
+#undef STAGE_NAME
 };
 
 /* One run's settings and state (bench_dataplane_main's steps share it). */

@@ -595,9 +595,10 @@ ct_expired(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
 /*
  * A burst of one family in three passes (metadata lines requested, then
  * the slot lines whose tags match, then the compares), so the burst's
- * misses overlap; a hit's entry is in the line just compared.  Liveness from that line too: a reply entry (NAT) mirrors
- * its flow's state and is refreshed with it, so only one that looks
- * expired needs its forward entry for the exact answer.
+ * misses overlap; a hit's entry is in the line just compared.  Liveness
+ * from that line too: a reply entry (NAT) mirrors its flow's state and is
+ * refreshed with it, so only one that looks expired needs its forward
+ * entry for the exact answer.
  */
 static __rte_always_inline uint64_t
 ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,

@@ -412,8 +412,7 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 			     rte_pktmbuf_tailroom(m)};
 
 	/* an IPv4 TCP/UDP packet inline, as most are */
-	if (inner == NULL && p->family == CT_V4 && p->kind == FG_PK_FLOW &&
-	    (p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP))
+	if (inner == NULL && fg_xlate_nat4_fits(p))
 		rc = fg_xlate_nat4_apply(&f, p, to);
 	else if (inner == NULL)
 		rc = fg_xlate_nat(&f, p, to);

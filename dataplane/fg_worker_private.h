@@ -55,7 +55,7 @@ struct fg_fwd_slot {
 				 *  second chance for this service) */
 	bool nat;               /**< s->mode == FG_MODE_NAT */
 	bool lc;                /**< s->sched == FG_SCHED_LC */
-	uint8_t pad_[5];
+	uint8_t pad[5];
 	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
@@ -72,9 +72,13 @@ static_assert(offsetof(struct fg_fwd_slot, s) >= 2 * RTE_CACHE_LINE_SIZE,
  * dispatch, sign = signatures, lookup = ct_lookup_bulk, forward = the
  * decisions, rewrites and TX buffering of hits and new flows (and the
  * driver's TX when a buffer fills), housekeeping = between bursts. */
+#define FG_STAGE_LIST(X) \
+	X(rx) X(parse) X(sign) X(lookup) X(forward) X(housekeeping)
 enum fg_stage {
-	FG_ST_rx, FG_ST_parse, FG_ST_sign, FG_ST_lookup, FG_ST_forward,
-	FG_ST_housekeeping, FG_ST_MAX
+#define FG_STAGE_ENUM(n) FG_ST_##n,
+	FG_STAGE_LIST(FG_STAGE_ENUM)
+#undef FG_STAGE_ENUM
+	FG_ST_MAX
 };
 
 /* One per worker lcore, written only by that lcore. */

@@ -478,7 +478,7 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 	}
 	if (unlikely(proto != (v6 ? p->key.k6.proto : p->key.k4.proto)))
 		return -EINVAL;
-	if (!v6 && p->kind == FG_PK_FLOW && (p->proto == P_TCP || p->proto == P_UDP))
+	if (fg_xlate_nat4_fits(p))
 		return fg_xlate_nat4_apply(f, p, to);
 	ip = f->data + p->l3_off;
 	l4 = f->data + p->l4_off;

@@ -28,14 +28,13 @@
 #define FLOWGATE_FG_XLATE_H
 
 #include <stdint.h>
-#ifndef __bpf__   /* xdp/fg_decap.bpf.c reads the GUE flag only */
-#include <errno.h>
-#include <string.h>
-#endif
 
 #include "fg_pkt.h"
 #include "fg_rss.h"
-#ifndef __bpf__
+#ifndef __bpf__   /* xdp/fg_decap.bpf.c reads the GUE flag only */
+#include <errno.h>
+#include <string.h>
+
 #include "fg_csum.h"
 #endif
 
@@ -186,7 +185,7 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 	uint32_t delta = (uint32_t)t->len - p->l3_off; /* len >= 34 > l2 */
 	const uint8_t *inner = f->data + p->l3_off;
 	uint32_t v6 = p->family == CT_V6;
-	uint8_t proto = v6 ? 41 : 4;    /* IPv6-in-IP, IP-in-IP */
+	uint8_t proto = v6 ? 41 : 4;    /* IPv6-in-IP (41), IP-in-IP (4) */
 	uint8_t *d, *ip;
 	uint16_t be;
 	uint32_t sum, df, tos;
@@ -257,8 +256,16 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to);
 
 #ifndef __bpf__
+/** The packets fg_xlate_nat4_apply() rewrites: IPv4 TCP or UDP, whole
+ *  (FG_PK_FLOW). */
+static inline int fg_xlate_nat4_fits(const struct fg_pkt *p)
+{
+	return p->family == CT_V4 && p->kind == FG_PK_FLOW &&
+	       (p->proto == FG_IPPROTO_TCP || p->proto == FG_IPPROTO_UDP);
+}
+
 /**
- * fg_xlate_nat() for an IPv4 TCP or UDP packet (FG_PK_FLOW), inline: the
+ * fg_xlate_nat() for a packet that fg_xlate_nat4_fits(), inline: the
  * dataplane's per-packet case, in its burst loop without a call.  Same
  * bytes; it trusts what fg_xlate_nat() checks first: @p f, @p p and @p to
  * valid, the IP packet inside the frame, to->proto the packet's
@@ -269,7 +276,7 @@ fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
 		    const struct ct_key4 *to)
 {
 	uint8_t *ip = f->data + p->l3_off, *l4 = f->data + p->l4_off;
-	uint8_t *cp = l4 + (p->proto == 6 ? 16 : 6);   /* TCP, UDP checksum */
+	uint8_t *cp = l4 + (p->proto == FG_IPPROTO_TCP ? 16 : 6); /* checksum */
 	uint32_t os, od, da, diff;
 	uint16_t c, osp, odp;
 
@@ -287,11 +294,11 @@ fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
 	memcpy(l4, &to->sport, 2);
 	memcpy(l4 + 2, &to->dport, 2);
 	memcpy(&c, cp, 2);
-	if (p->proto == 17 && c == 0)
+	if (p->proto == FG_IPPROTO_UDP && c == 0)
 		return (int)f->len;     /* IPv4 UDP without checksum */
 	diff = da + fg_csum_diff16(osp, to->sport) + fg_csum_diff16(odp, to->dport);
 	c = fg_csum_apply(c, diff);
-	if (p->proto == 17 && c == 0)
+	if (p->proto == FG_IPPROTO_UDP && c == 0)
 		c = 0xFFFF;
 	memcpy(cp, &c, 2);
 	return (int)f->len;
