@@ -84,14 +84,12 @@ static inline void be_count(struct fg_worker *w, const struct fg_lb_table *lb,
 	be_row(w, lb, b)[c] += v;
 }
 
-/* Applies a fg_frame result back to its mbuf. */
+/* Applies a fg_frame result back to its mbuf: @p f was made of the mbuf's
+ * one segment (burst_sort linearizes), its headroom the mbuf's data_off. */
 static inline void frame_commit(struct rte_mbuf *m, const struct fg_frame *f,
-				uint32_t old_headroom, int len)
+				int len)
 {
-	if (f->headroom < old_headroom)
-		rte_pktmbuf_prepend(m, (uint16_t)(old_headroom - f->headroom));
-	else if (f->headroom > old_headroom)
-		rte_pktmbuf_adj(m, (uint16_t)(f->headroom - old_headroom));
+	m->data_off = (uint16_t)f->headroom;
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
 }
@@ -114,7 +112,6 @@ static void too_big(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf
 	}
 	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
-	uint32_t hr = f.headroom;
 	int len = fg_xlate_icmp_too_big(&f, p, mtu, w->dp->ports[m->port].mac.addr_bytes);
 
 	if (len < 0) {
@@ -122,7 +119,7 @@ static void too_big(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf
 		return;
 	}
 	fg_worker_count_drop(w, why);
-	frame_commit(m, &f, hr, len);
+	frame_commit(m, &f, len);
 	w->cc[FG_CC_icmp_too_big_sent]++;
 	fg_worker_tx(w, m->port, m);
 }
@@ -145,7 +142,6 @@ static void refuse(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf 
 	}
 	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
 			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
-	uint32_t hr = f.headroom;
 	const uint8_t *mac = w->dp->ports[m->port].mac.addr_bytes;
 	int len = tcp ? fg_xlate_tcp_rst(&f, p, mac) : fg_xlate_icmp_unreach(&f, p, mac);
 
@@ -154,7 +150,7 @@ static void refuse(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf 
 		return;
 	}
 	fg_worker_count_drop(w, FG_DROP_no_backend);
-	frame_commit(m, &f, hr, len);
+	frame_commit(m, &f, len);
 	w->cc[tcp ? FG_CC_no_backend_rst : FG_CC_no_backend_unreach]++;
 	fg_worker_tx(w, m->port, m);
 }
@@ -299,36 +295,70 @@ static bool dsr_build(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return fg_xlate_encap_build(t, &e, s->mode == FG_MODE_DSR_GUE) == 0;
 }
 
-/* DSR: the outer headers @p t in front of the packet, out of @p port
- * (a packet too big for them is answered, within the rate limit). */
-static inline bool dsr_send(struct fg_worker *w, struct fg_burst_out *o,
+/* GUE's flow hash of @p m (the UDP source port's entropy). */
+static inline uint32_t dsr_hash(struct rte_mbuf *m, const struct fg_pkt *p)
+{
+	const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
+
+	return pr->parsed == FG_PARSED_GPU ? pr->gpu_rss : fg_rss_hash(p);
+}
+
+/* A packet the outer headers @p t do not fit (fg_xlate error @p rc): a
+ * packet too big is answered, within the rate limit; others dropped. */
+static void dsr_refuse(struct fg_worker *w, struct fg_burst_out *o,
+		       struct rte_mbuf *m, const struct fg_pkt *p,
+		       const struct fg_encap_tmpl *t, int rc, uint64_t now)
+{
+	uint32_t over = (uint32_t)t->len - t->l2_len;
+
+	if (rc == -EMSGSIZE && t->mtu > over)
+		too_big(w, o, m, p, t->mtu - over, FG_DROP_encap_too_big, now);
+	else
+		fg_worker_drop(w, o, m, xlate_err(rc));
+}
+
+/* dsr_send() for what it does not inline: an IPv6 inner or outer header. */
+static bool dsr_send_other(struct fg_worker *w, struct fg_burst_out *o,
+			   struct rte_mbuf *m, const struct fg_pkt *p,
+			   const struct fg_encap_tmpl *t, uint16_t port,
+			   uint64_t now)
+{
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	int len = fg_xlate_encap_apply(&f, p, t, t->gue ? dsr_hash(m, p) : 0);
+
+	if (unlikely(len < 0)) {
+		dsr_refuse(w, o, m, p, t, len, now);
+		return false;
+	}
+	frame_commit(m, &f, len);
+	fg_worker_tx(w, port, m);
+	return true;
+}
+
+/* DSR: the outer headers @p t in front of the packet, out of @p port.
+ * IPv4 in an IPv4 outer header inline, as most are: the inner family a
+ * constant, the frame in registers (the other cases and the errors out of
+ * line). */
+static __rte_always_inline bool
+dsr_send(struct fg_worker *w, struct fg_burst_out *o,
 			    struct rte_mbuf *m, const struct fg_pkt *p,
 			    const struct fg_encap_tmpl *t, uint16_t port,
 			    uint64_t now)
 {
+	if (unlikely(t->family != CT_V4 || p->family != CT_V4))
+		return dsr_send_other(w, o, m, p, t, port, now);
+
+	/* no tailroom: an IPv4 outer header only drops the padding */
 	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
-			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
-	uint32_t hr = f.headroom, hash = 0;
-	int len;
+			     rte_pktmbuf_headroom(m), 0};
+	int len = fg_xlate_encap4_apply(&f, p, t, t->gue ? dsr_hash(m, p) : 0);
 
-	if (t->gue) {
-		const struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
-
-		hash = pr->parsed == FG_PARSED_GPU ? pr->gpu_rss : fg_rss_hash(p);
-	}
-	/* an IPv4 outer header inline, as most are */
-	len = likely(t->family == CT_V4) ? fg_xlate_encap4_apply(&f, p, t, hash) :
-					   fg_xlate_encap_apply(&f, p, t, hash);
 	if (unlikely(len < 0)) {
-		uint32_t over = (uint32_t)t->len - t->l2_len;
-
-		if (len == -EMSGSIZE && t->mtu > over)
-			too_big(w, o, m, p, t->mtu - over, FG_DROP_encap_too_big, now);
-		else
-			fg_worker_drop(w, o, m, xlate_err(len));
+		dsr_refuse(w, o, m, p, t, len, now);
 		return false;
 	}
-	frame_commit(m, &f, hr, len);
+	frame_commit(m, &f, len);
 	fg_worker_tx(w, port, m);
 	return true;
 }
@@ -372,6 +402,20 @@ static bool send_dsr(struct fg_worker *w, const struct fg_neigh_table *nt,
 	return dsr_send(w, o, m, p, t, port, now);
 }
 
+/* NAT's hit template towards @p b out of @p pt to next hop @p mac
+ * (fg_flow_hit's nat4_send); not filled for an IPv6 backend. */
+static void nat4_fill(struct fg_fwd_nat4 *n, const struct fg_lb_backend *b,
+		      const struct fg_port *pt, const struct rte_ether_addr *mac)
+{
+	n->ok = b->addr.family == AF_INET;
+	if (!n->ok)
+		return;
+	n->mtu = pt->mtu ? pt->mtu : 0xFFFF;
+	n->dport = b->port_be;
+	memcpy(&n->daddr, b->addr.bytes, 4);
+	fg_xlate_eth(n->eth, pt->mac.addr_bytes, mac->addr_bytes);
+}
+
 /* NAT: rewrite the packet's tuple to @p to, fix L2, send towards @p dst.
  * With @p inner, the packet is an ICMP error about a NAT flow (path-MTU
  * discovery through the balancer): @p to gives the outer addresses and
@@ -396,6 +440,7 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 	} else if (c != NULL && nt != NULL) {
 		c->port = port;
 		c->mac = *mac;
+		nat4_fill(&c->n4, c->b, &w->dp->ports[port], mac);
 		c->nt_gen = nt->gen;
 	}
 	if (unlikely(p->l3_len > w->dp->ports[port].mtu && w->dp->ports[port].mtu)) {
@@ -403,24 +448,30 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 		too_big(w, o, m, p, w->dp->ports[port].mtu, FG_DROP_mtu_exceeded, now);
 		return false;
 	}
-	rc = fg_xlate_ttl_dec(d, p);
-	if (unlikely(rc < 0)) {
-		fg_worker_drop(w, o, m, xlate_err(rc));
-		return false;
-	}
 	struct fg_frame f = {d, m->data_len, rte_pktmbuf_headroom(m),
 			     rte_pktmbuf_tailroom(m)};
 
-	/* an IPv4 TCP/UDP packet inline, as most are */
-	if (inner == NULL && fg_xlate_nat4_fits(p))
-		rc = fg_xlate_nat4_apply(&f, p, to);
-	else if (inner == NULL)
-		rc = fg_xlate_nat(&f, p, to);
-	else
-		rc = fg_xlate_nat_icmp_err(&f, p, to, inner);
-	if (unlikely(rc < 0)) {
-		fg_worker_drop(w, o, m, inner ? FG_DROP_icmp_unrelated : xlate_err(rc));
-		return false;
+	if (inner == NULL && fg_xlate_nat4_fits(p)) {
+		/* an IPv4 TCP/UDP packet inline, as most are, its TTL with
+		 * the addresses */
+		rc = fg_xlate_nat4_apply(&f, p, to, 1);
+		if (unlikely(rc < 0)) {
+			fg_worker_drop(w, o, m, xlate_err(rc));
+			return false;
+		}
+	} else {
+		rc = fg_xlate_ttl_dec(d, p);
+		if (unlikely(rc < 0)) {
+			fg_worker_drop(w, o, m, xlate_err(rc));
+			return false;
+		}
+		rc = inner == NULL ? fg_xlate_nat(&f, p, to) :
+		     fg_xlate_nat_icmp_err(&f, p, to, inner);
+		if (unlikely(rc < 0)) {
+			fg_worker_drop(w, o, m, inner ? FG_DROP_icmp_unrelated :
+					 xlate_err(rc));
+			return false;
+		}
 	}
 	fg_xlate_eth(d, w->dp->ports[port].mac.addr_bytes, mac->addr_bytes);
 	fg_worker_tx(w, port, m);
@@ -742,6 +793,32 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 	send_nat(w, nt, o, m, p, &to, NULL, b->addr.family, b->addr.bytes, c, now);
 }
 
+/* NAT of an IPv4 TCP/UDP hit that fits its port's MTU, with the slot's
+ * template: send_nat()'s common case in one pass, the TTL in the same
+ * header checksum update. */
+static __rte_noinline void nat4_send(struct fg_worker *w, struct fg_burst_out *o,
+					  struct rte_mbuf *m, const struct fg_pkt *p,
+					  const struct ct_entry *e,
+					  const struct fg_fwd_slot *c)
+{
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len, 0, 0};
+	struct ct_key4 to;
+	int rc;
+
+	memcpy(&to.saddr, w->dp->locals[e->nat_addr].bytes, 4);
+	to.daddr = c->n4.daddr;
+	to.sport = e->nat_port;
+	to.dport = c->n4.dport;
+	to.proto = p->proto;
+	rc = fg_xlate_nat4_apply(&f, p, &to, 1);
+	if (unlikely(rc < 0)) {
+		fg_worker_drop(w, o, m, xlate_err(rc));
+		return;
+	}
+	memcpy(f.data, c->n4.eth, sizeof(c->n4.eth));
+	fg_worker_tx(w, c->port, m);
+}
+
 /*
  * A hit of a request-direction entry.  The common case goes through in one
  * pass: a whole TCP/UDP packet (no fragment, no ICMP error) whose
@@ -767,6 +844,10 @@ void fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
 	flow_account(w, c->svc_ctr, c->be_ctr, c->lc ? c->b : NULL, e, p, now);
 	if (!c->nat) {
 		dsr_send(w, o, m, p, &c->t, c->port, now);
+		return;
+	}
+	if (likely(c->n4.ok && fg_xlate_nat4_fits(p) && p->l3_len <= c->n4.mtu)) {
+		nat4_send(w, o, m, p, e, c);
 		return;
 	}
 	union fg_key to;

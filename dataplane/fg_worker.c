@@ -349,8 +349,8 @@ unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 	}
 	if (now - w->last_flush >= dp->flush_ticks) {
 		for (unsigned int p = 0; p < dp->n_ports; p++)
-			rte_eth_tx_buffer_flush(dp->ports[p].port_id, w->idx,
-						w->txb[p]);
+			rte_eth_tx_buffer_flush(w->tx[p].port_id, w->idx,
+						w->tx[p].buf);
 		w->last_flush = now;
 		w->dc[FG_DC_tx_flushes]++;
 	}
@@ -451,15 +451,15 @@ int fg_worker_main(void *arg)
 		nap_us = nap_us ? RTE_MIN(2 * nap_us, dp->idle_sleep_us) : 1;
 		/* nothing waits in a TX buffer while we sleep */
 		for (unsigned int p = 0; p < dp->n_ports; p++)
-			rte_eth_tx_buffer_flush(dp->ports[p].port_id, w->idx,
-						w->txb[p]);
+			rte_eth_tx_buffer_flush(w->tx[p].port_id, w->idx,
+						w->tx[p].buf);
 		w->dc[FG_DC_idle_sleeps]++;
 		rte_delay_us_sleep(nap_us);
 	}
 	if (dp->sw_rss)
 		worker_drain(w);
 	for (unsigned int p = 0; p < dp->n_ports; p++)
-		rte_eth_tx_buffer_flush(dp->ports[p].port_id, w->idx, w->txb[p]);
+		rte_eth_tx_buffer_flush(w->tx[p].port_id, w->idx, w->tx[p].buf);
 	rte_rcu_qsbr_thread_offline(dp->qsbr, w->idx);
 	rte_rcu_qsbr_thread_unregister(dp->qsbr, w->idx);
 	return 0;

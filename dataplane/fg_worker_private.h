@@ -41,9 +41,9 @@
 #define FG_FWD_SLOTS 256
 
 struct fg_fwd_slot {
-	/* a DSR hit reads two lines: this one (ids, counter rows, flags,
-	 * port, the template's lengths and sums) and the next (the header
-	 * bytes); a NAT hit this one and the third (b, mac) */
+	/* a hit reads two lines: this one (ids, counter rows, flags, port,
+	 * the template's lengths and sums, or NAT's MTU and backend) and the
+	 * next (the header bytes, or NAT's Ethernet header) */
 	uint64_t lb_gen;        /**< fg_lb_table::generation; 0 = empty */
 	uint64_t nt_gen;        /**< fg_neigh_table::gen of port, t; 0 = none */
 	uint64_t *svc_ctr;      /**< this worker's counter row of s in lb */
@@ -56,7 +56,18 @@ struct fg_fwd_slot {
 	bool nat;               /**< s->mode == FG_MODE_NAT */
 	bool lc;                /**< s->sched == FG_SCHED_LC */
 	uint8_t pad[5];
-	struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
+	union {
+		struct fg_encap_tmpl t; /**< DSR: outer headers (ipip or gue) */
+		/** NAT towards an IPv4 b: what a hit writes besides the
+		 *  entry's local address and port (send_nat fills it) */
+		struct fg_fwd_nat4 {
+			uint16_t mtu;     /**< egress port's; 0xFFFF: none */
+			uint16_t dport;   /**< b->port_be */
+			uint32_t daddr;   /**< b's address */
+			uint8_t eth[12];  /**< Ethernet destination, source */
+			bool ok;          /**< filled (b is IPv4) */
+		} n4;
+	};
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
 	struct rte_ether_addr mac; /**< NAT: next hop MAC towards b */
@@ -87,7 +98,13 @@ struct fg_worker {
 	unsigned int lcore;
 	struct fg_dp *dp;
 	struct ct_shard *ct;
-	struct rte_eth_dev_tx_buffer *txb[FG_MAX_PORTS];
+	/* per port: this worker's TX buffer and what a send needs besides
+	 * (fg_worker_tx: one line for all ports, not the port table's) */
+	struct fg_worker_txq {
+		struct rte_eth_dev_tx_buffer *buf;
+		uint16_t port_id;   /**< ethdev id (fg_port::port_id) */
+		bool rx_only;       /**< fg_port::rx_only: never transmit */
+	} tx[FG_MAX_PORTS];
 	/** dispatch rings: in[i] receives from worker i (SP/SC). */
 	struct rte_ring *in[FG_MAX_WORKERS];
 	uint64_t last_flush;
@@ -262,7 +279,9 @@ static inline void fg_worker_drop(struct fg_worker *w, struct fg_burst_out *o,
 
 static inline void fg_worker_tx(struct fg_worker *w, uint16_t port, struct rte_mbuf *m)
 {
-	if (unlikely(w->dp->ports[port].rx_only)) {
+	const struct fg_worker_txq *q = &w->tx[port];
+
+	if (unlikely(q->rx_only)) {
 		/* one TX queue, not one per worker: never transmit there */
 		fg_worker_count_drop(w, FG_DROP_port_rx_only);
 		rte_pktmbuf_free(m);
@@ -270,7 +289,7 @@ static inline void fg_worker_tx(struct fg_worker *w, uint16_t port, struct rte_m
 	}
 	w->cc[FG_CC_tx_packets]++;
 	w->cc[FG_CC_tx_bytes] += m->pkt_len;
-	rte_eth_tx_buffer(w->dp->ports[port].port_id, w->idx, w->txb[port], m);
+	rte_eth_tx_buffer(q->port_id, w->idx, q->buf, m);
 }
 
 /* --host-tap: hands @p m to the main lcore for the kernel's TAP.  False

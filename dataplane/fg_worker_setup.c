@@ -85,13 +85,16 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 	if (w->lc_active == NULL)
 		goto fail;
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
-		w->txb[p] = rte_zmalloc_socket("fg_txb",
-					       RTE_ETH_TX_BUFFER_SIZE(FG_BURST), 0,
-					       socket);
-		if (w->txb[p] == NULL)
+		struct fg_worker_txq *q = &w->tx[p];
+
+		q->buf = rte_zmalloc_socket("fg_txb", RTE_ETH_TX_BUFFER_SIZE(FG_BURST),
+					    0, socket);
+		if (q->buf == NULL)
 			goto fail;
-		rte_eth_tx_buffer_init(w->txb[p], FG_BURST);
-		rte_eth_tx_buffer_set_err_callback(w->txb[p], tx_err_cb, w);
+		q->port_id = dp->ports[p].port_id;
+		q->rx_only = dp->ports[p].rx_only;
+		rte_eth_tx_buffer_init(q->buf, FG_BURST);
+		rte_eth_tx_buffer_set_err_callback(q->buf, tx_err_cb, w);
 	}
 	*out = w;
 	return 0;
@@ -127,7 +130,7 @@ void fg_worker_free(struct fg_worker *w)
 	rte_ring_free(w->ev_ring);
 	rte_free(w->lc_active);
 	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
-		rte_free(w->txb[p]);
+		rte_free(w->tx[p].buf);
 	for (unsigned int i = 0; i < FG_MAX_WORKERS; i++)
 		rte_ring_free(w->in[i]);
 	rte_free(w);

@@ -479,7 +479,7 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 	if (unlikely(proto != (v6 ? p->key.k6.proto : p->key.k4.proto)))
 		return -EINVAL;
 	if (fg_xlate_nat4_fits(p))
-		return fg_xlate_nat4_apply(f, p, to);
+		return fg_xlate_nat4_apply(f, p, to, 0);
 	ip = f->data + p->l3_off;
 	l4 = f->data + p->l4_off;
 	/* the addresses' change, once for every checksum that covers them

@@ -269,23 +269,40 @@ static inline int fg_xlate_nat4_fits(const struct fg_pkt *p)
  * dataplane's per-packet case, in its burst loop without a call.  Same
  * bytes; it trusts what fg_xlate_nat() checks first: @p f, @p p and @p to
  * valid, the IP packet inside the frame, to->proto the packet's
- * (fg_xlate_nat() itself comes here for those).
+ * (fg_xlate_nat() itself comes here for those).  With @p ttl_dec (a
+ * constant) it is also fg_xlate_ttl_dec(), in the same update of the
+ * header checksum: -ETIME, nothing written, for a TTL of 1 or less.
  */
 static inline __attribute__((always_inline)) int
 fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
-		    const struct ct_key4 *to)
+		    const struct ct_key4 *to, int ttl_dec)
 {
 	uint8_t *ip = f->data + p->l3_off, *l4 = f->data + p->l4_off;
 	uint8_t *cp = l4 + (p->proto == FG_IPPROTO_TCP ? 16 : 6); /* checksum */
 	uint32_t os, od, da, diff;
-	uint16_t c, osp, odp;
+	uint16_t c, osp, odp, ow, nw;
 
 	/* the addresses' change, once for both checksums that cover them */
 	memcpy(&os, ip + 12, 4);
 	memcpy(&od, ip + 16, 4);
 	da = fg_csum_diff32(os, to->saddr) + fg_csum_diff32(od, to->daddr);
 	memcpy(&c, ip + 10, 2);
-	c = fg_csum_apply(c, da);
+	if (ttl_dec) {
+		/* TTL and protocol, the header's word 4, old and new from
+		 * registers (reading back the byte just stored would stall) */
+		uint8_t tp[2];
+
+		memcpy(tp, ip + 8, 2);
+		if (__builtin_expect(tp[0] <= 1, 0))
+			return -ETIME;
+		memcpy(&ow, tp, 2);
+		tp[0]--;
+		memcpy(&nw, tp, 2);
+		ip[8] = tp[0];
+		c = fg_csum_apply(c, da + fg_csum_diff16(ow, nw));
+	} else {
+		c = fg_csum_apply(c, da);
+	}
 	memcpy(ip + 10, &c, 2);
 	memcpy(ip + 12, &to->saddr, 4);
 	memcpy(ip + 16, &to->daddr, 4);
