@@ -7,7 +7,7 @@
  *                      or least-connections), ct_insert, full NAT's local
  *                      port and reply entry (nat_setup), then forward
  *   fg_flow_hit()      a hit's common case in one pass (flow_account, then
- *                      dsr_send or send_nat with the forwarding slot);
+ *                      dsr_send or nat4_send with the forwarding slot);
  *                      anything else goes to fg_flow_forward
  *   fg_flow_forward()  request direction: counters, conntrack state, then
  *                      DSR encapsulation (send_dsr) or NAT (send_nat);

@@ -26,10 +26,11 @@
  *          (fg_flow.c: the decisions)
  *       4. rewrite: the flow's forwarding cache slot (fg_flow.c fwd_slot:
  *          service, backend, their counter rows, egress port, prebuilt
- *          DSR outer headers) -> fg_xlate_encap4_apply (IPIP / GUE, IPv4
- *          outer; inline) or fg_xlate_nat4_apply (IPv4 TCP/UDP; inline),
- *          the other cases fg_xlate_encap_apply / fg_xlate_nat; on a slot
- *          miss the next hop from fg_neigh_next_hop()
+ *          DSR outer headers or NAT's IPv4 template) ->
+ *          fg_xlate_encap4_apply (IPIP / GUE, IPv4 in IPv4; inline) or
+ *          fg_xlate_nat4_apply (IPv4 TCP/UDP and the TTL; inline), the
+ *          other cases fg_xlate_encap_apply / fg_xlate_nat; on a slot miss
+ *          the next hop from fg_neigh_next_hop()
  *       5. rte_eth_tx_buffer() per (worker, port), flushed every ~100 us
  *     fg_worker_housekeeping()  dispatch rings, ct_expire (bounded),
  *                               ct_shard_poll (control mailbox), TX flush,

@@ -77,6 +77,8 @@ static_assert(offsetof(struct fg_fwd_slot, t.hdr) == RTE_CACHE_LINE_SIZE,
 	      "fg_fwd_slot: the header bytes start the slot's second line");
 static_assert(offsetof(struct fg_fwd_slot, s) >= 2 * RTE_CACHE_LINE_SIZE,
 	      "fg_fwd_slot: a DSR hit reads two lines");
+static_assert(offsetof(struct fg_fwd_slot, n4) + sizeof(struct fg_fwd_nat4) <=
+	      2 * RTE_CACHE_LINE_SIZE, "fg_fwd_slot: a NAT hit reads two lines");
 
 /* Where a worker's cycles go, by stage of the poll loop (fg_worker_prof):
  * rx = the driver's RX burst (empty polls too), parse = parse, sort and
