@@ -115,6 +115,20 @@ static inline uint16_t fg_csum_apply(uint16_t csum, uint32_t diff)
 	return (uint16_t)~fg_csum_fold((uint16_t)~csum + diff);
 }
 
+/**
+ * fg_csum_apply() for a difference summed in 64 bits from whole 32-bit
+ * words: ~old + new of each changed word (a 16-bit one zero-extended;
+ * 2^32 and 2^16 are both 1 modulo 0xffff), folded once here.  Fewer
+ * instructions than a fg_csum_diff32() per word.
+ */
+static inline uint16_t fg_csum_apply64(uint16_t csum, uint64_t diff)
+{
+	diff += (uint16_t)~csum;
+	diff = (diff & 0xffffffffu) + (diff >> 32);
+	diff = (diff & 0xffffffffu) + (diff >> 32);
+	return (uint16_t)~fg_csum_fold((uint32_t)diff);
+}
+
 /** RFC 1624 update for a changed 16-byte field (IPv6 address). */
 static inline uint16_t fg_csum_update128(uint16_t csum, const uint8_t old[16],
 					 const uint8_t new_[16])

@@ -279,13 +279,16 @@ fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
 {
 	uint8_t *ip = f->data + p->l3_off, *l4 = f->data + p->l4_off;
 	uint8_t *cp = l4 + (p->proto == FG_IPPROTO_TCP ? 16 : 6); /* checksum */
-	uint32_t os, od, da, diff;
-	uint16_t c, osp, odp, ow, nw;
+	uint32_t os, od, op, np;
+	uint64_t da;
+	uint16_t c, ow, nw;
 
+	_Static_assert(offsetof(struct ct_key4, dport) ==
+		       offsetof(struct ct_key4, sport) + 2, "ports: one word");
 	/* the addresses' change, once for both checksums that cover them */
 	memcpy(&os, ip + 12, 4);
 	memcpy(&od, ip + 16, 4);
-	da = fg_csum_diff32(os, to->saddr) + fg_csum_diff32(od, to->daddr);
+	da = (uint64_t)(uint32_t)~os + (uint32_t)~od + to->saddr + to->daddr;
 	memcpy(&c, ip + 10, 2);
 	if (ttl_dec) {
 		/* TTL and protocol, the header's word 4, old and new from
@@ -299,22 +302,21 @@ fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
 		tp[0]--;
 		memcpy(&nw, tp, 2);
 		ip[8] = tp[0];
-		c = fg_csum_apply(c, da + fg_csum_diff16(ow, nw));
+		c = fg_csum_apply64(c, da + (uint16_t)~ow + nw);
 	} else {
-		c = fg_csum_apply(c, da);
+		c = fg_csum_apply64(c, da);
 	}
 	memcpy(ip + 10, &c, 2);
 	memcpy(ip + 12, &to->saddr, 4);
 	memcpy(ip + 16, &to->daddr, 4);
-	memcpy(&osp, l4, 2);
-	memcpy(&odp, l4 + 2, 2);
-	memcpy(l4, &to->sport, 2);
-	memcpy(l4 + 2, &to->dport, 2);
+	/* the ports, one word in the header and in @p to */
+	memcpy(&op, l4, 4);
+	memcpy(&np, (const uint8_t *)to + offsetof(struct ct_key4, sport), 4);
+	memcpy(l4, &np, 4);
 	memcpy(&c, cp, 2);
 	if (p->proto == FG_IPPROTO_UDP && c == 0)
 		return (int)f->len;     /* IPv4 UDP without checksum */
-	diff = da + fg_csum_diff16(osp, to->sport) + fg_csum_diff16(odp, to->dport);
-	c = fg_csum_apply(c, diff);
+	c = fg_csum_apply64(c, da + (uint32_t)~op + np);
 	if (p->proto == FG_IPPROTO_UDP && c == 0)
 		c = 0xFFFF;
 	memcpy(cp, &c, 2);
