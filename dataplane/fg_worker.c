@@ -140,24 +140,26 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 		fg_worker_drop(w, o, m, FG_DROP_vlan_foreign);
 		return;
 	}
-	switch (p->kind) {
-	case FG_PK_FLOW:
-	case FG_PK_ICMP_ERR:
-	case FG_PK_FRAG_LATER:
-		break;
-	case FG_PK_ARP:
-		fg_neigh_arp_input(w, lb, nt, o, m, p, now);
-		return;
-	case FG_PK_ND:
-		fg_neigh_nd_input(w, lb, nt, o, m, p, now);
-		return;
-	case FG_PK_HOST:
-		fg_worker_to_host(w, o, m, FG_DROP_host_unhandled);
-		return;
-	default:
-		fg_worker_drop(w, o, m, p->drop ? p->drop : FG_DROP_l4_unsupported_proto);
-		return;
-	}
+	/* a flow packet first: the other kinds after one test */
+	if (unlikely(p->kind != FG_PK_FLOW))
+		switch (p->kind) {
+		case FG_PK_ICMP_ERR:
+		case FG_PK_FRAG_LATER:
+			break;
+		case FG_PK_ARP:
+			fg_neigh_arp_input(w, lb, nt, o, m, p, now);
+			return;
+		case FG_PK_ND:
+			fg_neigh_nd_input(w, lb, nt, o, m, p, now);
+			return;
+		case FG_PK_HOST:
+			fg_worker_to_host(w, o, m, FG_DROP_host_unhandled);
+			return;
+		default:
+			fg_worker_drop(w, o, m, p->drop ? p->drop :
+				       FG_DROP_l4_unsupported_proto);
+			return;
+		}
 	if (dispatch) {
 		uint16_t owner = unlikely(p->flags & FG_PF_FRAG) ?
 				 frag_owner(lb, p, w->dp->reta) :
