@@ -317,6 +317,22 @@ static void dsr_refuse(struct fg_worker *w, struct fg_burst_out *o,
 		fg_worker_drop(w, o, m, xlate_err(rc));
 }
 
+/* The end of a DSR send: the frame @p f that the rewrite made, of length
+ * @p len (or its error), out of @p port. */
+static __rte_always_inline bool
+dsr_commit(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf *m,
+	   const struct fg_pkt *p, const struct fg_encap_tmpl *t,
+	   const struct fg_frame *f, int len, uint16_t port, uint64_t now)
+{
+	if (unlikely(len < 0)) {
+		dsr_refuse(w, o, m, p, t, len, now);
+		return false;
+	}
+	frame_commit(m, f, len);
+	fg_worker_tx(w, port, m);
+	return true;
+}
+
 /* dsr_send() for what it does not inline: an IPv6 inner or outer header. */
 static bool dsr_send_other(struct fg_worker *w, struct fg_burst_out *o,
 			   struct rte_mbuf *m, const struct fg_pkt *p,
@@ -327,13 +343,7 @@ static bool dsr_send_other(struct fg_worker *w, struct fg_burst_out *o,
 			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
 	int len = fg_xlate_encap_apply(&f, p, t, t->gue ? dsr_hash(m, p) : 0);
 
-	if (unlikely(len < 0)) {
-		dsr_refuse(w, o, m, p, t, len, now);
-		return false;
-	}
-	frame_commit(m, &f, len);
-	fg_worker_tx(w, port, m);
-	return true;
+	return dsr_commit(w, o, m, p, t, &f, len, port, now);
 }
 
 /* DSR: the outer headers @p t in front of the packet, out of @p port.
@@ -341,10 +351,9 @@ static bool dsr_send_other(struct fg_worker *w, struct fg_burst_out *o,
  * constant, the frame in registers (the other cases and the errors out of
  * line). */
 static __rte_always_inline bool
-dsr_send(struct fg_worker *w, struct fg_burst_out *o,
-			    struct rte_mbuf *m, const struct fg_pkt *p,
-			    const struct fg_encap_tmpl *t, uint16_t port,
-			    uint64_t now)
+dsr_send(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf *m,
+	 const struct fg_pkt *p, const struct fg_encap_tmpl *t, uint16_t port,
+	 uint64_t now)
 {
 	if (unlikely(t->family != CT_V4 || p->family != CT_V4))
 		return dsr_send_other(w, o, m, p, t, port, now);
@@ -354,13 +363,7 @@ dsr_send(struct fg_worker *w, struct fg_burst_out *o,
 			     rte_pktmbuf_headroom(m), 0};
 	int len = fg_xlate_encap4_apply(&f, p, t, t->gue ? dsr_hash(m, p) : 0);
 
-	if (unlikely(len < 0)) {
-		dsr_refuse(w, o, m, p, t, len, now);
-		return false;
-	}
-	frame_commit(m, &f, len);
-	fg_worker_tx(w, port, m);
-	return true;
+	return dsr_commit(w, o, m, p, t, &f, len, port, now);
 }
 
 /* DSR: encapsulate towards the backend, with the headers of its
