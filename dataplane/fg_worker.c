@@ -308,6 +308,14 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 /* ------------------------------------------------------ housekeeping */
 
+/* Sends what every port's TX buffer holds. */
+static void tx_flush_all(struct fg_worker *w)
+{
+	for (unsigned int p = 0; p < w->dp->n_ports; p++)
+		rte_eth_tx_buffer_flush(w->tx[p].port_id, (uint16_t)w->idx,
+					w->tx[p].buf);
+}
+
 unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 {
 	struct fg_dp *dp = w->dp;
@@ -351,9 +359,7 @@ unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 		w->last_expire = now;
 	}
 	if (now - w->last_flush >= dp->flush_ticks) {
-		for (unsigned int p = 0; p < dp->n_ports; p++)
-			rte_eth_tx_buffer_flush(w->tx[p].port_id, w->idx,
-						w->tx[p].buf);
+		tx_flush_all(w);
 		w->last_flush = now;
 		w->dc[FG_DC_tx_flushes]++;
 	}
@@ -453,16 +459,13 @@ int fg_worker_main(void *arg)
 			continue;
 		nap_us = nap_us ? RTE_MIN(2 * nap_us, dp->idle_sleep_us) : 1;
 		/* nothing waits in a TX buffer while we sleep */
-		for (unsigned int p = 0; p < dp->n_ports; p++)
-			rte_eth_tx_buffer_flush(w->tx[p].port_id, w->idx,
-						w->tx[p].buf);
+		tx_flush_all(w);
 		w->dc[FG_DC_idle_sleeps]++;
 		rte_delay_us_sleep(nap_us);
 	}
 	if (dp->sw_rss)
 		worker_drain(w);
-	for (unsigned int p = 0; p < dp->n_ports; p++)
-		rte_eth_tx_buffer_flush(w->tx[p].port_id, w->idx, w->tx[p].buf);
+	tx_flush_all(w);
 	rte_rcu_qsbr_thread_offline(dp->qsbr, w->idx);
 	rte_rcu_qsbr_thread_unregister(dp->qsbr, w->idx);
 	return 0;

@@ -101,7 +101,7 @@ struct fg_worker {
 	struct fg_dp *dp;
 	struct ct_shard *ct;
 	/* per port: this worker's TX buffer and what a send needs besides
-	 * (fg_worker_tx: one line for all ports, not the port table's) */
+	 * (fg_worker_tx reads these 16 bytes, not the port table's entry) */
 	struct fg_worker_txq {
 		struct rte_eth_dev_tx_buffer *buf;
 		uint16_t port_id;   /**< ethdev id (fg_port::port_id) */

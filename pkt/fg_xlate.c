@@ -674,15 +674,13 @@ int fg_xlate_ttl_dec(uint8_t *frame, const struct fg_pkt *p)
 		return -EINVAL;
 	ip = frame + p->l3_off;
 	if (p->family == CT_V4) {
-		uint16_t c, ow, nw;
+		uint64_t diff = 0;
+		uint16_t c;
 
-		if (unlikely(ip[8] <= 1))
+		if (fg_xlate_ttl4_step(ip, &diff) < 0)
 			return -ETIME;
-		ow = ld16(ip + 8);
-		ip[8]--;
-		nw = ld16(ip + 8);
 		memcpy(&c, ip + 10, 2);
-		c = fg_csum_update16(c, ow, nw);
+		c = fg_csum_apply64(c, diff);
 		memcpy(ip + 10, &c, 2);
 		return 0;
 	}

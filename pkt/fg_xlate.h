@@ -256,6 +256,30 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to);
 
 #ifndef __bpf__
+/**
+ * Decrements the TTL of the IPv4 header at @p ip and adds its change of
+ * the header checksum to @p diff (for fg_csum_apply64()).  Old and new
+ * word from registers: reading back the byte just stored would stall on
+ * store forwarding.  @return 0, or -ETIME (nothing written) for a TTL of
+ * 1 or less.  fg_xlate_ttl_dec() and fg_xlate_nat4_apply() share it.
+ */
+static inline __attribute__((always_inline)) int
+fg_xlate_ttl4_step(uint8_t *ip, uint64_t *diff)
+{
+	uint8_t tp[2];     /* TTL and protocol: the header's word 4 */
+	uint16_t ow, nw;
+
+	memcpy(tp, ip + 8, 2);
+	if (__builtin_expect(tp[0] <= 1, 0))
+		return -ETIME;
+	memcpy(&ow, tp, 2);
+	tp[0]--;
+	memcpy(&nw, tp, 2);
+	ip[8] = tp[0];
+	*diff += (uint16_t)~ow + (uint32_t)nw;
+	return 0;
+}
+
 /** The packets fg_xlate_nat4_apply() rewrites: IPv4 TCP or UDP, whole
  *  (FG_PK_FLOW). */
 static inline int fg_xlate_nat4_fits(const struct fg_pkt *p)
@@ -280,8 +304,8 @@ fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
 	uint8_t *ip = f->data + p->l3_off, *l4 = f->data + p->l4_off;
 	uint8_t *cp = l4 + (p->proto == FG_IPPROTO_TCP ? 16 : 6); /* checksum */
 	uint32_t os, od, op, np;
-	uint64_t da;
-	uint16_t c, ow, nw;
+	uint64_t da, dh;
+	uint16_t c;
 
 	_Static_assert(offsetof(struct ct_key4, dport) ==
 		       offsetof(struct ct_key4, sport) + 2, "ports: one word");
@@ -289,23 +313,11 @@ fg_xlate_nat4_apply(struct fg_frame *f, const struct fg_pkt *p,
 	memcpy(&os, ip + 12, 4);
 	memcpy(&od, ip + 16, 4);
 	da = (uint64_t)(uint32_t)~os + (uint32_t)~od + to->saddr + to->daddr;
+	dh = da;
+	if (ttl_dec && fg_xlate_ttl4_step(ip, &dh) < 0)
+		return -ETIME;
 	memcpy(&c, ip + 10, 2);
-	if (ttl_dec) {
-		/* TTL and protocol, the header's word 4, old and new from
-		 * registers (reading back the byte just stored would stall) */
-		uint8_t tp[2];
-
-		memcpy(tp, ip + 8, 2);
-		if (__builtin_expect(tp[0] <= 1, 0))
-			return -ETIME;
-		memcpy(&ow, tp, 2);
-		tp[0]--;
-		memcpy(&nw, tp, 2);
-		ip[8] = tp[0];
-		c = fg_csum_apply64(c, da + (uint16_t)~ow + nw);
-	} else {
-		c = fg_csum_apply64(c, da);
-	}
+	c = fg_csum_apply64(c, dh);
 	memcpy(ip + 10, &c, 2);
 	memcpy(ip + 12, &to->saddr, 4);
 	memcpy(ip + 16, &to->daddr, 4);
