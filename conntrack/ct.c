@@ -223,9 +223,11 @@ ct_shard_create(const struct ct_config *cfg)
 	ct_set_flood_rate(s, cfg->flood_rate);
 	s->pickup_units = (uint32_t)(ct_ms_to_ticks(cfg->hz, cfg->pickup_ms) >>
 				     (s->tshift + CT_PICKUP_SHIFT));
-	/* One pass of the sweep per second: every entry is looked at within
-	 * 1 s of its expiry even on a table that is never hit again. */
-	s->sweep_period = cfg->hz;
+	/* One pass of the sweep over each family every CT_SWEEP_PERIOD_S
+	 * seconds: every entry is looked at within that time of its expiry,
+	 * even on a table that is never hit again (a lookup checks expiry
+	 * itself). */
+	s->sweep_period = cfg->hz * CT_SWEEP_PERIOD_S;
 
 	ret = ct_fam_init(s, &s->fam[CT_V4], CT_V4, cfg->capacity);
 	if (ret == 0)
@@ -1030,30 +1032,39 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 }
 
 /*
- * Paced sweep: examine slots in proportion to elapsed time so one pass
- * over the table takes sweep_period, capped at expire_budget per call.
- * Work per call is bounded whatever the clock does.
+ * Paced sweep: the calls alternate between the families, and each family
+ * examines slots in proportion to the time since its own last sweep, so
+ * one pass over each takes sweep_period, capped at expire_budget per call.
+ * The time the examined slots stand for is what the family's clock
+ * advances by, so the fraction of a slot each call rounds off carries
+ * over.  Work per call is bounded whatever the clock does.
  */
 unsigned int
 ct_expire(struct ct_shard *s, uint64_t now)
 {
 	struct ct_fam *f = &s->fam[s->sweep_turn++ & 1];
-	uint64_t elapsed = now - s->sweep_last;
+	uint64_t elapsed = now - f->sweep_last;
 	uint64_t n;
 
 	if ((int64_t)elapsed <= 0)
 		return 0;
 	/* elapsed / period of a pass, times the slots: both sides bounded,
 	 * no overflow below ~2^32 slots x 2^32 ticks. */
-	if (elapsed >= s->sweep_period)
+	if (elapsed >= s->sweep_period) {
 		n = ct_size(f);
-	else
+		f->sweep_last = now;
+	} else {
 		n = (elapsed * ct_size(f)) / s->sweep_period;
-	if (n == 0)
-		return 0;
-	s->sweep_last = now;
-	if (n > s->cfg.expire_budget)
+		if (n == 0)
+			return 0;
+		f->sweep_last += n * s->sweep_period / ct_size(f);
+	}
+	if (n > s->cfg.expire_budget) {
+		/* behind by more than a call may do: the pass stretches,
+		 * nothing piles up */
 		n = s->cfg.expire_budget;
+		f->sweep_last = now;
+	}
 	return ct_sweep(s, f, (uint32_t)n, now);
 }
 

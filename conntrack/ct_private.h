@@ -83,6 +83,7 @@ struct ct_fam {
 	/* Early-drop list (unassured forward entries, oldest first). */
 	uint32_t ed_head, ed_tail;
 	uint32_t sweep_pos;     /* incremental expiry cursor */
+	uint64_t sweep_last;    /* the time the sweep has paced this family up to */
 };
 
 struct ct_shard {
@@ -93,9 +94,8 @@ struct ct_shard {
 	struct ct_config cfg;
 	char name[32];
 
-	/* incremental expiry pacing */
-	uint64_t sweep_last;
-	uint64_t sweep_period;          /* ticks for one pass over the table */
+	/* incremental expiry pacing (and each family's sweep_last) */
+	uint64_t sweep_period;          /* ticks for one pass over a family */
 	uint32_t sweep_turn;
 
 	/* flood mode: inserts per 1/16 s window */

@@ -616,6 +616,56 @@ test_expire_bounded_per_call(void **state)
 	ct_shard_free(s);
 }
 
+/* The sweep's pace holds for each family: one pass over a family's slots
+ * per CT_SWEEP_PERIOD_S, whichever family the calls alternate to.  Both
+ * families have 8192 slots here, on a 1 GHz clock called every 10 us, as
+ * a worker calls.  (A family that got only the time since the other
+ * family's call took two periods per pass.) */
+static void
+test_expire_pass_per_period(void **state)
+{
+	const uint64_t hz = 1000000000ull, step = hz / 100000;
+	struct ct_config c;
+	struct ct_shard *s;
+
+	ct_config_defaults(&c);
+	c.name = "tpace";
+	c.capacity = c.capacity_v6 = 4096;
+	c.hz = hz;
+	s = ct_shard_create(&c);
+	assert_non_null(s);
+	for (uint32_t i = 0; i < 4000; i++) {
+		struct ct_key4 k = k4(i);
+		struct ct_key6 k6_ = k6(i);
+
+		assert_non_null(ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k),
+					  IPPROTO_TCP, CT_ST_SYN_SENT, false, 0,
+					  NULL, NULL));
+		assert_non_null(ct_insert(s, CT_V6, &k6_, ct_key6_hash(s, &k6_),
+					  IPPROTO_TCP, CT_ST_SYN_SENT, false, 0,
+					  NULL, NULL));
+	}
+	/* capacity 4096 each: 8192 slots (x1.5, a power of two) */
+	assert_int_equal(ct_slots(s, CT_V4), 4096);
+	assert_int_equal(ct_slots(s, CT_V6), 4096);
+	/* every entry long expired; the first calls set the pace */
+	uint64_t t0 = 10ull * 3600 * hz;
+
+	ct_expire(s, t0);
+	ct_expire(s, t0);
+	/* a pass is 8192 slots, 64 of them swept by the first call */
+	for (uint64_t t = step; t <= CT_SWEEP_PERIOD_S * hz * 96 / 100; t += step)
+		ct_expire(s, t0 + t);
+	assert_true(ct_count(s) > 0);
+	for (uint64_t t = CT_SWEEP_PERIOD_S * hz * 96 / 100 + step;
+	     t <= CT_SWEEP_PERIOD_S * hz * 101 / 100; t += step)
+		ct_expire(s, t0 + t);
+	/* a pass and 1% over: nothing is left in either family */
+	assert_int_equal(ct_count(s), 0);
+	assert_int_equal(ct_stats_get(s)->expired[CT_ST_SYN_SENT], 8000);
+	ct_shard_free(s);
+}
+
 /* ---- table full ------------------------------------------------------ */
 
 struct full_case {
@@ -1505,6 +1555,7 @@ main(void)
 	ADD(test_default_timeouts_documented);
 	ADD(test_deadline_follows_state_and_activity);
 	ADD(test_expire_bounded_per_call);
+	ADD(test_expire_pass_per_period);
 	for (size_t i = 0; i < RTE_DIM(full_cases); i++) {
 		snprintf(names[n], sizeof(names[n]), "full: %s", full_cases[i].name);
 		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_table_full,
