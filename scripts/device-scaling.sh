@@ -15,7 +15,7 @@
 #   scripts/device-scaling.sh 10m   10M flows: 1, 8, 14, 15 workers, IMIX
 #   scripts/device-scaling.sh 1m-before   the before build at 2-15 workers
 #   scripts/device-scaling.sh ab    1M flows, 1 and 14 workers, before and
-#                                   after interleaved, 3 rounds
+#                                   after interleaved, 3 rounds (ROUNDS=N)
 #   scripts/device-scaling.sh ct    flowgate-bench conntrack at 1M and 10M
 #                                   flows (the table against rte_hash)
 #   scripts/device-scaling.sh profile   cycles per packet by stage
@@ -63,8 +63,8 @@ if [ "$PHASE" = 1m ]; then
 elif [ "$PHASE" = ab ]; then
 	# before/after in one run, 1 and 14 workers, interleaved: after in
 	# uniform order (the issue's) and in creation order (the before
-	# build's only order)
-	for r in 1 2 3; do
+	# build's only order); ROUNDS=N for more than 3 rounds
+	for r in $(seq "${ROUNDS:-3}"); do
 		for w in 1 14; do
 			run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 $NB --json
 			run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
