@@ -32,11 +32,11 @@
  * lives; a freed slot is free at once (no tombstones: ct_private.h).
  *
  * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
- * At most 2/3 of the slots are live when the table is full (linear
- * probing then reads 2 slots per hit on average, 1.5 at half load), and
- * the slot count is a power of two: 64 B x 1.5-3 slots per flow of
- * capacity = 96-192 B, plus 4 B per slot for the creation time (kept
- * beside the slots, not in them); bytes_per_flow in bench/RESULTS.md.
+ * 4/7 of the slots are live when the table is full (linear probing then
+ * reads 1.7 slots per hit on average, 1.5 at half load): 1.75 slots per
+ * flow of capacity, each 64 B, 2 B of metadata and 4 B of creation time
+ * (kept beside the slots, not in them) = 122.5 B per flow; no
+ * power-of-two rounding.  bytes_per_flow in bench/RESULTS.md.
  *
  * ## Expiry on lookup
  * The entry is in the line the lookup compares, so the exact check
@@ -513,7 +513,7 @@ const uint64_t *ct_removal_seq(const struct ct_shard *s);
 size_t ct_memory(const struct ct_shard *s);
 
 /** Entries a family holds when full: its capacity in effect (its table
- *  has more slots, 1.5x rounded up to a power of two). */
+ *  has 1.75x as many slots). */
 uint32_t ct_slots(const struct ct_shard *s, enum ct_family fam);
 
 /**

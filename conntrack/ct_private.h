@@ -68,10 +68,9 @@ static_assert(offsetof(struct ct_slot6, e) + 16 <= 64,
 	      "IPv6 key and the entry's lookup fields share the first line");
 
 struct ct_fam {
-	uint8_t *slot;          /* mask + 1 slots of 1 << slot_shift bytes */
-	ct_meta_t *meta;        /* mask + 1 (tag, ovf) pairs */
-	uint32_t mask;          /* table size - 1 (size a power of two) */
-	uint32_t home_shift;    /* home = (sig * golden) >> home_shift */
+	uint8_t *slot;          /* size slots of 1 << slot_shift bytes */
+	ct_meta_t *meta;        /* size (tag, ovf) pairs */
+	uint32_t size;          /* slots: 1.75 x cap, a multiple of 16 */
 	uint32_t slot_shift;    /* 6 (IPv4) or 7 (IPv6) */
 	uint32_t key_len;       /* the entry follows the key */
 	uint32_t cap;           /* live entries allowed (both directions) */
