@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 
 #include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
 #include <rte_errno.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
@@ -1162,6 +1163,30 @@ bad:
 
 /* ---- walk ----------------------------------------------------------- */
 
+/* The first live slot in [p, end), or end: four slots' tags at a time, so
+ * that a table's random pattern of free and live slots costs a branch per
+ * live slot, not a mispredicted one per slot (a walk over a quarter-full
+ * table spent more on its free slots than on its flows). */
+static inline uint32_t
+ct_next_live(const struct ct_fam *f, uint32_t p, uint32_t end)
+{
+#if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
+	for (; p + 4 <= end; p += 4) {
+		uint64_t w;
+
+		memcpy(&w, &f->meta[p], sizeof(w));
+		/* each slot's tag is the low byte of its 16-bit pair */
+		w &= 0x00ff00ff00ff00ffull;
+		if (w != 0)
+			return p + (uint32_t)(__builtin_ctzll(w) >> 4);
+	}
+#endif
+	for (; p < end; p++)
+		if (ct_is_live(f, p))
+			return p;
+	return end;
+}
+
 unsigned int
 ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 	int (*fn)(const struct ct_flow *f, void *arg), void *arg)
@@ -1172,13 +1197,15 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 	while (max > 0 && c != CT_WALK_DONE) {
 		enum ct_family fam = (enum ct_family)(c >> 32);
 		struct ct_fam *f = &s->fam[fam];
-		uint32_t p = (uint32_t)c;
+		uint32_t p = RTE_MIN((uint32_t)c, f->size);
+		uint32_t end = f->size - p > max ? p + max : f->size;
 
-		for (; p < f->size && max > 0; p++, max--) {
+		max -= end - p;
+		for (; (p = ct_next_live(f, p, end)) < end; p++) {
 			struct ct_entry *e = ct_ent(f, p);
 			struct ct_flow fl;
 
-			if (!ct_is_live(f, p) || (e->flags & CT_F_REPLY))
+			if (e->flags & CT_F_REPLY)
 				continue;
 			/* every field is written below (no memset: a listing
 			 * walks millions of flows on the worker's time); the
