@@ -1064,8 +1064,9 @@ ct_expire(struct ct_shard *s, uint64_t now)
 
 	if ((int64_t)elapsed <= 0)
 		return 0;
-	/* elapsed / period of a pass, times the slots: both sides bounded,
-	 * no overflow below ~2^32 slots x 2^32 ticks. */
+	/* elapsed / period of a pass, times the slots: below 2^30 slots
+	 * (CT_CAP_MAX x 1.75) and 2^33 ticks (2 s of a clock up to 4 GHz),
+	 * no product overflows. */
 	if (elapsed >= s->sweep_period) {
 		n = ct_size(f);
 		f->sweep_last = now;

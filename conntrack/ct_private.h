@@ -36,7 +36,7 @@
  * The occupant's displacement from home (12 bits, in the last pad bytes
  * of its key, the key's "meta" word) tells a removal which counts to
  * lower.  An insert that would land 4096 or more slots from home is
- * refused (CT_INSFAIL_HASH; with CRC32C at <= 2/3 load it does not
+ * refused (CT_INSFAIL_HASH; with CRC32C at <= 4/7 load it does not
  * happen).
  */
 #define CT_META_SHIFT 8                 /* disp = le32(key + key_len - 4) >> 8 */
