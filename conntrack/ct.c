@@ -20,7 +20,6 @@
 
 #include "ct_private.h"
 
-
 const char *const ct_state_names[CT_ST_MAX] = {
 #define CT_X(n) #n,
 	CT_STATE_LIST(CT_X)
@@ -438,12 +437,46 @@ ct_born_age(const struct ct_shard *s, const struct ct_fam *f, uint32_t pos,
 	return (uint64_t)units << s->tshift;
 }
 
+/* A flow's creation time as ct_fam::born keeps it: never CT_BORN_REPLY
+ * (a flow born then reads as born one unit earlier). */
+static inline uint32_t
+ct_born_stamp(const struct ct_shard *s, uint64_t now)
+{
+	uint32_t b = ct_coarse(s, now);
+
+	return b == CT_BORN_REPLY ? b - 1 : b;
+}
+
 /* Whether slot @p pos holds a flow: its tag (ct_check keeps the tag and
  * the entry's state in step), read without the slot's line. */
 static inline bool
 ct_is_live(const struct ct_fam *f, uint32_t pos)
 {
 	return (uint8_t)f->meta[pos] != 0;
+}
+
+/* The first live slot in [p, end), or end: four slots' tags at a time, so
+ * that a table's random pattern of free and live slots costs a branch per
+ * live slot, not a mispredicted one per slot (a walk over a quarter-full
+ * table spent more on its free slots than on its flows). */
+static inline uint32_t
+ct_next_live(const struct ct_fam *f, uint32_t p, uint32_t end)
+{
+#if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
+	for (; p + 4 <= end; p += 4) {
+		uint64_t w;
+
+		memcpy(&w, &f->meta[p], sizeof(w));
+		/* each slot's tag is the low byte of its 16-bit pair */
+		w &= 0x00ff00ff00ff00ffull;
+		if (w != 0)
+			return p + (uint32_t)(__builtin_ctzll(w) >> 4);
+	}
+#endif
+	for (; p < end; p++)
+		if (ct_is_live(f, p))
+			return p;
+	return end;
 }
 
 /* The live entry at @p pos of a family, or NULL (free or out of range). */
@@ -819,7 +852,7 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	e->peer = CT_NONE;
 	e->ed_prev = e->ed_next = CT_NONE;
 	e->last_seen = now;
-	f->born[pos] = ct_coarse(s, now);
+	f->born[pos] = ct_born_stamp(s, now);
 	e->flags = (fam == CT_V6 ? CT_F_V6 : 0) |
 		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
 	if (unlikely(state == CT_ST_PICKUP))
@@ -868,6 +901,7 @@ ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 		s->st.live[re->state]--;
 	}
 	re->flags |= CT_F_NAT | CT_F_REPLY | CT_F_ASSURED;
+	f->born[reply_pos] = CT_BORN_REPLY;
 	re->backend = fe->backend;
 	re->service = fe->service;
 	re->nat_port = fe->nat_port;
@@ -1030,18 +1064,26 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 	unsigned int expired = 0;
 	uint32_t p = f->sweep_pos;
 
-	for (uint32_t i = 0; i < budget; i++) {
-		struct ct_entry *e = ct_ent(f, p);
+	while (budget > 0) {
+		uint32_t end = f->size - p > budget ? p + budget : f->size;
 
-		/* a free slot's line is not read: its metadata says so */
-		if (ct_is_live(f, p) && !(e->flags & CT_F_REPLY) &&
-		    ct_expired(s, e, now)) {
-			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
+		budget -= end - p;
+		/* the line of a free slot (its metadata says so) or of a NAT
+		 * reply entry (its creation time says so: it leaves with its
+		 * forward entry) is not read */
+		for (; (p = ct_next_live(f, p, end)) < end; p++) {
+			struct ct_entry *e = ct_ent(f, p);
 
-			s->st.expired[st]++;
-			expired++;
+			if (f->born[p] != CT_BORN_REPLY && !(e->flags & CT_F_REPLY) &&
+			    ct_expired(s, e, now)) {
+				enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);
+
+				s->st.expired[st]++;
+				expired++;
+			}
 		}
-		p = ct_next(f, p);
+		if (p == f->size)
+			p = 0;
 	}
 	f->sweep_pos = p;
 	return expired;
@@ -1140,6 +1182,9 @@ ct_check(const struct ct_shard *s)
 				continue;
 			}
 			live++;
+			/* a reply entry's creation time says so, and only its */
+			if (!(ct_ent(f, p)->flags & CT_F_REPLY) != (f->born[p] != CT_BORN_REPLY))
+				goto bad;
 			/* found from its home, where the displacement says */
 			if (!(tag & 0x80) ||
 			    ct_find(f, sl, ct_back(f, p, disp), tag, f->key_len) != p)
@@ -1163,30 +1208,6 @@ bad:
 }
 
 /* ---- walk ----------------------------------------------------------- */
-
-/* The first live slot in [p, end), or end: four slots' tags at a time, so
- * that a table's random pattern of free and live slots costs a branch per
- * live slot, not a mispredicted one per slot (a walk over a quarter-full
- * table spent more on its free slots than on its flows). */
-static inline uint32_t
-ct_next_live(const struct ct_fam *f, uint32_t p, uint32_t end)
-{
-#if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
-	for (; p + 4 <= end; p += 4) {
-		uint64_t w;
-
-		memcpy(&w, &f->meta[p], sizeof(w));
-		/* each slot's tag is the low byte of its 16-bit pair */
-		w &= 0x00ff00ff00ff00ffull;
-		if (w != 0)
-			return p + (uint32_t)(__builtin_ctzll(w) >> 4);
-	}
-#endif
-	for (; p < end; p++)
-		if (ct_is_live(f, p))
-			return p;
-	return end;
-}
 
 unsigned int
 ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,

@@ -48,6 +48,7 @@
 
 /* one slot's metadata: tag in the low byte, ovf in the high byte */
 typedef uint16_t ct_meta_t;
+#define CT_BORN_REPLY UINT32_MAX       /* ct_fam::born of a NAT reply entry */
 #define CT_TAG(sig) ((uint8_t)(((sig) & 0x7f) | 0x80))
 
 struct ct_slot4 {
@@ -77,7 +78,9 @@ struct ct_fam {
 	uint32_t count;         /* live entries */
 	/* creation time of each slot's flow, in coarse units (ticks >>
 	 * tshift, 0.5-1 ms), wrapping: kept out of the slot (written on
-	 * insert only, read by the walk and ct_entry_life()) */
+	 * insert only, read by the walk and ct_entry_life()); a NAT reply
+	 * entry's, whose flow's birth is its forward entry's, is
+	 * CT_BORN_REPLY, so the sweep skips it without reading its slot */
 	uint32_t *born;
 	/* Early-drop list (unassured forward entries, oldest first). */
 	uint32_t ed_head, ed_tail;
