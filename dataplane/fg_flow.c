@@ -834,7 +834,7 @@ static __rte_always_inline void nat4_send(struct fg_worker *w, struct fg_burst_o
  * send a call of its own, a DSR hit ran 13 and a NAT hit 26 more
  * instructions (scripts/cg-ipp.sh), the loop's values spilled.
  */
-__rte_always_inline void fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
+__rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
 		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
 		 struct rte_mbuf *m, const struct fg_pkt *p, struct ct_entry *e,
 		 uint64_t now)
@@ -845,22 +845,23 @@ __rte_always_inline void fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 		     p->kind != FG_PK_FLOW || (p->flags & FG_PF_FRAG) ||
 		     nt == NULL || c->nt_gen != nt->gen || !c->direct)) {
 		fg_flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
-		return;
+		return true;
 	}
 	flow_account(w, c->svc_ctr, c->be_ctr, c->lc ? c->b : NULL, e, p, now);
 	if (!c->nat) {
 		dsr_send(w, o, m, p, &c->t, c->port, now);
-		return;
+		return false;
 	}
 	if (likely(c->n4.ok && fg_xlate_nat4_fits(p) && p->l3_len <= c->n4.mtu)) {
 		nat4_send(w, o, m, p, e, c);
-		return;
+		return false;
 	}
 	union fg_key to;
 
 	nat_fwd_key(w, p, e, c->b, &to);
 	send_nat(w, nt, o, m, p, &to, NULL, c->b->addr.family, c->b->addr.bytes,
 		 c, now);
+	return false;
 }
 
 /* NAT: the k-th local address of @p af (k taken modulo their number), so

@@ -224,33 +224,38 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 	w->cc[FG_CC_ct_hits] += __builtin_popcountll(hits);
 	/* a new flow earlier in this burst may evict an entry a later packet
 	 * hit and give its slot to another flow: trust a hit only while
-	 * nothing was removed since the lookup */
+	 * nothing was removed since the lookup, checked after each call that
+	 * may remove (all but a hit's one pass) */
 	const uint64_t *removals = ct_removal_seq(w->ct);
-	uint64_t removals0 = *removals;
+	const uint64_t removals0 = *removals;
+	bool stale = false;
 
 	for (unsigned int j = 0; j < bu->ng[f]; j++) {
 		struct rte_mbuf *m = bu->grp[f][j];
 		const struct fg_pkt *p = &fg_mbuf_priv(m)->pkt;
+		bool hit = hits & (1ULL << j);
 
-		if (unlikely(*removals != removals0) && (hits & (1ULL << j))) {
+		if (unlikely(stale) && hit) {
 			ents[j] = ct_lookup(w->ct, f, keys[j], sigs[j], now, &pos[j]);
-			if (ents[j] == NULL)
-				hits &= ~(1ULL << j);
+			hit = ents[j] != NULL;
 			w->dc[FG_DC_ct_hit_relookup]++;
 		}
-		if (!(hits & (1ULL << j))) {
+		if (likely(hit && !(ents[j]->flags & CT_F_REPLY) &&
+			   !fg_flow_syn_reopens(lb, p, ents[j]))) {
+			if (likely(!fg_flow_hit(w, lb, nt, &bu->o, m, p, ents[j], now)))
+				continue;
+		} else if (!hit) {
 			fg_flow_new(w, lb, nt, &bu->o, m, p, sigs[j], keys[j], now);
-		} else if (unlikely(ents[j]->flags & CT_F_REPLY)) {
+		} else if (ents[j]->flags & CT_F_REPLY) {
 			fg_flow_reply(w, lb, nt, &bu->o, m, p, ents[j], now);
-		} else if (unlikely(fg_flow_syn_reopens(lb, p, ents[j]))) {
+		} else {
 			/* a new connection on the tuple of an old one:
 			 * schedule it afresh */
 			ct_delete_pos(w->ct, f, pos[j]);
 			w->cc[FG_CC_ct_reopened]++;
 			fg_flow_new(w, lb, nt, &bu->o, m, p, sigs[j], keys[j], now);
-		} else {
-			fg_flow_hit(w, lb, nt, &bu->o, m, p, ents[j], now);
 		}
+		stale = *removals != removals0;
 	}
 	fg_worker_prof(w, FG_ST_forward);
 }

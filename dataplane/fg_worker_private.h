@@ -339,8 +339,10 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		 struct rte_mbuf *m, const struct fg_pkt *p, uint32_t sig,
 		 const void *key, uint64_t now);
 /* A bulk lookup's hit of a request-direction entry: its common case in one
- * pass, everything else by fg_flow_forward(). */
-void fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
+ * pass, everything else by fg_flow_forward().  @return true when it took
+ * fg_flow_forward(), which may insert (a first fragment's follow entry)
+ * and so evict; the one pass removes nothing. */
+bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
 		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
 		 struct rte_mbuf *m, const struct fg_pkt *p, struct ct_entry *e,
 		 uint64_t now);
