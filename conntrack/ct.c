@@ -479,6 +479,14 @@ ct_next_live(const struct ct_fam *f, uint32_t p, uint32_t end)
 	return end;
 }
 
+/* The end of a scan of at most @p n slots from @p p that stops at the
+ * table's end (the sweep and the walk wrap or move on there). */
+static inline uint32_t
+ct_span_end(const struct ct_fam *f, uint32_t p, uint32_t n)
+{
+	return f->size - p > n ? p + n : f->size;
+}
+
 /* The live entry at @p pos of a family, or NULL (free or out of range). */
 static inline struct ct_entry *
 ct_live_at(const struct ct_fam *f, uint32_t pos)
@@ -1065,7 +1073,7 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 	uint32_t p = f->sweep_pos;
 
 	while (budget > 0) {
-		uint32_t end = f->size - p > budget ? p + budget : f->size;
+		uint32_t end = ct_span_end(f, p, budget);
 
 		budget -= end - p;
 		/* the line of a free slot (its metadata says so) or of a NAT
@@ -1220,7 +1228,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 		enum ct_family fam = (enum ct_family)(c >> 32);
 		struct ct_fam *f = &s->fam[fam];
 		uint32_t p = RTE_MIN((uint32_t)c, f->size);
-		uint32_t end = f->size - p > max ? p + max : f->size;
+		uint32_t end = ct_span_end(f, p, max);
 
 		max -= end - p;
 		for (; (p = ct_next_live(f, p, end)) < end; p++) {
