@@ -702,7 +702,7 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 			p = ct_next(f, p);
 		}
 	}
-	/* 3. compare (another key with the tag: search on, rarely) */
+	/* 3. compare (search on when it is not there, rarely) */
 	for (unsigned int i = 0; i < n; i++) {
 		uint32_t p = cand[i];
 		struct ct_entry *e;
@@ -711,12 +711,17 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 		positions[i] = CT_NONE;
 		if (p == CT_NONE)
 			continue;
-		if (unlikely(!ct_key_eq(ct_slot(f, p), keys[i], klen))) {
+		e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
+		/* another key with the tag; or the slot freed since pass 2:
+		 * an earlier key of this burst expired here (a flow's packets
+		 * after the first), its key bytes left in the slot */
+		if (unlikely(!ct_key_eq(ct_slot(f, p), keys[i], klen) ||
+			     e->state == CT_ST_NONE)) {
 			p = ct_find(f, keys[i], ct_home(f, sigs[i]), CT_TAG(sigs[i]), klen);
 			if (p == CT_NONE)
 				continue;
+			e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
 		}
-		e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
 		if (unlikely(ct_expired(s, e, now)) &&
 		    ct_expired(s, ct_flow_head(f, e), now)) {
 			enum ct_state st = ct_remove_flow(s, f, p, CT_DESTROY_EXPIRED);

@@ -543,6 +543,52 @@ test_timeout_state(void **state)
 	ct_shard_free(s);
 }
 
+/*
+ * Two packets of an expired flow in one bulk lookup (a flow idle past its
+ * timeout that resumes with a burst): the first removes the entry, and the
+ * second must not find the freed slot, whose key bytes stay behind, as a
+ * hit, nor remove it again (the live counts would go wrong).  IPv4 and
+ * IPv6, with a live flow between them.
+ */
+static void
+test_expired_twice_in_burst(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_timeouts t;
+
+	memset(&t, 0, sizeof(t));
+	for (int i = 0; i < CT_ST_MAX; i++)
+		t.ms[i] = 1000;
+	ct_set_timeouts(s, &t);
+	for (int fam = CT_V4; fam <= CT_V6; fam++) {
+		struct ct_key4 a4 = k4(1), b4 = k4(2);
+		struct ct_key6 a6 = k6(1), b6 = k6(2);
+		const void *a = fam == CT_V4 ? (const void *)&a4 : (const void *)&a6;
+		const void *b = fam == CT_V4 ? (const void *)&b4 : (const void *)&b6;
+		uint32_t klen = fam == CT_V4 ? sizeof(a4) : sizeof(a6);
+		uint32_t sa = ct_key_sig(a, klen), sb = ct_key_sig(b, klen);
+		const void *keys[3] = {a, b, a};
+		uint32_t sigs[3] = {sa, sb, sa}, pos[3];
+		struct ct_entry *ents[3];
+		int err;
+
+		assert_non_null(ct_insert(s, fam, a, sa, IPPROTO_TCP, CT_ST_ESTABLISHED,
+					  true, 100, NULL, &err));
+		assert_non_null(ct_insert(s, fam, b, sb, IPPROTO_TCP, CT_ST_ESTABLISHED,
+					  true, 1500, NULL, &err));
+		assert_int_equal(ct_lookup_bulk(s, fam, keys, sigs, 3, 2000, ents, pos), 2);
+		assert_null(ents[0]);
+		assert_null(ents[2]);
+		assert_non_null(ents[1]);
+		assert_int_equal(ct_count(s), 1);
+		assert_int_equal(ct_stats_get(s)->live[CT_ST_ESTABLISHED], 1);
+		assert_int_equal(ct_check(s), 0);
+		assert_int_equal(ct_delete(s, fam, b, sb), 0);
+		assert_int_equal(ct_count(s), 0);
+	}
+	ct_shard_free(s);
+}
+
 static void
 test_default_timeouts_documented(void **state)
 {
@@ -1553,6 +1599,7 @@ main(void)
 		tests[n].name = names[n];
 		n++;
 	}
+	ADD(test_expired_twice_in_burst);
 	ADD(test_default_timeouts_documented);
 	ADD(test_deadline_follows_state_and_activity);
 	ADD(test_expire_bounded_per_call);
