@@ -714,7 +714,9 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 		e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
 		/* another key with the tag; or the slot freed since pass 2:
 		 * an earlier key of this burst expired here (a flow's packets
-		 * after the first), its key bytes left in the slot */
+		 * after the first), its key bytes left in the slot.  Liveness
+		 * from the state byte in the line in hand, not the tag
+		 * (ct_is_live: another line; ct_check keeps the two in step) */
 		if (unlikely(!ct_key_eq(ct_slot(f, p), keys[i], klen) ||
 			     e->state == CT_ST_NONE)) {
 			p = ct_find(f, keys[i], ct_home(f, sigs[i]), CT_TAG(sigs[i]), klen);

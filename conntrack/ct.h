@@ -357,8 +357,9 @@ ct_key_sig(const void *key, uint32_t len)
 /**
  * Looks up a burst of keys of one family with precomputed signatures.
  * Expired entries found are deleted (counted as expired_on_lookup, once
- * however often the burst holds the key) and reported as misses.  On a hit, entries[i] points at the entry and
- * positions[i] holds its position; on a miss entries[i] is NULL.
+ * however often the burst holds the key) and reported as misses.  On a
+ * hit, entries[i] points at the entry and positions[i] holds its
+ * position; on a miss entries[i] is NULL.
  * Owner lcore only.
  * @param n  1..CT_BURST_MAX
  * @return bit mask of hits (bit i = keys[i] found).
