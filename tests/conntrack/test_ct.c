@@ -1361,6 +1361,49 @@ churn_destroy(void *arg, enum ct_family fam, const void *key,
 	}
 }
 
+/*
+ * A burst as the dataplane looks it up: 1-24 keys drawn from three flows
+ * and their NAT halves, so that a flow often comes more than once, both
+ * of its halves sometimes, expired or not.  In the burst's order, a key
+ * the model holds alive hits at its position, any other misses, and an
+ * expired flow is removed once (the destroy hook asserts that what it
+ * removes is live in the model).
+ */
+static void
+churn_bulk(struct ct_shard *s, struct churn *c, uint32_t i, uint32_t r)
+{
+	churn_key_t ks[24];
+	const void *keys[24];
+	uint32_t sigs[24], pos[24], idx[24];
+	struct ct_entry *ents[24];
+	unsigned int n = 1 + r % 24;
+	uint64_t hits;
+
+	for (unsigned int b = 0; b < n; b++) {
+		r = r * 1103515245u + 12345u;
+		idx[b] = (i + (r >> 16) % 3 + ((r >> 20) & 1) * (CHURN_KEYS / 2)) % CHURN_KEYS;
+		churn_key(c, idx[b], &ks[b]);
+		keys[b] = &ks[b];
+		sigs[b] = churn_sig(s, c, &ks[b]);
+	}
+	hits = ct_lookup_bulk(s, c->fam, keys, sigs, n, c->now, ents, pos);
+	/* the model after the burst: every flow it held alive still is, the
+	 * others are gone (the destroy hook took the expired ones out) */
+	for (unsigned int b = 0; b < n; b++) {
+		uint32_t x = idx[b];
+
+		if (c->live[x]) {
+			assert_true(c->now - c->seen[x] <= c->timeout);
+			assert_true(hits >> b & 1);
+			assert_ptr_equal(ents[b], ct_entry_at(s, c->fam, c->pos[x]));
+			assert_int_equal(pos[b], c->pos[x]);
+		} else {
+			assert_false(hits >> b & 1);
+			assert_null(ents[b]);
+		}
+	}
+}
+
 static void
 test_churn_model(void **state)
 {
@@ -1404,7 +1447,9 @@ test_churn_model(void **state)
 			churn_key(c, i, &k);
 			uint32_t sig = churn_sig(s, c, &k);
 
-			if (what < 40) {            /* lookup (and refresh) */
+			if (what < 8) {             /* a burst: bulk lookup */
+				churn_bulk(s, c, i, (uint32_t)(r >> 8));
+			} else if (what < 40) {     /* lookup (and refresh) */
 				bool had = c->live[i];
 				bool alive = had && c->now - c->seen[i] <= c->timeout;
 				struct ct_entry *e = ct_lookup(s, c->fam, &k, sig, c->now, &pos);
