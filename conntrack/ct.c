@@ -777,11 +777,15 @@ ct_lookup(struct ct_shard *s, enum ct_family fam, const void *key,
 
 /* ---- insert / delete ------------------------------------------------ */
 
+/* Evicts the oldest unassured flow but the one at @p keep (CT_NONE: any):
+ * the forward entry a NAT reply entry is inserted for. */
 static int
-ct_early_drop(struct ct_shard *s, struct ct_fam *f)
+ct_early_drop(struct ct_shard *s, struct ct_fam *f, uint32_t keep)
 {
 	uint32_t victim = f->ed_head;
 
+	if (victim != CT_NONE && victim == keep)
+		victim = ct_ent(f, victim)->ed_next;
 	if (victim == CT_NONE)
 		return -ENOSPC;
 	ct_remove_flow(s, f, victim, CT_DESTROY_EVICTED);
@@ -810,10 +814,11 @@ ct_state_assured(enum ct_state st)
 	       : st == CT_ST_UDP_STREAM;
 }
 
-struct ct_entry *
-ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
-	  uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
-	  uint64_t now, uint32_t *pos_out, int *err)
+/* ct_insert(), never evicting the flow at @p keep (CT_NONE: any). */
+static struct ct_entry *
+ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
+	       uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
+	       uint64_t now, uint32_t keep, uint32_t *pos_out, int *err)
 {
 	struct ct_fam *f = &s->fam[fam];
 	struct ct_entry *e;
@@ -841,7 +846,7 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 		goto fail;
 	}
 	/* Full: evict the oldest unassured flow first. */
-	if (unlikely(f->count >= f->cap) && ct_early_drop(s, f) != 0) {
+	if (unlikely(f->count >= f->cap) && ct_early_drop(s, f, keep) != 0) {
 		s->st.insert_fail_by[CT_INSFAIL_FULL]++;
 		ret = -ENOSPC;
 		goto fail;
@@ -896,6 +901,43 @@ fail_nocount:
 	if (pos_out)
 		*pos_out = CT_NONE;
 	return NULL;
+}
+
+struct ct_entry *
+ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
+	  uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
+	  uint64_t now, uint32_t *pos_out, int *err)
+{
+	return ct_insert_keep(s, fam, key, sig, proto, state, assured, now, CT_NONE,
+			      pos_out, err);
+}
+
+struct ct_entry *
+ct_insert_reply(struct ct_shard *s, enum ct_family fam, const void *key,
+		uint32_t sig, uint32_t fwd_pos, uint64_t now, uint32_t *pos_out,
+		int *err)
+{
+	struct ct_fam *f = &s->fam[fam];
+	const struct ct_entry *fe = ct_live_at(f, fwd_pos);
+	struct ct_entry *re;
+	uint32_t rpos;
+
+	if (fe == NULL || (fe->flags & CT_F_REPLY) || fe->peer != CT_NONE) {
+		if (err)
+			*err = -EINVAL;
+		if (pos_out)
+			*pos_out = CT_NONE;
+		return NULL;
+	}
+	/* assured: half of a flow just admitted (flood mode must not refuse
+	 * it); ct_link_peer then takes it off the lists of its own */
+	re = ct_insert_keep(s, fam, key, sig, fe->proto, (enum ct_state)fe->state,
+			    true, now, fwd_pos, &rpos, err);
+	if (pos_out)
+		*pos_out = rpos;
+	if (re != NULL)
+		ct_link_peer(s, fam, fwd_pos, rpos);
+	return re;
 }
 
 void

@@ -398,9 +398,24 @@ struct ct_entry *ct_insert(struct ct_shard *s, enum ct_family fam,
 /**
  * Links two entries of one NAT flow (sets peer both ways, CT_F_NAT, and
  * CT_F_REPLY on @p reply_pos).  Deleting or expiring one deletes both.
+ * The reply entry takes the forward entry's service, backend, NAT address
+ * and port, state and (if later) last_seen.
  */
 void ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 		  uint32_t reply_pos);
+
+/**
+ * Inserts the reply entry (@p key, @p sig) of the NAT flow whose forward
+ * entry is at @p fwd_pos, and links the two (ct_link_peer).  A full table
+ * evicts the oldest unassured flow other than that forward entry, never
+ * the flow the entry is for; flood mode does not refuse it.  Owner only.
+ * @return the reply entry, or NULL with *err set: -ENOSPC (full, nothing
+ *   else to evict), -EEXIST (the key is live: *pos_out is its position),
+ *   -EINVAL (no unlinked forward entry at @p fwd_pos), -EIO.
+ */
+struct ct_entry *ct_insert_reply(struct ct_shard *s, enum ct_family fam,
+				 const void *key, uint32_t sig, uint32_t fwd_pos,
+				 uint64_t now, uint32_t *pos_out, int *err);
 
 /** Deletes the entry at a position (and its NAT peer).  Owner only.
  *  @return 0, or -ENOENT if the slot is free. */

@@ -937,25 +937,16 @@ static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 					    sizeof(rk.k4) : sizeof(rk.k6));
 		uint32_t rpos;
 		int err = 0;
-		/* assured: the reply entry is half of a flow just admitted (flood
-		 * mode must not refuse it, early drop must not evict its own
-		 * forward entry for it); ct_link_peer marks it assured anyway */
-		struct ct_entry *re = ct_insert(w->ct, p->family, &rk, rsig,
-						e->proto, e->state, true, now,
-						&rpos, &err);
 
-		if (re == NULL && err == -EEXIST)
-			continue;
-		if (re == NULL)
-			return err;
-		re->service = e->service;
-		re->backend = e->backend;
-		re->nat_port = rte_cpu_to_be_16((uint16_t)port);
-		re->nat_addr = (uint8_t)li;
-		e->nat_port = re->nat_port;
+		/* the reply entry takes these (ct_link_peer); a full table
+		 * makes room by another flow than this one */
+		e->nat_port = rte_cpu_to_be_16((uint16_t)port);
 		e->nat_addr = (uint8_t)li;
-		ct_link_peer(w->ct, p->family, pos, rpos);
-		return 0;
+		if (ct_insert_reply(w->ct, p->family, &rk, rsig, pos, now, &rpos,
+				    &err) != NULL)
+			return 0;
+		if (err != -EEXIST)
+			return err;
 	}
 	return -EADDRNOTAVAIL;
 }

@@ -592,6 +592,66 @@ test_expired_twice_in_burst(void **state)
 	ct_shard_free(s);
 }
 
+/*
+ * A NAT flow's reply entry into a full table: early drop makes room with
+ * the oldest unassured flow other than the one the entry is for, and
+ * refuses when there is none; it never evicts that flow's own forward
+ * entry, which its caller still holds (ct_insert did: the caller then
+ * linked a freed slot, and the table broke).
+ */
+static void
+test_insert_reply_keeps_its_flow(void **state)
+{
+	enum { CAP = 8 };
+	struct ct_shard *s = mk_shard(CAP, 0, NULL);
+	struct ct_key4 r1 = k4(101), r2 = k4(102);
+	uint32_t pf, ph, pr;
+	int err = 0;
+
+	/* assured flows, then F (unassured), then H (unassured): full */
+	for (uint32_t i = 0; i < CAP - 2; i++)
+		assert_non_null(ins4(s, 10 + i, CT_ST_ESTABLISHED, true, 10, NULL));
+	struct ct_key4 kf = k4(2), kh = k4(3);
+
+	assert_non_null(ct_insert(s, CT_V4, &kf, ct_key4_hash(s, &kf), IPPROTO_TCP,
+				  CT_ST_SYN_SENT, false, 12, &pf, &err));
+	assert_non_null(ct_insert(s, CT_V4, &kh, ct_key4_hash(s, &kh), IPPROTO_TCP,
+				  CT_ST_SYN_SENT, false, 13, &ph, &err));
+	assert_int_equal(ct_count(s), CAP);
+	/* F is the oldest unassured: its reply entry evicts H instead */
+	assert_non_null(ct_insert_reply(s, CT_V4, &r1, ct_key4_hash(s, &r1), pf, 14,
+					&pr, &err));
+	assert_non_null(get4(s, 2, 15));
+	assert_null(get4(s, 3, 15));
+	assert_int_equal(ct_entry_at(s, CT_V4, pf)->peer, pr);
+	assert_int_equal(ct_entry_at(s, CT_V4, pr)->peer, pf);
+	assert_int_equal(ct_count(s), CAP);
+	assert_int_equal(ct_check(s), 0);
+	/* a new unassured flow G evicts F's pair (the oldest unassured) */
+	struct ct_key4 kg = k4(4);
+	uint32_t pg;
+
+	assert_non_null(ct_insert(s, CT_V4, &kg, ct_key4_hash(s, &kg), IPPROTO_TCP,
+				  CT_ST_SYN_SENT, false, 16, &pg, &err));
+	assert_null(get4(s, 2, 17));
+	assert_int_equal(ct_count(s), CAP - 1);
+	assert_non_null(ins4(s, 5, CT_ST_ESTABLISHED, true, 18, NULL));
+	/* full, G the only unassured flow: G's reply entry is refused and G
+	 * stays */
+	assert_null(ct_insert_reply(s, CT_V4, &r2, ct_key4_hash(s, &r2), pg, 19,
+				    &pr, &err));
+	assert_int_equal(err, -ENOSPC);
+	assert_non_null(get4(s, 4, 20));
+	assert_int_equal(ct_entry_at(s, CT_V4, pg)->peer, CT_NONE);
+	assert_int_equal(ct_count(s), CAP);
+	assert_int_equal(ct_check(s), 0);
+	/* only an unlinked forward entry takes a reply entry */
+	assert_null(ct_insert_reply(s, CT_V4, &r2, ct_key4_hash(s, &r2), pf, 21,
+				    &pr, &err));
+	assert_int_equal(err, -EINVAL);
+	ct_shard_free(s);
+}
+
 static void
 test_default_timeouts_documented(void **state)
 {
@@ -1648,6 +1708,7 @@ main(void)
 		n++;
 	}
 	ADD(test_expired_twice_in_burst);
+	ADD(test_insert_reply_keeps_its_flow);
 	ADD(test_default_timeouts_documented);
 	ADD(test_deadline_follows_state_and_activity);
 	ADD(test_expire_bounded_per_call);
