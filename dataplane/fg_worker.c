@@ -81,14 +81,20 @@ static inline uint16_t frag_owner(const struct fg_lb_table *lb,
 	return fg_rss_queue(h, reta);
 }
 
+/* What a burst received (rx_packets, rx_bytes), added to the worker's
+ * counters once per burst: a packet's two adds then stay in registers. */
+struct rx_count {
+	uint64_t packets, bytes;
+};
+
 /* Parses a packet into its mbuf's private area (once per packet). */
-static inline struct fg_mbuf_priv *parse(struct fg_worker *w, struct rte_mbuf *m)
+static inline struct fg_mbuf_priv *parse(struct rx_count *rc, struct rte_mbuf *m)
 {
 	struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
 
 	if (pr->parsed == FG_PARSED_NO) {
-		w->cc[FG_CC_rx_packets]++;
-		w->cc[FG_CC_rx_bytes] += m->pkt_len;
+		rc->packets++;
+		rc->bytes += m->pkt_len;
 		fg_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
 			     &pr->pkt);
 		pr->parsed = FG_PARSED_CPU;
@@ -114,7 +120,8 @@ struct burst {
  * burst's family group. */
 static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 			      const struct fg_neigh_table *nt, struct burst *bu,
-			      struct rte_mbuf *m, bool dispatch, uint64_t now)
+			      struct rx_count *rc, struct rte_mbuf *m, bool dispatch,
+			      uint64_t now)
 {
 	struct fg_burst_out *o = &bu->o;
 
@@ -123,16 +130,16 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 		if (rte_pktmbuf_linearize(m) < 0) {
 			/* more than one mbuf holds: longer than the port's
 			 * MTU (--mtu sizes the mbufs for it) */
-			w->cc[FG_CC_rx_packets]++;
-			w->cc[FG_CC_rx_bytes] += m->pkt_len;
+			rc->packets++;
+			rc->bytes += m->pkt_len;
 			fg_worker_drop(w, o, m, FG_DROP_frame_too_long);
 			return;
 		}
 	}
-	struct fg_mbuf_priv *pr = parse(w, m);
+	struct fg_mbuf_priv *pr = parse(rc, m);
 	struct fg_pkt *p = &pr->pkt;
 
-	if (unlikely((p->vlan & 0x0fff) != w->dp->ports[m->port].cfg.vlan) &&
+	if (unlikely((p->vlan & 0x0fff) != w->tx[m->port].vlan) &&
 	    p->kind != FG_PK_DROP) {
 		/* not for this port: a VLAN we are not on.  Forwarding it
 		 * would carry it into another VLAN (tag kept or stripped), as
@@ -276,6 +283,7 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	const struct fg_neigh_table *nt = __atomic_load_n(&w->dp->neigh,
 							  __ATOMIC_ACQUIRE);
 	bool dispatch = w->dp->sw_rss;
+	struct rx_count rc = {0, 0};
 	struct burst bu;
 
 	bu.o.n_free = 0;
@@ -297,8 +305,10 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			 * line before the frame: own it before we get there */
 			rte_prefetch0_write(d - RTE_CACHE_LINE_SIZE);
 		}
-		burst_sort(w, lb, nt, &bu, pkts[i], dispatch, now);
+		burst_sort(w, lb, nt, &bu, &rc, pkts[i], dispatch, now);
 	}
+	w->cc[FG_CC_rx_packets] += rc.packets;
+	w->cc[FG_CC_rx_bytes] += rc.bytes;
 	fg_worker_prof(w, FG_ST_parse);
 	burst_sign_dispatch(w, &bu, dispatch);
 	fg_worker_prof(w, FG_ST_sign);

@@ -100,12 +100,14 @@ struct fg_worker {
 	unsigned int lcore;
 	struct fg_dp *dp;
 	struct ct_shard *ct;
-	/* per port: this worker's TX buffer and what a send needs besides
-	 * (fg_worker_tx reads these 16 bytes, not the port table's entry) */
+	/* per port: this worker's TX buffer and what a packet needs besides
+	 * (fg_worker_tx and the VLAN check read these 16 bytes, not the port
+	 * table's entry) */
 	struct fg_worker_txq {
 		struct rte_eth_dev_tx_buffer *buf;
 		uint16_t port_id;   /**< ethdev id (fg_port::port_id) */
 		bool rx_only;       /**< fg_port::rx_only: never transmit */
+		uint16_t vlan;      /**< fg_port_cfg::vlan: the port's VLAN, 0 none */
 	} tx[FG_MAX_PORTS];
 	/** dispatch rings: in[i] receives from worker i (SP/SC). */
 	struct rte_ring *in[FG_MAX_WORKERS];

@@ -93,6 +93,7 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 			goto fail;
 		q->port_id = dp->ports[p].port_id;
 		q->rx_only = dp->ports[p].rx_only;
+		q->vlan = dp->ports[p].cfg.vlan;
 		rte_eth_tx_buffer_init(q->buf, FG_BURST);
 		rte_eth_tx_buffer_set_err_callback(q->buf, tx_err_cb, w);
 	}

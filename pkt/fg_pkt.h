@@ -83,6 +83,8 @@ struct fg_pkt {
 
 /** fg_pkt_parse_ex() option bits. */
 #define FG_PARSE_CHECK_CSUM 0x1 /**< verify the IPv4 header checksum */
+#define FG_PARSE_GENERAL    0x2 /**< skip the one-step IPv4/TCP path (tests
+				     compare the two) */
 
 /**
  * Parses one Ethernet frame.

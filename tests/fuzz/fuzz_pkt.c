@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer target: raw bytes -> fg_pkt_parse -> signature + RSS hash ->
+ * libFuzzer target: raw bytes -> fg_pkt_parse (and its general path: the
+ * same bytes) -> signature + RSS hash ->
  * a real conntrack shard (lookup / insert / update / expire) -> Maglev pick
  * -> every applicable rewrite (IPIP, GUE, NAT, TTL, ARP/ND replies,
  * checksums), then the rewritten frame is parsed again.  Invariants are
@@ -240,6 +241,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data, size);
 	kind = fg_pkt_parse(copy, (uint32_t)size, &p);
 	CHECK(kind == p.kind && kind < FG_PK_MAX);
+	{
+		/* the one-step IPv4/TCP path writes what the general
+		 * parser writes, byte for byte */
+		struct fg_pkt g;
+
+		memset(&g, 0x5a, sizeof(g));
+		CHECK(fg_pkt_parse_ex(copy, (uint32_t)size, &g, FG_PARSE_GENERAL) == kind &&
+		      memcmp(&g, &p, sizeof(g)) == 0);
+	}
 	if (kind == FG_PK_DROP) {
 		CHECK(p.drop > 0 && p.drop < FG_DROP_MAX);
 		goto out;

@@ -726,6 +726,89 @@ static void t_trunc_sweep(void **st)
 	sweep(&s, 14);
 }
 
+/* xorshift64*: the mutation test's seeded generator */
+static uint64_t rng_next(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545F4914F6CDD1DULL;
+}
+
+/* fg_pkt_parse's one-step IPv4/TCP path against the general parser
+ * (FG_PARSE_GENERAL): the same 64 bytes out, and the same kind, for frames
+ * around the path's edge.  Each frame is a valid IPv4 TCP frame (DF or not,
+ * TCP options, payload, padding) with a few of its header bytes set to a
+ * random or an edge value (type, version/IHL, length, fragment field, TTL,
+ * protocol, data offset, flags) and a length cut or kept; fails when the
+ * one-step path accepts a frame the general parser refuses or reads
+ * differently, or writes one byte the general parser does not. */
+static void t_one_step_matches_general(void **st)
+{
+	static const uint8_t offs[] = { 12, 13, 14, 15, 16, 17, 20, 21, 22, 23,
+					26, 33, 34, 37, 46, 47 };
+	static const uint8_t edges[] = { 0, 1, 2, 5, 6, 0x08, 0x14, 0x1f, 0x20,
+					 0x3f, 0x40, 0x45, 0x46, 0x50, 0x54,
+					 0x80, 0xf0, 0xff };
+	static uint8_t big[70000];
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	unsigned int flows = 0;
+
+	for (unsigned int i = 0; i < 200000; i++) {
+		struct pb_spec s;
+		struct fg_pkt a, b;
+		uint32_t len;
+		int n, ka, kb;
+
+		tcp4(&s);
+		s.df = rng_next(&x) & 1;
+		s.tcp_opts = (uint8_t)((rng_next(&x) % 3) * 4);
+		s.payload = (uint16_t)(rng_next(&x) % 4 == 0 ? 0 : rng_next(&x) % 64);
+		s.tcp_flags = (uint8_t)rng_next(&x);
+		n = build(&s);
+		len = (uint32_t)n;
+		if (rng_next(&x) % 4 == 0)
+			len += (uint32_t)(rng_next(&x) % 8); /* Ethernet padding */
+		for (unsigned int k = rng_next(&x) % 3; k > 0; k--) {
+			uint8_t o = offs[rng_next(&x) % sizeof(offs)];
+
+			F[o] = rng_next(&x) % 2 ? (uint8_t)rng_next(&x) :
+			       edges[rng_next(&x) % sizeof(edges)];
+		}
+		if (rng_next(&x) % 8 == 0)
+			len = (uint32_t)(rng_next(&x) % (len + 1));
+		memset(&a, 0xa5, sizeof(a));
+		memset(&b, 0x5a, sizeof(b));
+		ka = fg_pkt_parse(F, len, &a);
+		kb = fg_pkt_parse_ex(F, len, &b, FG_PARSE_GENERAL);
+		if (ka != kb || memcmp(&a, &b, sizeof(a)) != 0)
+			fprintf(stderr, "frame %u, len %u: kind %s / %s\n", i, len,
+				fg_pkt_kind_name(ka), fg_pkt_kind_name(kb));
+		assert_int_equal(ka, kb);
+		assert_memory_equal(&a, &b, sizeof(a));
+		flows += ka == FG_PK_FLOW;
+	}
+	/* most frames stay valid: the one-step path ran */
+	assert_true(flows > 50000);
+	/* longer than 16-bit offsets: both clamp alike */
+	{
+		struct pb_spec s;
+		struct fg_pkt a, b;
+		int n;
+
+		tcp4(&s);
+		n = build(&s);
+		memcpy(big, F, (size_t)n);
+		for (uint32_t len = 65530; len < 65545; len++) {
+			big[16] = (uint8_t)((len - 14) >> 8);
+			big[17] = (uint8_t)(len - 14);
+			assert_int_equal(fg_pkt_parse(big, len, &a),
+					 fg_pkt_parse_ex(big, len, &b, FG_PARSE_GENERAL));
+			assert_memory_equal(&a, &b, sizeof(a));
+		}
+	}
+}
+
 /* IP length consistent but ending inside L4 / ext headers. */
 static void t_l4_truncated(void **st)
 {
@@ -817,6 +900,7 @@ int main(void)
 		cmocka_unit_test(t_jumbo),
 		cmocka_unit_test(t_trunc_sweep),
 		cmocka_unit_test(t_l4_truncated),
+		cmocka_unit_test(t_one_step_matches_general),
 		cmocka_unit_test(t_names),
 	};
 
