@@ -175,6 +175,54 @@ int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
  * (fg_xlate_encap_apply() itself comes here for those).
  */
 #ifndef __bpf__
+/* Bytes of the commonest outer header: Ethernet without a VLAN tag and an
+ * IPv4 header, IP-in-IP. */
+#define FG_XLATE_IPIP4_LEN 34
+
+/* fg_xlate_encap4_apply() for an IPv4 packet and a template of
+ * FG_XLATE_IPIP4_LEN bytes (no GUE, no VLAN tag): every offset a constant
+ * where the general case computes them from the template's lengths
+ * (scripts/cg-ipp.sh: 16 fewer instructions a dsr-ipip packet). */
+static inline __attribute__((always_inline)) int
+fg_xlate__ipip4_apply(struct fg_frame *f, const struct fg_pkt *p,
+		      const struct fg_encap_tmpl *t)
+{
+	uint32_t inner_len = p->l3_len;
+	uint32_t outer_l3 = 20 + inner_len;
+	uint32_t delta = FG_XLATE_IPIP4_LEN - p->l3_off;
+	uint32_t tos, df, sum;
+	uint16_t be;
+	uint8_t *d;
+
+	if (__builtin_expect((uint32_t)p->l3_off + inner_len > f->len, 0))
+		return -EINVAL;
+	if (__builtin_expect((t->mtu && outer_l3 > t->mtu) || outer_l3 > 65535u, 0))
+		return -EMSGSIZE;
+	if (__builtin_expect(delta > f->headroom, 0))
+		return -ENOSPC;
+	tos = f->data[p->l3_off + 1];
+	_Static_assert(FG_PF_DF << 9 == 0x4000, "FG_PF_DF shifts to IPv4's DF");
+	df = (uint32_t)(p->flags & FG_PF_DF) << 9;
+	sum = t->sum + tos + outer_l3 + df + 4;
+	d = f->data - delta;
+	memcpy(d, t->hdr, 32);
+	memcpy(d + 32, t->hdr + 32, 2);
+	d[15] = (uint8_t)tos;
+	be = (uint16_t)__builtin_bswap16((uint16_t)outer_l3);
+	memcpy(d + 16, &be, 2);
+	d[20] = (uint8_t)(df >> 8);
+	d[23] = 4;                          /* IP-in-IP */
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	be = __builtin_bswap16((uint16_t)~sum);
+	memcpy(d + 24, &be, 2);
+	f->tailroom += f->len - ((uint32_t)p->l3_off + inner_len);
+	f->data = d;
+	f->headroom -= delta;
+	f->len = FG_XLATE_IPIP4_LEN + inner_len;
+	return (int)f->len;
+}
+
 static inline __attribute__((always_inline)) int
 fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 		      const struct fg_encap_tmpl *t, uint32_t flow_hash)
@@ -190,6 +238,9 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 	uint16_t be;
 	uint32_t sum, df, tos;
 
+	/* 34 bytes: untagged IP-in-IP (GUE adds 8 or more, a tag 4) */
+	if (__builtin_expect(t->len == FG_XLATE_IPIP4_LEN && !v6, 1))
+		return fg_xlate__ipip4_apply(f, p, t);
 	if (__builtin_expect(l3_end > f->len, 0))
 		return -EINVAL;
 	if (__builtin_expect((t->mtu && outer_l3 > t->mtu) || outer_l3 > 65535u, 0))
