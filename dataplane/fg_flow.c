@@ -841,9 +841,12 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 {
 	struct fg_fwd_slot *c = fwd_slot_of(w, e->service, e->backend);
 
-	if (unlikely(!fwd_slot_holds(c, lb, e->service, e->backend) ||
-		     p->kind != FG_PK_FLOW || (p->flags & FG_PF_FRAG) ||
-		     nt == NULL || c->nt_gen != nt->gen || !c->direct)) {
+	/* the slot holds the flow's service and backend, built for this
+	 * burst's tables (fwd_slot_holds and the sends' nt_gen tests, with
+	 * the generations read once a burst) */
+	if (unlikely(c->lb_gen != o->lb_gen || c->service != e->service ||
+		     c->backend != e->backend || c->nt_gen != o->nt_gen ||
+		     p->kind != FG_PK_FLOW || (p->flags & FG_PF_FRAG) || !c->direct)) {
 		fg_flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
 		return true;
 	}

@@ -14,7 +14,8 @@
  *          to the owner over an SP/SC ring (already parsed); ARP / ND go
  *          to fg_neigh_arp_input / fg_neigh_nd_input (fg_neigh.c)
  *          fg_pkt_sig()               -> CRC32C flow signature (conntrack slot + Maglev slot)
- *       2. ct_lookup_bulk()           once per family (v4 / v6 groups)
+ *       2. ct_lookup_bulk()           once per burst (a burst that mixes
+ *                                     families: once per family)
  *       3. hit  -> fg_flow_hit()      counters, ct_touch, the flow's forwarding
  *                                     slot's headers (DSR) or tuple (NAT), in
  *                                     one pass; a packet that needs more
@@ -102,14 +103,19 @@ static inline struct fg_mbuf_priv *parse(struct rx_count *rc, struct rte_mbuf *m
 	return pr;
 }
 
-/* What one burst carries from stage to stage: its flow packets grouped by
- * family with their keys and signatures, the packets other workers own,
- * and what it frees at the end. */
+/* What one burst carries from stage to stage: its flow packets in
+ * arrival order with their keys and signatures (v6: which are IPv6; a
+ * burst of one family, the common case, is looked up as it stands, a mixed
+ * one a family at a time), the packets other workers own, and what it
+ * frees at the end. */
+static_assert(FG_BURST <= 64, "struct burst: one bit a packet in v6");
+
 struct burst {
-	struct rte_mbuf *grp[CT_FAMILIES][FG_BURST];
-	const void *keys[CT_FAMILIES][FG_BURST];
-	uint32_t sigs[CT_FAMILIES][FG_BURST];
-	unsigned int ng[CT_FAMILIES];
+	struct rte_mbuf *pk[FG_BURST];
+	const void *keys[FG_BURST];
+	uint32_t sigs[FG_BURST];
+	unsigned int n;
+	uint64_t v6;
 	struct rte_mbuf *disp[FG_MAX_WORKERS][FG_BURST];
 	unsigned int nd[FG_MAX_WORKERS];
 	struct fg_burst_out o;
@@ -178,11 +184,10 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 			return;
 		}
 	}
-	unsigned int f = p->family;
-
-	bu->grp[f][bu->ng[f]] = m;
-	bu->keys[f][bu->ng[f]] = &p->key;
-	bu->ng[f]++;
+	bu->v6 |= (uint64_t)p->family << bu->n;
+	bu->pk[bu->n] = m;
+	bu->keys[bu->n] = &p->key;
+	bu->n++;
 }
 
 /* Signatures in their own pass: the parser has just stored the key in 2-
@@ -192,13 +197,12 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 static inline void burst_sign_dispatch(struct fg_worker *w, struct burst *bu,
 				       bool dispatch)
 {
-	for (unsigned int f = 0; f < CT_FAMILIES; f++)
-		for (unsigned int j = 0; j < bu->ng[f]; j++) {
-			const struct fg_mbuf_priv *pr = fg_mbuf_priv(bu->grp[f][j]);
+	for (unsigned int j = 0; j < bu->n; j++) {
+		const struct fg_mbuf_priv *pr = fg_mbuf_priv(bu->pk[j]);
 
-			bu->sigs[f][j] = pr->parsed == FG_PARSED_GPU ? pr->gpu_sig :
-					 fg_pkt_sig(&pr->pkt);
-		}
+		bu->sigs[j] = pr->parsed == FG_PARSED_GPU ? pr->gpu_sig :
+			      fg_pkt_sig(&pr->pkt);
+	}
 	if (!dispatch)
 		return;
 	for (unsigned int d = 0; d < w->dp->n_workers; d++) {
@@ -214,19 +218,19 @@ static inline void burst_sign_dispatch(struct fg_worker *w, struct burst *bu,
 	}
 }
 
-/* 2-5. One family group: bulk lookup, then hits forwarded and misses
- * created, in arrival order. */
+/* 2-5. @p n packets of family @p f: bulk lookup, then hits forwarded and
+ * misses created, in arrival order. */
 static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *lb,
-				const struct fg_neigh_table *nt, struct burst *bu,
-				unsigned int f, uint64_t now)
+				const struct fg_neigh_table *nt, struct fg_burst_out *o,
+				struct rte_mbuf *const *pk, const void *const *keys,
+				const uint32_t *sigs, unsigned int n, unsigned int f,
+				uint64_t now)
 {
-	const void *const *keys = bu->keys[f];
-	const uint32_t *sigs = bu->sigs[f];
 	struct ct_entry *ents[FG_BURST];
 	uint32_t pos[FG_BURST];
 	uint64_t hits;
 
-	hits = ct_lookup_bulk(w->ct, f, keys, sigs, bu->ng[f], now, ents, pos);
+	hits = ct_lookup_bulk(w->ct, f, keys, sigs, n, now, ents, pos);
 	fg_worker_prof(w, FG_ST_lookup);
 	w->cc[FG_CC_ct_hits] += __builtin_popcountll(hits);
 	/* a new flow earlier in this burst may evict an entry a later packet
@@ -237,8 +241,8 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 	const uint64_t removals0 = *removals;
 	bool stale = false;
 
-	for (unsigned int j = 0; j < bu->ng[f]; j++) {
-		struct rte_mbuf *m = bu->grp[f][j];
+	for (unsigned int j = 0; j < n; j++) {
+		struct rte_mbuf *m = pk[j];
 		const struct fg_pkt *p = &fg_mbuf_priv(m)->pkt;
 		bool hit = hits & (1ULL << j);
 
@@ -249,22 +253,46 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 		}
 		if (likely(hit && !(ents[j]->flags & CT_F_REPLY) &&
 			   !fg_flow_syn_reopens(lb, p, ents[j]))) {
-			if (likely(!fg_flow_hit(w, lb, nt, &bu->o, m, p, ents[j], now)))
+			if (likely(!fg_flow_hit(w, lb, nt, o, m, p, ents[j], now)))
 				continue;
 		} else if (!hit) {
-			fg_flow_new(w, lb, nt, &bu->o, m, p, sigs[j], keys[j], now);
+			fg_flow_new(w, lb, nt, o, m, p, sigs[j], keys[j], now);
 		} else if (ents[j]->flags & CT_F_REPLY) {
-			fg_flow_reply(w, lb, nt, &bu->o, m, p, ents[j], now);
+			fg_flow_reply(w, lb, nt, o, m, p, ents[j], now);
 		} else {
 			/* a new connection on the tuple of an old one:
 			 * schedule it afresh */
 			ct_delete_pos(w->ct, f, pos[j]);
 			w->cc[FG_CC_ct_reopened]++;
-			fg_flow_new(w, lb, nt, &bu->o, m, p, sigs[j], keys[j], now);
+			fg_flow_new(w, lb, nt, o, m, p, sigs[j], keys[j], now);
 		}
 		stale = *removals != removals0;
 	}
 	fg_worker_prof(w, FG_ST_forward);
+}
+
+/* 2-5 for a burst that holds IPv6 packets: each family's packets in their
+ * order, IPv4 first. */
+static void burst_lookup_mixed(struct fg_worker *w, const struct fg_lb_table *lb,
+			       const struct fg_neigh_table *nt, struct burst *bu,
+			       uint64_t now)
+{
+	struct rte_mbuf *pk[FG_BURST];
+	const void *keys[FG_BURST];
+	uint32_t sigs[FG_BURST];
+
+	for (unsigned int f = 0; f < CT_FAMILIES; f++) {
+		unsigned int n = 0;
+
+		for (unsigned int j = 0; j < bu->n; j++)
+			if ((bu->v6 >> j & 1) == f) {
+				pk[n] = bu->pk[j];
+				keys[n] = bu->keys[j];
+				sigs[n++] = bu->sigs[j];
+			}
+		if (n)
+			burst_lookup(w, lb, nt, &bu->o, pk, keys, sigs, n, f, now);
+	}
 }
 
 /* noinline, noclone: one symbol whatever LTO does, the scope that
@@ -287,7 +315,10 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	struct burst bu;
 
 	bu.o.n_free = 0;
-	bu.ng[CT_V4] = bu.ng[CT_V6] = 0;
+	bu.o.lb_gen = lb != NULL ? lb->generation : UINT64_MAX;
+	bu.o.nt_gen = nt != NULL ? nt->gen : UINT64_MAX;
+	bu.n = 0;
+	bu.v6 = 0;
 	if (dispatch)
 		memset(bu.nd, 0, sizeof(bu.nd[0]) * w->dp->n_workers);
 
@@ -313,9 +344,10 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	burst_sign_dispatch(w, &bu, dispatch);
 	fg_worker_prof(w, FG_ST_sign);
 	/* 2-5. lookup, then forward hits and create misses, in order */
-	for (unsigned int f = 0; f < CT_FAMILIES; f++)
-		if (bu.ng[f])
-			burst_lookup(w, lb, nt, &bu, f, now);
+	if (likely(bu.v6 == 0))
+		burst_lookup(w, lb, nt, &bu.o, bu.pk, bu.keys, bu.sigs, bu.n, CT_V4, now);
+	else
+		burst_lookup_mixed(w, lb, nt, &bu, now);
 	if (bu.o.n_free)
 		rte_pktmbuf_free_bulk(bu.o.free, bu.o.n_free);
 	fg_worker_prof(w, FG_ST_forward);

@@ -264,6 +264,10 @@ static inline void fg_worker_prof(struct fg_worker *w, enum fg_stage st)
 struct fg_burst_out {
 	struct rte_mbuf *free[FG_BURST * 2];
 	unsigned int n_free;
+	/* the generations of the burst's service and neighbour tables
+	 * (UINT64_MAX: no table), read once a burst: what a forwarding slot
+	 * must hold for fg_flow_hit to send in one pass */
+	uint64_t lb_gen, nt_gen;
 };
 
 /* Counts a packet as dropped for @p why (its mbuf may still carry a
