@@ -16,12 +16,13 @@
 extern "C" {
 #endif
 
-/** Folds a 32-bit partial sum to 16 bits (not complemented). */
+/** Folds a 32-bit partial sum to 16 bits (not complemented): the high
+ *  half of sum + sum rotated by 16 is the halves' one's complement sum,
+ *  the carry out of the low half already in it (one add where two folds
+ *  take four; the same value for every sum). */
 static inline uint16_t fg_csum_fold(uint32_t sum)
 {
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
+	return (uint16_t)((sum + (sum >> 16 | sum << 16)) >> 16);
 }
 
 /**
@@ -124,9 +125,9 @@ static inline uint16_t fg_csum_apply(uint16_t csum, uint32_t diff)
 static inline uint16_t fg_csum_apply64(uint16_t csum, uint64_t diff)
 {
 	diff += (uint16_t)~csum;
-	diff = (diff & 0xffffffffu) + (diff >> 32);
-	diff = (diff & 0xffffffffu) + (diff >> 32);
-	return (uint16_t)~fg_csum_fold((uint32_t)diff);
+	/* 64 to 32 bits as fg_csum_fold does 32 to 16: in the high half */
+	diff += diff >> 32 | diff << 32;
+	return (uint16_t)~fg_csum_fold((uint32_t)(diff >> 32));
 }
 
 /** RFC 1624 update for a changed 16-byte field (IPv6 address). */

@@ -212,9 +212,7 @@ fg_xlate__ipip4_apply(struct fg_frame *f, const struct fg_pkt *p,
 	memcpy(d + 16, &be, 2);
 	d[20] = (uint8_t)(df >> 8);
 	d[23] = 4;                          /* IP-in-IP */
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	be = __builtin_bswap16((uint16_t)~sum);
+	be = __builtin_bswap16((uint16_t)~fg_csum_fold(sum));
 	memcpy(d + 24, &be, 2);
 	f->tailroom += f->len - ((uint32_t)p->l3_off + inner_len);
 	f->data = d;
@@ -275,9 +273,7 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 		if (t->gue_hdr)
 			u[9] = proto;
 	}
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	be = __builtin_bswap16((uint16_t)~sum);
+	be = __builtin_bswap16((uint16_t)~fg_csum_fold(sum));
 	memcpy(ip + 10, &be, 2);
 	f->tailroom += f->len - l3_end;     /* Ethernet padding dropped */
 	f->data = d;
