@@ -123,7 +123,7 @@ struct burst {
 
 /* 1. One packet: linearize, parse, VLAN check; ARP / ND / host / refused
  * kinds end here; flow packets go to their owner worker or into this
- * burst's family group. */
+ * burst's group. */
 static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 			      const struct fg_neigh_table *nt, struct burst *bu,
 			      struct rx_count *rc, struct rte_mbuf *m, bool dispatch,
@@ -190,10 +190,11 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 	bu->n++;
 }
 
-/* Signatures in their own pass: the parser has just stored the key in 2-
+/* Signatures in their own pass: the general parser stores the key in 2-
  * and 4-byte pieces, and reading it back 8 bytes at a time right away
- * stalls on store forwarding; a burst later it is free.  Then the other
- * workers' packets leave for their rings. */
+ * stalls on store forwarding; a burst later it is free (session 12: with
+ * the key stored whole, a signature in the parse loop gained nothing).
+ * Then the other workers' packets leave for their rings. */
 static inline void burst_sign_dispatch(struct fg_worker *w, struct burst *bu,
 				       bool dispatch)
 {
