@@ -219,12 +219,10 @@ static inline struct fg_fwd_slot *fwd_slot_of(struct fg_worker *w,
 	return &w->fwd[h >> 24 & (FG_FWD_SLOTS - 1)];
 }
 
-static inline bool fwd_slot_holds(const struct fg_fwd_slot *c,
-				  const struct fg_lb_table *lb,
+static inline bool fwd_slot_holds(const struct fg_fwd_slot *c, uint64_t lb_gen,
 				  uint16_t sid, uint32_t bid)
 {
-	return c->lb_gen == lb->generation && c->service == sid &&
-	       c->backend == bid;
+	return c->lb_gen == lb_gen && c->service == sid && c->backend == bid;
 }
 
 /* The forwarding cache slot of (service @p sid, backend @p bid) in this
@@ -239,7 +237,7 @@ static inline struct fg_fwd_slot *fwd_slot(struct fg_worker *w,
 	const struct fg_lb_backend *b;
 	uint16_t i;
 
-	if (likely(fwd_slot_holds(c, lb, sid, bid)))
+	if (likely(fwd_slot_holds(c, lb->generation, sid, bid)))
 		return c;
 	i = lb->svc_by_id[sid];
 	if (i == 0)
@@ -842,10 +840,9 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 	struct fg_fwd_slot *c = fwd_slot_of(w, e->service, e->backend);
 
 	/* the slot holds the flow's service and backend, built for this
-	 * burst's tables (fwd_slot_holds and the sends' nt_gen tests, with
-	 * the generations read once a burst) */
-	if (unlikely(c->lb_gen != o->lb_gen || c->service != e->service ||
-		     c->backend != e->backend || c->nt_gen != o->nt_gen ||
+	 * burst's tables (their generations read once a burst) */
+	if (unlikely(!fwd_slot_holds(c, o->lb_gen, e->service, e->backend) ||
+		     c->nt_gen != o->nt_gen ||
 		     p->kind != FG_PK_FLOW || (p->flags & FG_PF_FRAG) || !c->direct)) {
 		fg_flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
 		return true;

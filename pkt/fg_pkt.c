@@ -47,6 +47,7 @@ static inline bool parse_v4_tcp(const uint8_t *r, uint32_t len, struct fg_pkt *o
 	/* the key: saddr, daddr, ports as on the wire, proto TCP, pad 0 */
 	const __m128i tuple = _mm_setr_epi32(-1, -1, -1, 0);
 	const __m128i proto = _mm_setr_epi32(0, 0, 0, FG_IPPROTO_TCP);
+	enum { IP = FG_ETH_HLEN, L4 = FG_ETH_HLEN + FG_IP4_MIN_HLEN };
 	__m128i h, k, v;
 	uint32_t tot, doff;
 	uint8_t flags;
@@ -62,21 +63,22 @@ static inline bool parse_v4_tcp(const uint8_t *r, uint32_t len, struct fg_pkt *o
 		       "parse_v4_tcp writes struct fg_pkt as two vectors and zeros");
 	/* 14 + 20 + 20 bytes at least; 16-bit offsets (the general parser
 	 * clamps a longer frame) */
-	if (unlikely(len - 54 > 0xffffu - 54))
+	if (unlikely(len - (L4 + FG_TCP_MIN_HLEN) > 0xffffu - (L4 + FG_TCP_MIN_HLEN)))
 		return false;
-	h = _mm_loadu_si128((const __m128i *)(r + 12));
+	h = _mm_loadu_si128((const __m128i *)(r + FG_ETH_TYPE_OFF));
 	if (!_mm_testz_si128(_mm_xor_si128(_mm_and_si128(h, fixed), want),
 			     _mm_set1_epi8(-1)))
 		return false;
-	tot = (uint32_t)r[16] << 8 | r[17];
-	doff = (uint32_t)(r[46] >> 4) * 4;
-	if (r[22] <= 1 || tot > len - 14 || doff < 20 || doff + 20 > tot)
+	tot = (uint32_t)r[IP + FG_IP4_TOTLEN_OFF] << 8 | r[IP + FG_IP4_TOTLEN_OFF + 1];
+	doff = (uint32_t)(r[L4 + 12] >> 4) * 4;
+	if (r[IP + FG_IP4_TTL_OFF] <= 1 || tot > len - IP ||
+	    doff < FG_TCP_MIN_HLEN || doff + FG_IP4_MIN_HLEN > tot)
 		return false;               /* TTL, lengths */
-	flags = r[20] & 0x40 ? FG_PF_DF : 0;
+	flags = r[IP + FG_IP4_FRAG_OFF] & (FG_IP4_DF >> 8) ? FG_PF_DF : 0;
 	v = _mm_insert_epi16(head, (int)tot, 3);
-	v = _mm_insert_epi8(v, r[47], 12);  /* TCP flags */
+	v = _mm_insert_epi8(v, r[L4 + FG_TCP_FLAGS_OFF], 12);
 	v = _mm_insert_epi8(v, flags, 15);
-	k = _mm_loadu_si128((const __m128i *)(r + 26));
+	k = _mm_loadu_si128((const __m128i *)(r + IP + FG_IP4_SADDR_OFF));
 	k = _mm_or_si128(_mm_and_si128(k, tuple), proto);
 	_mm_storeu_si128((__m128i *)out, v);
 	_mm_storeu_si128((__m128i *)&out->key, k);
