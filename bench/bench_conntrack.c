@@ -278,6 +278,9 @@ bench_conntrack_main(int argc, char **argv)
 	cfg.name = "bench";
 	cfg.capacity = (uint32_t)capacity;
 	cfg.capacity_v6 = 64; /* IPv4 figure: keep the v6 table out of it */
+	/* and the NAT reply region (the keys are one direction's, as
+	 * rte_hash's): bytes_per_flow is the flows' table */
+	cfg.capacity_reply = 8;
 	cfg.socket_id = (int)rte_socket_id();
 	cfg.hz = rte_get_tsc_hz();
 	cfg.expire_budget = 1024;

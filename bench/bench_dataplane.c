@@ -719,10 +719,11 @@ static int bench_build(struct bench *b)
 	 * small buffers let net_pcap hold 10M packets in memory */
 	if (!imix)
 		prm.mbuf_data_room = RTE_PKTMBUF_HEADROOM + 256;
-	need = b->new_flows ? (1u << 20) :
-	       (b->mode == FG_MODE_NAT ? 2 * b->per_worker : b->per_worker) +
-	       b->per_worker / 4 + 1024;
+	/* flows (a NAT flow's reply entry has a region of its own, as large) */
+	need = b->new_flows ? (1u << 20) : b->per_worker + b->per_worker / 4 + 1024;
 	cfg.ct_capacity = (uint32_t)RTE_MIN(need, (uint64_t)UINT32_MAX / 2);
+	if (b->mode == FG_MODE_NAT)
+		cfg.ct_nat_capacity = cfg.ct_capacity;   /* every flow NAT */
 	rc = fg_dp_create(&prm, &b->dp);
 	free(cfg.services);
 	if (rc < 0) {

@@ -155,7 +155,7 @@ ct_heap_bytes(int socket)
 
 static int
 ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
-	    uint32_t cap)
+	    uint32_t cap, uint32_t rcap)
 {
 	char name[32];
 	uint32_t size;
@@ -175,8 +175,10 @@ ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
 	 * made a 95%-full table's misses 30% slower (flowgate-bench
 	 * conntrack, miss_mpps).
 	 */
-	size = RTE_ALIGN_CEIL(cap + cap / 4 * 3, 16u);
+	f->fsize = RTE_ALIGN_CEIL(cap + cap / 4 * 3, 16u);
+	size = f->fsize + RTE_ALIGN_CEIL(rcap + rcap / 4 * 3, 16u);
 	f->cap = cap;
+	f->rcap = rcap;
 	f->size = size;
 	f->slot = rte_zmalloc_socket(name, (size_t)size << f->slot_shift,
 				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
@@ -188,7 +190,7 @@ ct_fam_init(struct ct_shard *s, struct ct_fam *f, enum ct_family fam,
 				     RTE_CACHE_LINE_SIZE, s->cfg.socket_id);
 	if (f->meta == NULL || f->born == NULL)
 		return -ENOMEM;
-	f->ed_head = f->ed_tail = CT_NONE;
+	f->ed_head[0] = f->ed_tail[0] = f->ed_head[1] = f->ed_tail[1] = CT_NONE;
 	return 0;
 }
 
@@ -200,7 +202,8 @@ ct_shard_create(const struct ct_config *cfg)
 	int ret;
 
 	if (cfg == NULL || cfg->capacity < 8 || cfg->capacity > CT_CAP_MAX ||
-	    cfg->capacity_v6 > CT_CAP_MAX || cfg->hz == 0 ||
+	    cfg->capacity_v6 > CT_CAP_MAX || cfg->capacity_reply > CT_CAP_MAX ||
+	    (cfg->capacity_reply != 0 && cfg->capacity_reply < 8) || cfg->hz == 0 ||
 	    cfg->name == NULL || strlen(cfg->name) > 24) {
 		rte_errno = EINVAL;
 		return NULL;
@@ -229,11 +232,15 @@ ct_shard_create(const struct ct_config *cfg)
 	 * itself). */
 	s->sweep_period = cfg->hz * CT_SWEEP_PERIOD_S;
 
-	ret = ct_fam_init(s, &s->fam[CT_V4], CT_V4, cfg->capacity);
+	uint32_t cap6 = cfg->capacity_v6 ? cfg->capacity_v6
+					 : RTE_MAX(cfg->capacity / 4, 8u);
+
+	ret = ct_fam_init(s, &s->fam[CT_V4], CT_V4, cfg->capacity,
+			  cfg->capacity_reply ? cfg->capacity_reply : cfg->capacity);
 	if (ret == 0)
-		ret = ct_fam_init(s, &s->fam[CT_V6], CT_V6,
-				  cfg->capacity_v6 ? cfg->capacity_v6
-						   : RTE_MAX(cfg->capacity / 4, 8u));
+		ret = ct_fam_init(s, &s->fam[CT_V6], CT_V6, cap6,
+				  cfg->capacity_reply ? RTE_MAX(cfg->capacity_reply / 4, 8u)
+						      : cap6);
 	if (ret != 0) {
 		ct_shard_free(s);
 		rte_errno = -ret;
@@ -288,34 +295,35 @@ ct_pos_of(const struct ct_fam *f, const struct ct_entry *e)
 	return (uint32_t)(((const uint8_t *)e - f->slot - f->key_len) >> f->slot_shift);
 }
 
+/* Home slot of a signature in the forward (@p reply false) or the reply
+ * region: the signature mixed (Fibonacci), then scaled to the region by
+ * its high bits (a multiply-shift, no division), so a worker whose flows
+ * share low signature bits (software RSS on them) still spreads over the
+ * whole region. */
 static inline uint32_t
-ct_size(const struct ct_fam *f)
+ct_home(const struct ct_fam *f, uint32_t sig, bool reply)
 {
-	return f->size;
+	uint32_t lo = reply ? f->fsize : 0, n = reply ? f->size - f->fsize : f->fsize;
+
+	return lo + (uint32_t)(((uint64_t)(sig * 0x9E3779B1u) * n) >> 32);
 }
 
-/* Home slot of a signature: the signature mixed (Fibonacci), then scaled
- * to the table by its high bits (a multiply-shift, no division), so a
- * worker whose flows share low signature bits (software RSS on them)
- * still spreads over the whole table. */
-static inline uint32_t
-ct_home(const struct ct_fam *f, uint32_t sig)
-{
-	return (uint32_t)(((uint64_t)(sig * 0x9E3779B1u) * f->size) >> 32);
-}
-
-/* The slot after @p p, wrapping. */
+/* The slot after @p p, wrapping within its region. */
 static inline uint32_t
 ct_next(const struct ct_fam *f, uint32_t p)
 {
-	return p + 1 == f->size ? 0 : p + 1;
+	p++;
+	return p == f->fsize ? 0 : p == f->size ? f->fsize : p;
 }
 
-/* The slot @p d before @p p, wrapping (d < size). */
+/* The slot @p d before @p p, wrapping within its region (d < its size). */
 static inline uint32_t
 ct_back(const struct ct_fam *f, uint32_t p, uint32_t d)
 {
-	return p >= d ? p - d : p + f->size - d;
+	uint32_t lo = p < f->fsize ? 0 : f->fsize;
+	uint32_t hi = p < f->fsize ? f->fsize : f->size;
+
+	return p - lo >= d ? p - d : p + (hi - lo) - d;
 }
 
 /* The occupant's displacement from home, kept in its key's last pad
@@ -406,12 +414,22 @@ ct_find(const struct ct_fam *f, const void *key, uint32_t home, uint8_t tag,
 	return CT_NONE;
 }
 
+/* A key's position in either region, or CT_NONE. */
 static inline uint32_t
 ct_find_key(const struct ct_fam *f, const void *key, uint32_t sig)
 {
-	return f->key_len == sizeof(struct ct_key4)
-		       ? ct_find(f, key, ct_home(f, sig), CT_TAG(sig), sizeof(struct ct_key4))
-		       : ct_find(f, key, ct_home(f, sig), CT_TAG(sig), sizeof(struct ct_key6));
+	uint32_t p = CT_NONE;
+
+	for (int r = 0; r < 2 && p == CT_NONE; r++) {
+		if (r == 1 && f->rcount == 0)
+			break;
+		p = f->key_len == sizeof(struct ct_key4)
+			    ? ct_find(f, key, ct_home(f, sig, r), CT_TAG(sig),
+				      sizeof(struct ct_key4))
+			    : ct_find(f, key, ct_home(f, sig, r), CT_TAG(sig),
+				      sizeof(struct ct_key6));
+	}
+	return p;
 }
 
 static inline uint32_t
@@ -480,11 +498,12 @@ ct_next_live(const struct ct_fam *f, uint32_t p, uint32_t end)
 }
 
 /* The end of a scan of at most @p n slots from @p p that stops at the
- * table's end (the sweep and the walk wrap or move on there). */
+ * forward region's end (the sweep and the walk, which visit flows, wrap
+ * or move on there). */
 static inline uint32_t
 ct_span_end(const struct ct_fam *f, uint32_t p, uint32_t n)
 {
-	return f->size - p > n ? p + n : f->size;
+	return f->fsize - p > n ? p + n : f->fsize;
 }
 
 /* The live entry at @p pos of a family, or NULL (free or out of range). */
@@ -510,36 +529,48 @@ ct_entry_at(struct ct_shard *s, enum ct_family fam, uint32_t pos)
 	return ct_live_at(&s->fam[fam], pos);
 }
 
-static inline void
+/* The early-drop list an entry is on, if on one: a NAT flow's (its
+ * CT_F_NAT, set by ct_link_peer, which moves it) or the others'. */
+static inline unsigned int
+ct_ed_list(const struct ct_entry *e)
+{
+	return (e->flags & CT_F_NAT) ? 1 : 0;
+}
+
+/* Takes @p pos off its early-drop list; true if it was on it. */
+static inline bool
 ct_ed_unlink(struct ct_fam *f, uint32_t pos)
 {
 	struct ct_entry *e = ct_ent(f, pos);
+	unsigned int l = ct_ed_list(e);
 
 	if (e->ed_prev != CT_NONE)
 		ct_ent(f, e->ed_prev)->ed_next = e->ed_next;
-	else if (f->ed_head == pos)
-		f->ed_head = e->ed_next;
+	else if (f->ed_head[l] == pos)
+		f->ed_head[l] = e->ed_next;
 	else
-		return; /* not on the list */
+		return false; /* not on the list */
 	if (e->ed_next != CT_NONE)
 		ct_ent(f, e->ed_next)->ed_prev = e->ed_prev;
 	else
-		f->ed_tail = e->ed_prev;
+		f->ed_tail[l] = e->ed_prev;
 	e->ed_prev = e->ed_next = CT_NONE;
+	return true;
 }
 
 static inline void
 ct_ed_push(struct ct_fam *f, uint32_t pos)
 {
 	struct ct_entry *e = ct_ent(f, pos);
+	unsigned int l = ct_ed_list(e);
 
 	e->ed_next = CT_NONE;
-	e->ed_prev = f->ed_tail;
-	if (f->ed_tail != CT_NONE)
-		ct_ent(f, f->ed_tail)->ed_next = pos;
+	e->ed_prev = f->ed_tail[l];
+	if (f->ed_tail[l] != CT_NONE)
+		ct_ent(f, f->ed_tail[l])->ed_next = pos;
 	else
-		f->ed_head = pos;
-	f->ed_tail = pos;
+		f->ed_head[l] = pos;
+	f->ed_tail[l] = pos;
 }
 
 /* Frees the slot at @p pos: its key no longer probes past the slots
@@ -568,7 +599,10 @@ ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 		ct_ed_unlink(f, pos);
 		s->st.live[e->state]--;
 	}
-	f->count--;
+	if (pos < f->fsize)
+		f->count--;
+	else
+		f->rcount--;
 	s->removals++;
 	e->peer = CT_NONE;
 	ct_slot_free(f, pos);
@@ -652,44 +686,50 @@ ct_expired(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
 /* ---- lookup --------------------------------------------------------- */
 
 /*
- * A burst of one family in three passes (metadata lines requested, then
- * the slot lines whose tags match, then the compares), so the burst's
- * misses overlap; a hit's entry is in the line just compared.  Liveness
- * from that line too: a reply entry (NAT) mirrors its flow's state and is
- * refreshed with it, so only one that looks expired needs its forward
- * entry for the exact answer.
+ * A burst of one family in three passes over one region (metadata lines
+ * requested, then the slot lines whose tags match, then the compares), so
+ * the burst's misses overlap; a hit's entry is in the line just compared.
+ * The forward region takes the whole burst (@p idx NULL: key i is the
+ * i-th), the reply region the keys the forward region missed (@p idx
+ * lists them).  Liveness from the line compared too: a reply entry (NAT)
+ * mirrors its flow's state and is refreshed with it, so only one that
+ * looks expired needs its forward entry for the exact answer.
  */
 static __rte_always_inline uint64_t
-ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
-	      const uint32_t *sigs, unsigned int n, uint64_t now,
-	      struct ct_entry **entries, uint32_t *positions, uint32_t klen)
+ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
+		 const uint8_t *idx, unsigned int n, const void *const *keys,
+		 const uint32_t *sigs, uint64_t now, struct ct_entry **entries,
+		 uint32_t *positions, uint32_t klen)
 {
 	uint32_t cand[CT_BURST_MAX];
 	uint64_t hits = 0;
 
+#define CT_I(k) (idx != NULL ? idx[k] : (k))
 	/* 1. every key's metadata line (cached, mostly: 2 bytes a slot) */
-	for (unsigned int i = 0; i < n; i++) {
-		cand[i] = ct_home(f, sigs[i]);
-		rte_prefetch0(&f->meta[cand[i]]);
+	for (unsigned int k = 0; k < n; k++) {
+		cand[k] = ct_home(f, sigs[CT_I(k)], reply);
+		rte_prefetch0(&f->meta[cand[k]]);
 	}
 	/* 2. the first slot whose tag matches, if any: its line requested
 	 * for every key of the burst before any is compared */
-	for (unsigned int i = 0; i < n; i++) {
-		uint8_t tag = CT_TAG(sigs[i]);
-		uint32_t home = cand[i], p = home, d;
+	for (unsigned int k = 0; k < n; k++) {
+		uint8_t tag = CT_TAG(sigs[CT_I(k)]);
+		uint32_t home = cand[k], p = home, d;
 
-		cand[i] = CT_NONE;
+		cand[k] = CT_NONE;
 		for (d = 0; d < f->size; d++) {
 			ct_meta_t m = f->meta[p];
 
 			if ((uint8_t)m == tag) {
-				cand[i] = p;
+				cand[k] = p;
 				rte_prefetch0(ct_slot(f, p));
 				if (klen > sizeof(struct ct_key4))
 					rte_prefetch0(ct_slot(f, p) + RTE_CACHE_LINE_SIZE);
 				break;
 			}
 			if ((m >> 8) == 0) {
+				if (reply)
+					break;
 				/* a miss: a new flow's insert will write the
 				 * first free slot from home and its creation
 				 * time -- own their lines */
@@ -703,8 +743,9 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 		}
 	}
 	/* 3. compare (search on when it is not there, rarely) */
-	for (unsigned int i = 0; i < n; i++) {
-		uint32_t p = cand[i];
+	for (unsigned int k = 0; k < n; k++) {
+		unsigned int i = CT_I(k);
+		uint32_t p = cand[k];
 		struct ct_entry *e;
 
 		entries[i] = NULL;
@@ -719,7 +760,8 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 		 * (ct_is_live: another line; ct_check keeps the two in step) */
 		if (unlikely(!ct_key_eq(ct_slot(f, p), keys[i], klen) ||
 			     e->state == CT_ST_NONE)) {
-			p = ct_find(f, keys[i], ct_home(f, sigs[i]), CT_TAG(sigs[i]), klen);
+			p = ct_find(f, keys[i], ct_home(f, sigs[i], reply),
+				    CT_TAG(sigs[i]), klen);
 			if (p == CT_NONE)
 				continue;
 			e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
@@ -736,6 +778,44 @@ ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
 		positions[i] = p;
 		hits |= 1ull << i;
 	}
+#undef CT_I
+	return hits;
+}
+
+/* The reply region's pass for the keys the forward region missed: out of
+ * line, so a burst without NAT replies runs the forward pass alone. */
+static __rte_noinline uint64_t
+ct_lookup_reply(struct ct_shard *s, struct ct_fam *f, uint64_t fwd_hits,
+		unsigned int n, const void *const *keys, const uint32_t *sigs,
+		uint64_t now, struct ct_entry **entries, uint32_t *positions,
+		uint32_t klen)
+{
+	uint8_t idx[CT_BURST_MAX];
+	unsigned int m = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (!(fwd_hits >> i & 1))
+			idx[m++] = (uint8_t)i;
+	return klen == sizeof(struct ct_key4)
+		       ? ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
+					  positions, sizeof(struct ct_key4))
+		       : ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
+					  positions, sizeof(struct ct_key6));
+}
+
+/* The forward region for the burst, then the reply region for its misses
+ * when it holds any entry (a DSR shard's never does). */
+static __rte_always_inline uint64_t
+ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
+	      const uint32_t *sigs, unsigned int n, uint64_t now,
+	      struct ct_entry **entries, uint32_t *positions, uint32_t klen)
+{
+	uint64_t hits = ct_lookup_region(s, f, false, NULL, n, keys, sigs, now,
+					 entries, positions, klen);
+
+	if (f->rcount != 0 && hits != (n == 64 ? UINT64_MAX : (1ull << n) - 1))
+		hits |= ct_lookup_reply(s, f, hits, n, keys, sigs, now, entries,
+					positions, klen);
 	return hits;
 }
 
@@ -777,15 +857,41 @@ ct_lookup(struct ct_shard *s, enum ct_family fam, const void *key,
 
 /* ---- insert / delete ------------------------------------------------ */
 
-/* Evicts the oldest unassured flow but the one at @p keep (CT_NONE: any):
- * the forward entry a NAT reply entry is inserted for. */
-static int
-ct_early_drop(struct ct_shard *s, struct ct_fam *f, uint32_t keep)
+/* The first of early-drop list @p l that is not @p keep and, for a full
+ * reply region (@p reply), whose reply entry is in that region (one linked
+ * by ct_link_peer from ct_insert() entries is not: tests only), looking
+ * at no more than a few. */
+static uint32_t
+ct_ed_first(const struct ct_fam *f, unsigned int l, uint32_t keep, bool reply)
 {
-	uint32_t victim = f->ed_head;
+	uint32_t v = f->ed_head[l];
 
-	if (victim != CT_NONE && victim == keep)
-		victim = ct_ent(f, victim)->ed_next;
+	for (unsigned int i = 0; v != CT_NONE && i < 64; i++) {
+		const struct ct_entry *e = ct_ent(f, v);
+
+		if (v != keep && (!reply || e->peer >= f->fsize))
+			return v;
+		v = e->ed_next;
+	}
+	return CT_NONE;
+}
+
+/* Evicts the oldest unassured flow but the one at @p keep (CT_NONE: any):
+ * the forward entry a NAT reply entry is inserted for.  For a full reply
+ * region (@p reply), the oldest unassured NAT flow, whose eviction frees a
+ * slot there; else the older of the two lists' oldest (creation time). */
+static int
+ct_early_drop(struct ct_shard *s, struct ct_fam *f, uint32_t keep, bool reply)
+{
+	uint32_t victim = ct_ed_first(f, 1, keep, reply);
+
+	if (!reply) {
+		uint32_t other = ct_ed_first(f, 0, keep, false);
+
+		if (victim == CT_NONE ||
+		    (other != CT_NONE && (int32_t)(f->born[other] - f->born[victim]) <= 0))
+			victim = other;
+	}
 	if (victim == CT_NONE)
 		return -ENOSPC;
 	ct_remove_flow(s, f, victim, CT_DESTROY_EVICTED);
@@ -818,7 +924,7 @@ ct_state_assured(enum ct_state st)
 static struct ct_entry *
 ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 	       uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
-	       uint64_t now, uint32_t keep, uint32_t *pos_out, int *err)
+	       uint64_t now, uint32_t keep, bool reply, uint32_t *pos_out, int *err)
 {
 	struct ct_fam *f = &s->fam[fam];
 	struct ct_entry *e;
@@ -831,7 +937,7 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 	}
 	/* a key already here stays as it is (the caller continues with it);
 	 * refusing or evicting for it would punish a live flow */
-	home = ct_home(f, sig);
+	home = ct_home(f, sig, reply);
 	/* the lines the insert writes, requested with the metadata line the
 	 * probe reads first: an insert that no bulk lookup prepared (a NAT
 	 * reply entry, a fragment-follow entry) overlaps its three misses */
@@ -846,12 +952,14 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 		goto fail;
 	}
 	/* Full: evict the oldest unassured flow first. */
-	if (unlikely(f->count >= f->cap) && ct_early_drop(s, f, keep) != 0) {
+	if (unlikely(reply ? f->rcount >= f->rcap : f->count >= f->cap) &&
+	    ct_early_drop(s, f, keep, reply) != 0) {
 		s->st.insert_fail_by[CT_INSFAIL_FULL]++;
 		ret = -ENOSPC;
 		goto fail;
 	}
-	/* The first free slot from home (one exists: count < cap < size);
+	/* The first free slot from home (one exists: a region's count is
+	 * below its capacity, below its size);
 	 * the slots before it count one more key probing past them. */
 	for (d = 0, pos = home; (uint8_t)f->meta[pos] != 0 && d <= CT_DISP_MAX; d++)
 		pos = ct_next(f, pos);
@@ -879,7 +987,10 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 		e->pickup_t = ct_pickup_clock(s, now);
 	if (!(e->flags & CT_F_ASSURED))
 		ct_ed_push(f, pos);
-	f->count++;
+	if (reply)
+		f->rcount++;
+	else
+		f->count++;
 	s->st.live[state]++;
 	s->st.inserts++;
 	if (pos_out)
@@ -909,7 +1020,7 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	  uint64_t now, uint32_t *pos_out, int *err)
 {
 	return ct_insert_keep(s, fam, key, sig, proto, state, assured, now, CT_NONE,
-			      pos_out, err);
+			      false, pos_out, err);
 }
 
 struct ct_entry *
@@ -932,7 +1043,7 @@ ct_insert_reply(struct ct_shard *s, enum ct_family fam, const void *key,
 	/* assured: half of a flow just admitted (flood mode must not refuse
 	 * it); ct_link_peer then takes it off the lists of its own */
 	re = ct_insert_keep(s, fam, key, sig, fe->proto, (enum ct_state)fe->state,
-			    true, now, fwd_pos, &rpos, err);
+			    true, now, fwd_pos, true, &rpos, err);
 	if (pos_out)
 		*pos_out = rpos;
 	if (re != NULL)
@@ -946,10 +1057,9 @@ ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 {
 	struct ct_fam *f = &s->fam[fam];
 	struct ct_entry *fe = ct_ent(f, fwd_pos), *re = ct_ent(f, reply_pos);
+	/* an unassured flow moves to the NAT flows' early-drop list */
+	bool listed = ct_ed_unlink(f, fwd_pos);
 
-	fe->peer = reply_pos;
-	re->peer = fwd_pos;
-	fe->flags |= CT_F_NAT;
 	/* The reply entry carries no state of its own: it leaves the
 	 * early-drop list and the live-by-state counts to its forward entry,
 	 * and mirrors its state and last_seen (the lookup's liveness test). */
@@ -957,6 +1067,11 @@ ct_link_peer(struct ct_shard *s, enum ct_family fam, uint32_t fwd_pos,
 		ct_ed_unlink(f, reply_pos);
 		s->st.live[re->state]--;
 	}
+	fe->peer = reply_pos;
+	re->peer = fwd_pos;
+	fe->flags |= CT_F_NAT;
+	if (listed)
+		ct_ed_push(f, fwd_pos);
 	re->flags |= CT_F_NAT | CT_F_REPLY | CT_F_ASSURED;
 	f->born[reply_pos] = CT_BORN_REPLY;
 	re->backend = fe->backend;
@@ -1139,7 +1254,7 @@ ct_sweep(struct ct_shard *s, struct ct_fam *f, uint32_t budget, uint64_t now)
 				expired++;
 			}
 		}
-		if (p == f->size)
+		if (p == f->fsize)
 			p = 0;
 	}
 	f->sweep_pos = p;
@@ -1167,13 +1282,13 @@ ct_expire(struct ct_shard *s, uint64_t now)
 	 * (CT_CAP_MAX x 1.75) and 2^33 ticks (2 s of a clock up to 4 GHz),
 	 * no product overflows. */
 	if (elapsed >= s->sweep_period) {
-		n = ct_size(f);
+		n = f->fsize;
 		f->sweep_last = now;
 	} else {
-		n = (elapsed * ct_size(f)) / s->sweep_period;
+		n = (elapsed * f->fsize) / s->sweep_period;
 		if (n == 0)
 			return 0;
-		f->sweep_last += n * s->sweep_period / ct_size(f);
+		f->sweep_last += n * s->sweep_period / f->fsize;
 	}
 	if (n > s->cfg.expire_budget) {
 		/* behind by more than a call may do: the pass stretches,
@@ -1201,7 +1316,8 @@ ct_removal_seq(const struct ct_shard *s)
 uint32_t
 ct_count(const struct ct_shard *s)
 {
-	return s->fam[CT_V4].count + s->fam[CT_V6].count;
+	return s->fam[CT_V4].count + s->fam[CT_V4].rcount +
+	       s->fam[CT_V6].count + s->fam[CT_V6].rcount;
 }
 
 size_t
@@ -1223,7 +1339,7 @@ ct_check(const struct ct_shard *s)
 {
 	for (int fam = 0; fam < CT_FAMILIES; fam++) {
 		const struct ct_fam *f = &s->fam[fam];
-		uint32_t live = 0, size = ct_size(f);
+		uint32_t live = 0, rlive = 0, unassured = 0, listed = 0, size = f->size;
 		uint32_t *ovf = calloc(size, sizeof(*ovf));
 
 		if (ovf == NULL)
@@ -1238,7 +1354,13 @@ ct_check(const struct ct_shard *s)
 					goto bad;
 				continue;
 			}
-			live++;
+			unassured += !(ct_ent(f, p)->flags & (CT_F_REPLY | CT_F_ASSURED));
+			if (p < f->fsize)
+				live++;
+			else if (rlive++, !(ct_ent(f, p)->flags & CT_F_REPLY) ||
+				 ct_ent(f, p)->peer >= f->fsize ||
+				 ct_ent(f, ct_ent(f, p)->peer)->peer != p)
+				goto bad;   /* reply entries only, each linked to its flow */
 			/* a reply entry's creation time says so, and only its */
 			if (!(ct_ent(f, p)->flags & CT_F_REPLY) != (f->born[p] != CT_BORN_REPLY))
 				goto bad;
@@ -1254,7 +1376,27 @@ ct_check(const struct ct_shard *s)
 			if (ovf[p] != ct_ovf(f, p) && ct_ovf(f, p) != CT_OVF_SAT)
 				goto bad;
 		free(ovf);
-		if (live != f->count || f->count > f->cap)
+		/* the early-drop lists: every live unassured forward entry, on
+		 * the list of its kind, linked both ways */
+		for (unsigned int l = 0; l < 2; l++) {
+			uint32_t prev = CT_NONE, n = 0;
+
+			for (uint32_t v = f->ed_head[l]; v != CT_NONE;
+			     prev = v, v = ct_ent(f, v)->ed_next) {
+				const struct ct_entry *e = ct_live_at(f, v);
+
+				if (e == NULL || (e->flags & (CT_F_REPLY | CT_F_ASSURED)) ||
+				    ct_ed_list(e) != l || e->ed_prev != prev || ++n > f->count)
+					return -EILSEQ;
+			}
+			if (f->ed_tail[l] != prev)
+				return -EILSEQ;
+			listed += n;
+		}
+		if (listed != unassured)
+			return -EILSEQ;
+		if (live != f->count || f->count > f->cap ||
+		    rlive != f->rcount || f->rcount > f->rcap)
 			return -EILSEQ;
 		continue;
 bad:
@@ -1276,7 +1418,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 	while (max > 0 && c != CT_WALK_DONE) {
 		enum ct_family fam = (enum ct_family)(c >> 32);
 		struct ct_fam *f = &s->fam[fam];
-		uint32_t p = RTE_MIN((uint32_t)c, f->size);
+		uint32_t p = RTE_MIN((uint32_t)c, f->fsize);
 		uint32_t end = ct_span_end(f, p, max);
 
 		max -= end - p;
@@ -1318,7 +1460,7 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 				s->st.deletes++;
 			}
 		}
-		if (p >= f->size)
+		if (p >= f->fsize)
 			c = fam + 1 < CT_FAMILIES ? (uint64_t)(fam + 1) << 32
 						  : CT_WALK_DONE;
 		else

@@ -31,12 +31,24 @@
  * index is the flow's position, and a slot never moves while its flow
  * lives; a freed slot is free at once (no tombstones: ct_private.h).
  *
+ * ## Flows and NAT reply entries: two regions
+ * Forward entries (one a flow) and NAT reply entries live in two regions
+ * of a family's table, each probed on its own: a lookup reads the forward
+ * region, and the reply region only for the keys the forward one missed
+ * and only while it holds any.  A flow's packets then touch a table sized
+ * for the flows, NAT's as DSR's (with both directions in one table, NAT at
+ * 1M flows ran 10-15% slower than DSR: bench/RESULTS.md, session 14).
+ * ct_config::capacity counts flows in every mode; capacity_reply the NAT
+ * reply entries (default: as many, so every flow may be NAT).
+ *
  * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
- * 4/7 of the slots are live when the table is full (linear probing then
+ * 4/7 of a region's slots are live when it is full (linear probing then
  * reads 1.7 slots per hit on average, 1.5 at half load): 1.75 slots per
- * flow of capacity, each 64 B, 2 B of metadata and 4 B of creation time
- * (kept beside the slots, not in them) = 122.5 B per flow; no
- * power-of-two rounding.  bytes_per_flow in bench/RESULTS.md.
+ * entry of capacity, each 64 B, 2 B of metadata and 4 B of creation time
+ * (kept beside the slots, not in them) = 122.5 B per entry; no
+ * power-of-two rounding.  With the default reply region, 245 B per flow
+ * of capacity; 122.5 B plus a small reply region when capacity_reply is
+ * set low (DSR only).  bytes_per_flow in bench/RESULTS.md.
  *
  * ## Expiry on lookup
  * The entry is in the line the lookup compares, so the exact check
@@ -274,10 +286,14 @@ struct ct_timeouts {
 
 struct ct_config {
 	const char *name;      /**< unique name prefix for the shard's memory. */
-	/** Max tracked IPv4 entries (a NAT flow takes two), exactly:
-	 *  8 .. 2^29.  ct_slots() tells the capacity in effect. */
+	/** Max tracked IPv4 flows (forward entries), exactly: 8 .. 2^29.
+	 *  ct_slots() tells the capacity in effect. */
 	uint32_t capacity;
-	uint32_t capacity_v6;  /**< IPv6 entries (0 = capacity / 4), same rule. */
+	uint32_t capacity_v6;  /**< IPv6 flows (0 = capacity / 4), same rule. */
+	/** Max NAT reply entries, IPv4 (IPv6: a quarter of it, at least 8),
+	 *  in a region of their own; 0 = as many as flows (every flow may be
+	 *  NAT), else 8 .. 2^29. */
+	uint32_t capacity_reply;
 	int socket_id;         /**< NUMA socket for all allocations. */
 	uint64_t hz;           /**< ticks per second of the caller's clock. */
 	struct ct_timeouts timeouts;

@@ -22,6 +22,19 @@
  * A slot never moves while its flow lives: its index is the flow's
  * position (NAT peer links, the early-drop list, the walk cursor).
  *
+ * Two regions of one slot array, each its own linear-probing table that
+ * wraps within itself:
+ *   [0, fsize)      forward entries (one a flow: client -> VIP), `cap`
+ *   [fsize, size)   NAT reply entries (backend -> local address), `rcap`
+ * A lookup probes the forward region, and the reply region for the keys
+ * it missed when the region holds any entry.  A flow's packets then read
+ * metadata and slots of a table sized for the flows alone, as DSR's is
+ * (with both directions in one table, NAT's lookups at 1M flows read a
+ * table twice as large: bench/RESULTS.md, session 14), and the sweep and
+ * the walk, which visit flows, cover the forward region only (a reply
+ * entry leaves with its forward entry).  Positions stay one index space,
+ * so peer links, the early-drop list and the walk cursor are unchanged.
+ *
  * Beside the slots, a metadata array of 2 bytes per slot, 32 slots to a
  * line (F14's and Swiss tables' idea, per slot):
  *   tag  8 bits of the occupant's signature with the top bit set, 0 when
@@ -71,19 +84,24 @@ static_assert(offsetof(struct ct_slot6, e) + 16 <= 64,
 struct ct_fam {
 	uint8_t *slot;          /* size slots of 1 << slot_shift bytes */
 	ct_meta_t *meta;        /* size (tag, ovf) pairs */
-	uint32_t size;          /* slots: 1.75 x cap, a multiple of 16 */
+	uint32_t fsize;         /* forward region's slots: 1.75 x cap, a multiple of 16 */
+	uint32_t size;          /* all slots: fsize + 1.75 x rcap, likewise */
 	uint32_t slot_shift;    /* 6 (IPv4) or 7 (IPv6) */
 	uint32_t key_len;       /* the entry follows the key */
-	uint32_t cap;           /* live entries allowed (both directions) */
-	uint32_t count;         /* live entries */
+	uint32_t cap;           /* live entries the forward region allows */
+	uint32_t count;         /* live entries in the forward region */
+	uint32_t rcap;          /* live entries the reply region allows */
+	uint32_t rcount;        /* live entries in the reply region */
 	/* creation time of each slot's flow, in coarse units (ticks >>
 	 * tshift, 0.5-1 ms), wrapping: kept out of the slot (written on
 	 * insert only, read by the walk and ct_entry_life()); a NAT reply
 	 * entry's, whose flow's birth is its forward entry's, is
 	 * CT_BORN_REPLY, so the sweep skips it without reading its slot */
 	uint32_t *born;
-	/* Early-drop list (unassured forward entries, oldest first). */
-	uint32_t ed_head, ed_tail;
+	/* Early-drop lists (unassured forward entries, oldest first): [0]
+	 * flows without a reply entry, [1] NAT flows (CT_F_NAT), so that a
+	 * full reply region finds a flow whose eviction frees one at once */
+	uint32_t ed_head[2], ed_tail[2];
 	uint32_t sweep_pos;     /* incremental expiry cursor */
 	uint64_t sweep_last;    /* the time the sweep has paced this family up to */
 };

@@ -1080,9 +1080,13 @@ static void parse_conntrack(struct ctx *c, const struct stmt *s)
 		if (!no_block(c, x))
 			continue;
 		if (!strcmp(k, "capacity")) {
-			if (want_args(c, x, 1, 1, "entries per core") &&
+			if (want_args(c, x, 1, 1, "flows per core") &&
 			    get_u(c, x, 1, 1024, 1u << 30, &v))
 				c->cfg->ct_capacity = (uint32_t)v;
+		} else if (!strcmp(k, "nat_capacity")) {
+			if (want_args(c, x, 1, 1, "NAT flows per core") &&
+			    get_u(c, x, 1, 1024, 1u << 30, &v))
+				c->cfg->ct_nat_capacity = (uint32_t)v;
 		} else if (!strcmp(k, "flood_rate")) {
 			if (want_args(c, x, 1, 1, "new flows per second per core (0 = off)") &&
 			    get_u(c, x, 1, 0, UINT32_MAX, &v))
@@ -1503,6 +1507,8 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 	fprintf(f, "conntrack {\n");
 	if (cfg->ct_capacity)
 		fprintf(f, "    capacity %u;\n", cfg->ct_capacity);
+	if (cfg->ct_nat_capacity)
+		fprintf(f, "    nat_capacity %u;\n", cfg->ct_nat_capacity);
 	fprintf(f, "    flood_rate %u;\n", cfg->flood_rate);
 	for (int st = 1; st < CT_ST_MAX && st < 16; st++)
 		if (cfg->ct_timeouts_ms[st]) {
@@ -1669,6 +1675,7 @@ bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 {
 	if (x->n_services != y->n_services || x->n_ports != y->n_ports ||
 	    x->n_neigh != y->n_neigh || x->ct_capacity != y->ct_capacity ||
+	    x->ct_nat_capacity != y->ct_nat_capacity ||
 	    x->flood_rate != y->flood_rate || x->gue_port != y->gue_port ||
 	    strcmp(x->control_socket, y->control_socket) ||
 	    memcmp(x->ct_timeouts_ms, y->ct_timeouts_ms, sizeof(x->ct_timeouts_ms)))
@@ -1731,6 +1738,11 @@ int fg_config_restart_diff(const struct fg_config *running, const struct fg_conf
 	if (x->ct_capacity != y->ct_capacity) {
 		snprintf(msg, len, "conntrack capacity: %u running, %u in the new config",
 			 x->ct_capacity, y->ct_capacity);
+		return 1;
+	}
+	if (x->ct_nat_capacity != y->ct_nat_capacity) {
+		snprintf(msg, len, "conntrack nat_capacity: %u running, %u in the new config",
+			 x->ct_nat_capacity, y->ct_nat_capacity);
 		return 1;
 	}
 	if (x->flood_rate != y->flood_rate) {

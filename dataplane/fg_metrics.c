@@ -146,7 +146,7 @@ static void render_ct(FILE *f, const struct fg_stats_snap *sn)
 	char name[160];
 
 	family(f, "flowgate_conntrack_capacity", "gauge",
-	       "conntrack entries a core's shard holds (a NAT flow takes two)");
+	       "flows a core's conntrack shard holds (conntrack { capacity })");
 	for (unsigned int i = 0; i < sn->n_workers; i++)
 		fprintf(f, "flowgate_conntrack_capacity{core=\"%u\"} %u\n", i,
 			sn->ct_capacity);

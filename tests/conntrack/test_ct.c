@@ -31,7 +31,8 @@
 static int shard_seq;
 
 static struct ct_shard *
-mk_shard(uint32_t cap, uint32_t flood, uint32_t (*hash_fn)(const void *, uint32_t, uint32_t))
+mk_shard_r(uint32_t cap, uint32_t rcap, uint32_t flood,
+	   uint32_t (*hash_fn)(const void *, uint32_t, uint32_t))
 {
 	struct ct_config c;
 	char name[24];
@@ -41,6 +42,7 @@ mk_shard(uint32_t cap, uint32_t flood, uint32_t (*hash_fn)(const void *, uint32_
 	c.name = name;
 	c.capacity = cap;
 	c.capacity_v6 = cap;
+	c.capacity_reply = rcap;
 	c.hz = HZ;
 	c.flood_rate = flood;
 	c.hash_fn = hash_fn;
@@ -49,6 +51,12 @@ mk_shard(uint32_t cap, uint32_t flood, uint32_t (*hash_fn)(const void *, uint32_
 	assert_non_null(s);
 	assert_int_equal(ct_mbox_attach(s), 0);
 	return s;
+}
+
+static struct ct_shard *
+mk_shard(uint32_t cap, uint32_t flood, uint32_t (*hash_fn)(const void *, uint32_t, uint32_t))
+{
+	return mk_shard_r(cap, 0, flood, hash_fn);
 }
 
 static struct ct_key4
@@ -592,63 +600,154 @@ test_expired_twice_in_burst(void **state)
 	ct_shard_free(s);
 }
 
+/* A NAT flow: forward entry @p i (assured or not) and its reply entry
+ * 1000 + i, the reply linked by ct_insert_reply; its forward position. */
+static uint32_t
+nat4(struct ct_shard *s, uint32_t i, bool assured, uint64_t now, int *err)
+{
+	struct ct_key4 kf = k4(i), kr = k4(1000 + i);
+	uint32_t pf, pr;
+
+	if (ct_insert(s, CT_V4, &kf, ct_key4_hash(s, &kf), IPPROTO_TCP,
+		      assured ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT, assured, now,
+		      &pf, err) == NULL)
+		return CT_NONE;
+	if (ct_insert_reply(s, CT_V4, &kr, ct_key4_hash(s, &kr), pf, now, &pr,
+			    err) == NULL)
+		return CT_NONE;
+	return pf;
+}
+
 /*
- * A NAT flow's reply entry into a full table: early drop makes room with
- * the oldest unassured flow other than the one the entry is for, and
- * refuses when there is none; it never evicts that flow's own forward
- * entry, which its caller still holds (ct_insert did: the caller then
- * linked a freed slot, and the table broke).
+ * A NAT flow's reply entry into a full reply region: early drop makes room
+ * with the oldest unassured flow that has a reply entry there, other than
+ * the one the entry is for, and refuses when there is none.  It never
+ * evicts that flow's own forward entry, which its caller still holds
+ * (ct_insert did once: the caller then linked a freed slot, and the table
+ * broke), nor a flow without a reply entry (a DSR flow: evicting it frees
+ * no reply slot).
  */
 static void
 test_insert_reply_keeps_its_flow(void **state)
 {
-	enum { CAP = 8 };
-	struct ct_shard *s = mk_shard(CAP, 0, NULL);
-	struct ct_key4 r1 = k4(101), r2 = k4(102);
-	uint32_t pf, ph, pr;
+	enum { CAP = 16, RCAP = 8 };
+	struct ct_shard *s = mk_shard_r(CAP, RCAP, 0, NULL);
+	struct ct_key4 kf = k4(2), rf = k4(1002), kg = k4(4), rg = k4(1004);
+	uint32_t pf, ph, pg, pr;
 	int err = 0;
 
-	/* assured flows, then F (unassured), then H (unassured): full */
-	for (uint32_t i = 0; i < CAP - 2; i++)
-		assert_non_null(ins4(s, 10 + i, CT_ST_ESTABLISHED, true, 10, NULL));
-	struct ct_key4 kf = k4(2), kh = k4(3);
-
+	/* D (unassured DSR, the oldest), F (unassured, no reply entry yet),
+	 * H (unassured NAT), then assured NAT flows: the reply region full */
+	assert_non_null(ins4(s, 1, CT_ST_SYN_SENT, false, 10, NULL));
 	assert_non_null(ct_insert(s, CT_V4, &kf, ct_key4_hash(s, &kf), IPPROTO_TCP,
-				  CT_ST_SYN_SENT, false, 12, &pf, &err));
-	assert_non_null(ct_insert(s, CT_V4, &kh, ct_key4_hash(s, &kh), IPPROTO_TCP,
-				  CT_ST_SYN_SENT, false, 13, &ph, &err));
-	assert_int_equal(ct_count(s), CAP);
-	/* F is the oldest unassured: its reply entry evicts H instead */
-	assert_non_null(ct_insert_reply(s, CT_V4, &r1, ct_key4_hash(s, &r1), pf, 14,
+				  CT_ST_SYN_SENT, false, 11, &pf, &err));
+	ph = nat4(s, 3, false, 12, &err);
+	assert_int_not_equal(ph, CT_NONE);
+	for (uint32_t i = 0; i < RCAP - 1; i++)
+		assert_int_not_equal(nat4(s, 10 + i, true, 13, &err), CT_NONE);
+	assert_int_equal(ct_count(s), 3 + (RCAP - 1) + RCAP);
+	assert_int_equal(ct_check(s), 0);
+	/* F's reply entry evicts H's pair: not D (no reply entry), not F */
+	assert_non_null(ct_insert_reply(s, CT_V4, &rf, ct_key4_hash(s, &rf), pf, 14,
 					&pr, &err));
+	assert_non_null(get4(s, 1, 15));
 	assert_non_null(get4(s, 2, 15));
 	assert_null(get4(s, 3, 15));
+	assert_null(get4(s, 1003, 15));
+	assert_ptr_equal(get4(s, 1002, 15), ct_entry_at(s, CT_V4, pr));
 	assert_int_equal(ct_entry_at(s, CT_V4, pf)->peer, pr);
 	assert_int_equal(ct_entry_at(s, CT_V4, pr)->peer, pf);
-	assert_int_equal(ct_count(s), CAP);
+	assert_int_equal(ct_count(s), 2 + (RCAP - 1) + RCAP);
 	assert_int_equal(ct_check(s), 0);
-	/* a new unassured flow G evicts F's pair (the oldest unassured) */
-	struct ct_key4 kg = k4(4);
-	uint32_t pg;
-
+	/* a new unassured flow G: the forward region has room, nothing goes;
+	 * G's reply entry evicts F's pair (D has none) */
 	assert_non_null(ct_insert(s, CT_V4, &kg, ct_key4_hash(s, &kg), IPPROTO_TCP,
 				  CT_ST_SYN_SENT, false, 16, &pg, &err));
-	assert_null(get4(s, 2, 17));
-	assert_int_equal(ct_count(s), CAP - 1);
-	assert_non_null(ins4(s, 5, CT_ST_ESTABLISHED, true, 18, NULL));
-	/* full, G the only unassured flow: G's reply entry is refused and G
-	 * stays */
-	assert_null(ct_insert_reply(s, CT_V4, &r2, ct_key4_hash(s, &r2), pg, 19,
+	assert_non_null(get4(s, 2, 17));
+	assert_non_null(ct_insert_reply(s, CT_V4, &rg, ct_key4_hash(s, &rg), pg, 17,
+					&pr, &err));
+	assert_null(get4(s, 2, 18));
+	assert_null(get4(s, 1002, 18));
+	assert_non_null(get4(s, 1, 18));
+	assert_int_equal(ct_check(s), 0);
+	/* G gone, an assured NAT flow in its place: full, and no unassured
+	 * NAT flow but K, whose reply entry is refused; K stays */
+	struct ct_key4 kk = k4(5), rk = k4(1005);
+	uint32_t pk;
+
+	assert_int_equal(ct_delete_pos(s, CT_V4, pg), 0);
+	assert_int_not_equal(nat4(s, 20, true, 18, &err), CT_NONE);
+	assert_non_null(ct_insert(s, CT_V4, &kk, ct_key4_hash(s, &kk), IPPROTO_TCP,
+				  CT_ST_SYN_SENT, false, 19, &pk, &err));
+	assert_null(ct_insert_reply(s, CT_V4, &rk, ct_key4_hash(s, &rk), pk, 19,
 				    &pr, &err));
 	assert_int_equal(err, -ENOSPC);
-	assert_non_null(get4(s, 4, 20));
-	assert_int_equal(ct_entry_at(s, CT_V4, pg)->peer, CT_NONE);
-	assert_int_equal(ct_count(s), CAP);
+	assert_non_null(get4(s, 5, 20));
+	assert_int_equal(ct_entry_at(s, CT_V4, pk)->peer, CT_NONE);
 	assert_int_equal(ct_check(s), 0);
 	/* only an unlinked forward entry takes a reply entry */
-	assert_null(ct_insert_reply(s, CT_V4, &r2, ct_key4_hash(s, &r2), pf, 21,
+	assert_null(ct_insert_reply(s, CT_V4, &rk, ct_key4_hash(s, &rk), ph, 21,
 				    &pr, &err));
 	assert_int_equal(err, -EINVAL);
+	ct_shard_free(s);
+}
+
+/* A full flows' region evicts the oldest unassured flow, NAT or not: the
+ * two early-drop lists' heads compared by creation time. */
+static void
+test_early_drop_oldest_of_both(void **state)
+{
+	enum { CAP = 16 };
+	struct ct_shard *s = mk_shard(CAP, 0, NULL);
+	int err = 0;
+
+	assert_int_not_equal(nat4(s, 1, false, 1 * HZ, &err), CT_NONE);   /* N */
+	assert_non_null(ins4(s, 2, CT_ST_SYN_SENT, false, 2 * HZ, NULL));  /* D */
+	assert_int_not_equal(nat4(s, 3, false, 3 * HZ, &err), CT_NONE);   /* M */
+	for (uint32_t i = 0; i < CAP - 3; i++)
+		assert_non_null(ins4(s, 100 + i, CT_ST_ESTABLISHED, true, 3 * HZ, NULL));
+	/* X evicts N (the oldest), Y then D, Z then M */
+	assert_non_null(ins4(s, 4, CT_ST_SYN_SENT, false, 4 * HZ, NULL));
+	assert_null(get4(s, 1, 4 * HZ));
+	assert_null(get4(s, 1001, 4 * HZ));
+	assert_non_null(get4(s, 2, 4 * HZ));
+	assert_non_null(ins4(s, 5, CT_ST_SYN_SENT, false, 5 * HZ, NULL));
+	assert_null(get4(s, 2, 5 * HZ));
+	assert_non_null(get4(s, 3, 5 * HZ));
+	assert_non_null(ins4(s, 6, CT_ST_SYN_SENT, false, 6 * HZ, NULL));
+	assert_null(get4(s, 3, 6 * HZ));
+	assert_null(get4(s, 1003, 6 * HZ));
+	assert_non_null(get4(s, 4, 6 * HZ));
+	assert_int_equal(ct_count(s), CAP);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* ct_config::capacity counts flows in every mode: as many NAT flows as
+ * DSR flows fit, each a forward and a reply entry (the default reply
+ * region is as large as the flows'); the next flow is refused. */
+static void
+test_capacity_counts_flows(void **state)
+{
+	enum { CAP = 1000 };
+	struct ct_shard *s = mk_shard(CAP, 0, NULL);
+	int err = 0;
+
+	for (uint32_t i = 0; i < CAP; i++)
+		assert_int_not_equal(nat4(s, i, true, 1, &err), CT_NONE);
+	assert_int_equal(ct_count(s), 2 * CAP);
+	assert_int_equal(ct_stats_get(s)->live[CT_ST_ESTABLISHED], CAP);
+	assert_null(ins4(s, 5000, CT_ST_ESTABLISHED, true, 1, &err));
+	assert_int_equal(err, -ENOSPC);
+	for (uint32_t i = 0; i < CAP; i++) {
+		struct ct_entry *f = get4(s, i, 2), *r = get4(s, 1000 + i, 2);
+
+		assert_non_null(f);
+		assert_non_null(r);
+		assert_true(r->flags & CT_F_REPLY);
+		assert_int_equal(ct_entry_at(s, CT_V4, f->peer), r);
+	}
+	assert_int_equal(ct_check(s), 0);
 	ct_shard_free(s);
 }
 
@@ -1361,9 +1460,11 @@ test_state_hook_and_life(void **state)
 #define CHURN_KEYS 600
 struct churn {
 	uint8_t live[CHURN_KEYS], assured[CHURN_KEYS], reply[CHURN_KEYS];
+	uint8_t rreg[CHURN_KEYS];   /* in the reply region (ct_insert_reply) */
 	uint32_t pos[CHURN_KEYS], peer[CHURN_KEYS]; /* peer: key index or -1 */
 	uint64_t seen[CHURN_KEYS];
 	uint32_t nlive;  /* entries (a NAT pair counts two) */
+	uint32_t nrlive; /* of them, in the reply region */
 	uint64_t now, timeout;
 	enum ct_family fam;
 };
@@ -1414,6 +1515,8 @@ churn_destroy(void *arg, enum ct_family fam, const void *key,
 	c->live[i] = 0;
 	c->nlive--;
 	if (c->peer[i] != UINT32_MAX) {
+		c->nrlive -= c->rreg[c->peer[i]];
+		c->rreg[c->peer[i]] = 0;
 		c->live[c->peer[i]] = 0;
 		c->nlive--;
 		c->peer[c->peer[i]] = UINT32_MAX;
@@ -1483,6 +1586,7 @@ test_churn_model(void **state)
 		snprintf(name, sizeof(name), "churn%d", shard_seq++);
 		cfg.name = name;
 		cfg.capacity = cfg.capacity_v6 = 200;
+		cfg.capacity_reply = 60;   /* full now and then: its early drop */
 		cfg.hz = HZ;
 		cfg.hash_fn = hashes[h];
 		cfg.expire_budget = 16;
@@ -1529,7 +1633,7 @@ test_churn_model(void **state)
 				}
 			} else if (what < 70) {     /* insert */
 				bool assured = (r >> 40) & 1;
-				uint32_t before = c->nlive;
+				uint32_t before = c->nlive - c->nrlive;
 				struct ct_entry *e = ct_insert(s, c->fam, &k, sig, IPPROTO_TCP,
 							       assured ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT,
 							       assured, c->now, &pos, &err);
@@ -1553,7 +1657,29 @@ test_churn_model(void **state)
 					churn_key_t kj;
 
 					churn_key(c, j, &kj);
-					if (((r >> 41) & 3) == 0 && !c->live[j] && c->nlive < ct_slots(s, c->fam)) {
+					if (((r >> 41) & 3) == 1 && !c->live[j]) {
+						/* as NAT does: into the reply region,
+						 * which may evict another NAT flow */
+						uint32_t pj;
+						struct ct_entry *re = ct_insert_reply(s, c->fam, &kj,
+										      churn_sig(s, c, &kj),
+										      pos, c->now, &pj, &err);
+						assert_true(c->live[i]);   /* never its own flow */
+						if (re == NULL) {
+							assert_int_equal(err, -ENOSPC);
+						} else {
+							assert_int_equal(re->backend, i);
+							c->live[j] = c->assured[j] = 1;
+							c->reply[j] = c->rreg[j] = 1;
+							c->pos[j] = pj;
+							c->seen[j] = c->now;
+							c->nlive++;
+							c->nrlive++;
+							c->peer[i] = j;
+							c->peer[j] = i;
+						}
+					} else if (((r >> 41) & 3) == 0 && !c->live[j] &&
+						   c->nlive - c->nrlive < ct_slots(s, c->fam)) {
 						uint32_t pj;
 						struct ct_entry *re = ct_insert(s, c->fam, &kj, churn_sig(s, c, &kj),
 										IPPROTO_TCP, CT_ST_ESTABLISHED, true,
@@ -1709,6 +1835,8 @@ main(void)
 	}
 	ADD(test_expired_twice_in_burst);
 	ADD(test_insert_reply_keeps_its_flow);
+	ADD(test_capacity_counts_flows);
+	ADD(test_early_drop_oldest_of_both);
 	ADD(test_default_timeouts_documented);
 	ADD(test_deadline_follows_state_and_activity);
 	ADD(test_expire_bounded_per_call);

@@ -34,6 +34,7 @@ static void test_full_example(void **state)
 	assert_int_equal(c.n_ports, 2);
 	assert_int_equal(c.n_neigh, 2);
 	assert_int_equal(c.ct_capacity, 1048576);
+	assert_int_equal(c.ct_nat_capacity, 524288);
 	assert_int_equal(c.flood_rate, 125000);
 	assert_int_equal(c.ct_timeouts_ms[fg_flow_state_lookup("ESTABLISHED")], 900000);
 	assert_int_equal(c.ct_timeouts_ms[fg_flow_state_lookup("UDP_STREAM")], 120000);
@@ -78,6 +79,7 @@ static const struct bad_case bad_cases[] = {
 	{ "gue_port x;\n", 1, "not an integer" },
 	{ "control_socket relative.sock;\n", 1, "absolute path" },
 	{ "conntrack {\n capacity 10;\n}\n", 2, "capacity" },
+	{ "conntrack {\n nat_capacity 1000;\n}\n", 2, "nat_capacity" },
 	{ "conntrack {\n timeout estab 5s;\n}\n", 2, "unknown state" },
 	{ "conntrack {\n timeout established 5;\n}\n", 2, "not a duration" },
 	{ "conntrack {\n timeout established 5parsecs;\n}\n", 2, "not a duration" },
@@ -406,6 +408,7 @@ static void test_edit_helpers(void **state)
  * edits need a restart, and that the message names the field. */
 static void edit_capacity(struct fg_config *c) { c->ct_capacity = 1024; }
 static void edit_flood(struct fg_config *c) { c->flood_rate = 7; }
+static void edit_nat_capacity(struct fg_config *c) { c->ct_nat_capacity = 2048; }
 static void edit_timeout(struct fg_config *c)
 {
 	c->ct_timeouts_ms[fg_flow_state_lookup("UDP")] = 5000;
@@ -426,6 +429,8 @@ static const struct restart_case {
 	const char *msg_has;
 } restart_cases[] = {
 	{ "capacity", edit_capacity, 1, "conntrack capacity: 1048576 running, 1024" },
+	{ "nat_capacity", edit_nat_capacity, 1,
+	  "conntrack nat_capacity: 524288 running, 2048" },
 	{ "flood_rate", edit_flood, 1, "conntrack flood_rate: 125000 running, 7" },
 	{ "timeout", edit_timeout, 1, "conntrack timeout udp: 30000ms running, 5000ms" },
 	{ "port name", edit_port_name, 1, "port 1: name 'net_af_packet1' running, 'net_x9'" },

@@ -69,7 +69,10 @@ class Daemon:
         self.rc = None
         pcap_write(self.inp, inputs)
         devs = [f"net_pcap0,rx_pcap={self.inp},tx_pcap={self.out}{vdev_args}", *vdevs]
-        self.cmd = [self.fg, "--no-huge", "--no-shconf", "-m", "512",
+        # -m 768: a daemon at the default capacity holds ~280 MB of
+        # conntrack (1M flows and a 512K NAT region, IPv4 and IPv6) and
+        # ~155 MB of mbufs (65535)
+        self.cmd = [self.fg, "--no-huge", "--no-shconf", "-m", "768",
                     "--file-prefix", f"fgfx{os.getpid()}{tag}", "-l" if "," in lcores
                     or "-" in lcores else "--lcores", lcores] + list(eal) + \
             ["--no-pci"] + [f"--vdev={d}" for d in devs] + \
