@@ -277,6 +277,14 @@ ct_slot(const struct ct_fam *f, uint32_t pos)
 	return f->slot + ((size_t)pos << f->slot_shift);
 }
 
+/* ct_slot() where the key length is a constant (the lookup's): the shift
+ * then is one too, not a load of slot_shift and a variable shift. */
+static __rte_always_inline uint8_t *
+ct_slot_k(const struct ct_fam *f, uint32_t pos, uint32_t klen)
+{
+	return f->slot + ((size_t)pos << (klen > sizeof(struct ct_key4) ? 7 : 6));
+}
+
 static inline const void *
 ct_fam_key(const struct ct_fam *f, uint32_t pos)
 {
@@ -722,9 +730,9 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 
 			if ((uint8_t)m == tag) {
 				cand[k] = p;
-				rte_prefetch0(ct_slot(f, p));
+				rte_prefetch0(ct_slot_k(f, p, klen));
 				if (klen > sizeof(struct ct_key4))
-					rte_prefetch0(ct_slot(f, p) + RTE_CACHE_LINE_SIZE);
+					rte_prefetch0(ct_slot_k(f, p, klen) + RTE_CACHE_LINE_SIZE);
 				break;
 			}
 			if ((m >> 8) == 0) {
@@ -735,7 +743,7 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 				 * time -- own their lines */
 				for (p = home, d = 0; (uint8_t)f->meta[p] != 0 && d < 8; d++)
 					p = ct_next(f, p);
-				rte_prefetch0_write(ct_slot(f, p));
+				rte_prefetch0_write(ct_slot_k(f, p, klen));
 				rte_prefetch0_write(&f->born[p]);
 				break;
 			}
@@ -752,19 +760,19 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 		positions[i] = CT_NONE;
 		if (p == CT_NONE)
 			continue;
-		e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
+		e = (struct ct_entry *)(void *)(ct_slot_k(f, p, klen) + klen);
 		/* another key with the tag; or the slot freed since pass 2:
 		 * an earlier key of this burst expired here (a flow's packets
 		 * after the first), its key bytes left in the slot.  Liveness
 		 * from the state byte in the line in hand, not the tag
 		 * (ct_is_live: another line; ct_check keeps the two in step) */
-		if (unlikely(!ct_key_eq(ct_slot(f, p), keys[i], klen) ||
+		if (unlikely(!ct_key_eq(ct_slot_k(f, p, klen), keys[i], klen) ||
 			     e->state == CT_ST_NONE)) {
 			p = ct_find(f, keys[i], ct_home(f, sigs[i], reply),
 				    CT_TAG(sigs[i]), klen);
 			if (p == CT_NONE)
 				continue;
-			e = (struct ct_entry *)(void *)(ct_slot(f, p) + klen);
+			e = (struct ct_entry *)(void *)(ct_slot_k(f, p, klen) + klen);
 		}
 		if (unlikely(ct_expired(s, e, now)) &&
 		    ct_expired(s, ct_flow_head(f, e), now)) {
