@@ -30,6 +30,16 @@
  *                        baseline rte_hash_iterate_ns_per_flow: the plain
  *                        table iterated, each key copied
  *   bytes_per_flow       heap bytes of the shard / capacity (IPv4)
+ *   nat_{fwd,reply}_lookup_entry_mpps  a second shard of `flows` NAT flows
+ *                        (forward entries, and reply entries in their own
+ *                        region): lookup+entry of the forward keys, and of
+ *                        the reply keys (hinted as the dataplane hints
+ *                        packets to a local address), each against rte_hash holding both
+ *                        directions' keys in one table (as the shard did
+ *                        before session 14, and as DPVS's and IPVS's
+ *                        connection tables do) on the same keys:
+ *                        rte_hash_nat_{fwd,reply}_lookup_entry_mpps,
+ *                        nat_{fwd,reply}_ratio
  *   *_ratio              median over repetitions of the paired ratio
  *                        (baseline cycles / shard cycles on the same keys)
  */
@@ -182,6 +192,131 @@ ctb_gather(const void **kp, uint32_t *sp, const struct ct_key4 *keys,
 	}
 }
 
+/* NAT figures (see the top of this file). */
+struct ctb_nat {
+	double fwd[MAX_REPS], reply[MAX_REPS], rfwd[MAX_REPS], rreply[MAX_REPS];
+	double qfwd[MAX_REPS], qreply[MAX_REPS];
+};
+
+/* One pass over the @p n keys of one direction in @p order, the shard and
+ * the baseline alternating every CHUNK keys; each hit's entry read.  Adds
+ * the cycles of each; -1 when the shard misses a present key. */
+static int
+ctb_nat_pass(struct ct_shard *s, struct rte_hash *h, const struct ct_entry *rents,
+	     const struct ct_key4 *keys, const uint32_t *sigs, const uint32_t *order,
+	     uint64_t n, uint64_t hint, uint64_t now, uint64_t *cyc_c, uint64_t *cyc_r,
+	     uint64_t *sink)
+{
+	const void *kp[BURST];
+	uint32_t sp[BURST], cpos[BURST];
+	int32_t posv[BURST];
+	struct ct_entry *ents[BURST];
+
+	for (uint64_t c0 = 0; c0 + BURST <= n; c0 += CHUNK) {
+		uint64_t c1 = RTE_MIN(c0 + CHUNK, n), t0, t1;
+
+		t0 = rte_rdtsc_precise();
+		for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
+			ctb_gather(kp, sp, keys, sigs, order + i);
+			if (ct_lookup_bulk_hint(s, CT_V4, kp, sp, BURST, hint, now, ents, cpos) !=
+			    (BURST == 64 ? UINT64_MAX : (1ull << BURST) - 1))
+				return -1;
+			for (int j = 0; j < BURST; j++)
+				*sink += ents[j]->backend;
+		}
+		t1 = rte_rdtsc_precise();
+		for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
+			ctb_gather(kp, sp, keys, sigs, order + i);
+			rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
+			for (int j = 0; j < BURST; j++)
+				rte_prefetch0(&rents[posv[j]]);
+			for (int j = 0; j < BURST; j++)
+				*sink += rents[posv[j]].backend;
+		}
+		*cyc_c += t1 - t0;
+		*cyc_r += rte_rdtsc_precise() - t1;
+	}
+	return 0;
+}
+
+/* The NAT shard and its baseline, filled with @p n flows (forward key i,
+ * reply key i), then @p reps measured passes of each direction. */
+static int
+ctb_nat_run(const struct ct_config *base, const struct ct_key4 *keys,
+	    const uint32_t *sigs, const struct ct_key4 *rkeys, const uint32_t *rsigs,
+	    const uint32_t *order, uint64_t n, int reps, uint64_t now,
+	    struct ctb_nat *out, uint64_t *sink)
+{
+	struct ct_config cfg = *base;
+	struct ct_shard *s;
+	struct rte_hash *h = NULL;
+	struct ct_entry *rents = NULL;
+	int rc = -1;
+
+	cfg.name = "bench_nat";
+	cfg.capacity_reply = cfg.capacity;
+	s = ct_shard_create(&cfg);
+	if (s != NULL) {
+		struct rte_hash_parameters hp = {
+			.name = "bench_nat_plain", .entries = 2 * ct_slots(s, CT_V4),
+			.key_len = sizeof(struct ct_key4), .hash_func = rte_hash_crc,
+			.hash_func_init_val = 0xF10A6A7E, .socket_id = (int)rte_socket_id(),
+			.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE,
+		};
+		h = rte_hash_create(&hp);
+		rents = rte_zmalloc(NULL, (2 * (size_t)ct_slots(s, CT_V4) + 1) *
+				    sizeof(*rents), 64);
+	}
+	if (s == NULL || h == NULL || rents == NULL) {
+		fprintf(stderr, "conntrack: NAT tables: %s\n", rte_strerror(rte_errno));
+		goto out;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t pos;
+		struct ct_entry *e = ct_insert(s, CT_V4, &keys[i], sigs[i], IPPROTO_TCP,
+					       CT_ST_ESTABLISHED, true, now, &pos, NULL);
+		int32_t a = rte_hash_add_key_with_hash(h, &keys[i], sigs[i]);
+		int32_t b = rte_hash_add_key_with_hash(h, &rkeys[i], rsigs[i]);
+
+		if (e == NULL || a < 0 || b < 0) {
+			fprintf(stderr, "conntrack: NAT insert %" PRIu64 " failed\n", i);
+			goto out;
+		}
+		e->backend = (uint32_t)i;
+		if (ct_insert_reply(s, CT_V4, &rkeys[i], rsigs[i], pos, now, NULL,
+				    NULL) == NULL) {
+			fprintf(stderr, "conntrack: NAT reply insert %" PRIu64 " failed\n", i);
+			goto out;
+		}
+		rents[a].backend = rents[b].backend = (uint32_t)i;
+	}
+	for (int rep = 0; rep < reps; rep++) {
+		uint64_t cf = 0, rf = 0, cr = 0, rr = 0;
+
+		/* the reply keys hinted, as the dataplane hints packets to a
+		 * local address */
+		if (ctb_nat_pass(s, h, rents, keys, sigs, order, n, 0, now, &cf, &rf,
+				 sink) < 0 ||
+		    ctb_nat_pass(s, h, rents, rkeys, rsigs, order, n, UINT64_MAX >> (64 - BURST),
+				 now, &cr, &rr, sink) < 0) {
+			fprintf(stderr, "conntrack: NAT lookup missed present keys\n");
+			goto out;
+		}
+		out->fwd[rep] = ctb_mpps(n / BURST * BURST, cf);
+		out->rfwd[rep] = ctb_mpps(n / BURST * BURST, rf);
+		out->reply[rep] = ctb_mpps(n / BURST * BURST, cr);
+		out->rreply[rep] = ctb_mpps(n / BURST * BURST, rr);
+		out->qfwd[rep] = (double)rf / (double)cf;
+		out->qreply[rep] = (double)rr / (double)cr;
+	}
+	rc = 0;
+out:
+	ct_shard_free(s);
+	rte_hash_free(h);
+	rte_free(rents);
+	return rc;
+}
+
 int bench_conntrack_main(int argc, char **argv);
 
 struct walk_sink {
@@ -232,8 +367,8 @@ bench_conntrack_main(int argc, char **argv)
 
 	char mem[32];
 	uint64_t capacity = (uint64_t)ceil((double)o.flows / o.fill);
-	/* shard + baseline + slack, in MiB */
-	snprintf(mem, sizeof(mem), "%" PRIu64, capacity * 260 / (1 << 20) + 256);
+	/* shard + baseline, the NAT phase's two, slack, in MiB */
+	snprintf(mem, sizeof(mem), "%" PRIu64, capacity * 900 / (1 << 20) + 256);
 	char *eal_huge[] = {"flowgate-bench", "--no-pci", "--in-memory", "-l", "0",
 			    "--log-level=lib.eal:error", "--no-telemetry"};
 	char *eal_nohuge[] = {"flowgate-bench", "--no-pci", "--no-huge", "--no-shconf",
@@ -523,6 +658,13 @@ bench_conntrack_main(int argc, char **argv)
 	double bytes_per_flow = (double)ct_memory(s) / (double)slots;
 	double bytes_per_live = (double)ct_memory(s) / (double)n;
 	double chase = ctb_chase_ns(ct_memory(s));
+	/* the NAT shard: reply keys are the absent keys (never equal to a
+	 * forward key) */
+	struct ctb_nat *nat = calloc(1, sizeof(*nat));
+
+	if (nat == NULL || ctb_nat_run(&cfg, keys, sigs, absent, asigs, order, n,
+				       o.reps, now, nat, &sink) < 0)
+		return 1;
 
 	if (o.json) {
 		printf("{\"bench\":\"conntrack\",\"flows\":%" PRIu64 ",\"fill\":%.3f,"
@@ -537,7 +679,12 @@ bench_conntrack_main(int argc, char **argv)
 		       "\"rte_hash_lookup_mpps\":%.3f,\"rte_hash_insert_mpps\":%.3f,"
 		       "\"lookup_ratio\":%.3f,\"insert_ratio\":%.3f,"
 		       "\"rte_hash_lookup_entry_mpps\":%.3f,\"lookup_entry_ratio\":%.3f,"
-		       "\"miss_latency_ns\":%.1f,\"tsc_hz\":%" PRIu64 ",\"sink\":%" PRIu64 "}\n",
+		       "\"miss_latency_ns\":%.1f,"
+		       "\"nat_fwd_lookup_entry_mpps\":%.3f,\"nat_reply_lookup_entry_mpps\":%.3f,"
+		       "\"rte_hash_nat_fwd_lookup_entry_mpps\":%.3f,"
+		       "\"rte_hash_nat_reply_lookup_entry_mpps\":%.3f,"
+		       "\"nat_fwd_ratio\":%.3f,\"nat_reply_ratio\":%.3f,"
+		       "\"tsc_hz\":%" PRIu64 ",\"sink\":%" PRIu64 "}\n",
 		       n, o.fill, slots, capacity, bucket_load, o.reps,
 		       huge ? "true" : "false", BURST,
 		       lookup, ctb_median(r_touch, o.reps), ctb_mpps(ct_missed, ct_miss), ins,
@@ -547,7 +694,10 @@ bench_conntrack_main(int argc, char **argv)
 		       iter_ms * 1e6 / (double)n, rlookup, rins,
 		       ctb_median(q_look, o.reps), ctb_median(q_ins, o.reps),
 		       ctb_median(r_rtouch, o.reps), ctb_median(q_touch, o.reps),
-		       chase, rte_get_tsc_hz(), sink & 1);
+		       chase, ctb_median(nat->fwd, o.reps), ctb_median(nat->reply, o.reps),
+		       ctb_median(nat->rfwd, o.reps), ctb_median(nat->rreply, o.reps),
+		       ctb_median(nat->qfwd, o.reps), ctb_median(nat->qreply, o.reps),
+		       rte_get_tsc_hz(), sink & 1);
 	} else {
 		printf("conntrack: %" PRIu64 " flows, capacity %" PRIu64 " (fill %.2f), %s\n",
 		       n, capacity, o.fill, huge ? "hugepages" : "no hugepages");
@@ -569,7 +719,13 @@ bench_conntrack_main(int argc, char **argv)
 		       bytes_per_flow, bytes_per_live);
 		printf("  a miss  %8.1f ns (dependent loads over a buffer of the table's size)\n",
 		       chase);
+		printf("  NAT lookup+entry read: forward %8.2f Mpps (rte_hash of both "
+		       "directions %8.2f, ratio %.2f), reply %8.2f (%8.2f, ratio %.2f)\n",
+		       ctb_median(nat->fwd, o.reps), ctb_median(nat->rfwd, o.reps),
+		       ctb_median(nat->qfwd, o.reps), ctb_median(nat->reply, o.reps),
+		       ctb_median(nat->rreply, o.reps), ctb_median(nat->qreply, o.reps));
 	}
+	free(nat);
 	ct_shard_free(s);
 	rte_free(rents);
 	rte_free(keys);

@@ -693,6 +693,19 @@ ct_expired(const struct ct_shard *s, const struct ct_entry *e, uint64_t now)
 
 /* ---- lookup --------------------------------------------------------- */
 
+/* A miss: a new flow's insert will write the first free slot from its
+ * home in the flows' region and its creation time -- own their lines. */
+static __rte_always_inline void
+ct_prefetch_insert(const struct ct_fam *f, uint32_t home, uint32_t klen)
+{
+	uint32_t p = home;
+
+	for (uint32_t d = 0; (uint8_t)f->meta[p] != 0 && d < 8; d++)
+		p = ct_next(f, p);
+	rte_prefetch0_write(ct_slot_k(f, p, klen));
+	rte_prefetch0_write(&f->born[p]);
+}
+
 /*
  * A burst of one family in three passes over one region (metadata lines
  * requested, then the slot lines whose tags match, then the compares), so
@@ -736,15 +749,11 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 				break;
 			}
 			if ((m >> 8) == 0) {
-				if (reply)
-					break;
-				/* a miss: a new flow's insert will write the
-				 * first free slot from home and its creation
-				 * time -- own their lines */
-				for (p = home, d = 0; (uint8_t)f->meta[p] != 0 && d < 8; d++)
-					p = ct_next(f, p);
-				rte_prefetch0_write(ct_slot_k(f, p, klen));
-				rte_prefetch0_write(&f->born[p]);
+				/* a miss: a new flow, unless a NAT reply (the
+				 * reply region's pass prepares those that miss
+				 * there too) */
+				if (!reply && f->rcount == 0)
+					ct_prefetch_insert(f, home, klen);
 				break;
 			}
 			p = ct_next(f, p);
@@ -790,40 +799,112 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 	return hits;
 }
 
-/* The reply region's pass for the keys the forward region missed: out of
- * line, so a burst without NAT replies runs the forward pass alone. */
-static __rte_noinline uint64_t
-ct_lookup_reply(struct ct_shard *s, struct ct_fam *f, uint64_t fwd_hits,
-		unsigned int n, const void *const *keys, const uint32_t *sigs,
-		uint64_t now, struct ct_entry **entries, uint32_t *positions,
-		uint32_t klen)
+/* The keys of @p mask (bits of a burst of @p n) as an index list. */
+static inline unsigned int
+ct_idx_of(uint64_t mask, uint8_t *idx)
 {
-	uint8_t idx[CT_BURST_MAX];
 	unsigned int m = 0;
 
-	for (unsigned int i = 0; i < n; i++)
-		if (!(fwd_hits >> i & 1))
-			idx[m++] = (uint8_t)i;
-	return klen == sizeof(struct ct_key4)
-		       ? ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
-					  positions, sizeof(struct ct_key4))
-		       : ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
-					  positions, sizeof(struct ct_key6));
+	for (; mask; mask &= mask - 1)
+		idx[m++] = (uint8_t)__builtin_ctzll(mask);
+	return m;
 }
 
-/* The forward region for the burst, then the reply region for its misses
- * when it holds any entry (a DSR shard's never does). */
+/* The keys of @p mask in one region (@p reply), by index list. */
+static __rte_noinline uint64_t
+ct_lookup_some(struct ct_shard *s, struct ct_fam *f, bool reply, uint64_t mask,
+	       const void *const *keys, const uint32_t *sigs, uint64_t now,
+	       struct ct_entry **entries, uint32_t *positions, uint32_t klen)
+{
+	uint8_t idx[CT_BURST_MAX];
+	unsigned int m = ct_idx_of(mask, idx);
+
+	if (m == 0)
+		return 0;
+	if (reply)
+		return klen == sizeof(struct ct_key4)
+			? ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
+					   positions, sizeof(struct ct_key4))
+			: ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
+					   positions, sizeof(struct ct_key6));
+	return klen == sizeof(struct ct_key4)
+		? ct_lookup_region(s, f, false, idx, m, keys, sigs, now, entries,
+				   positions, sizeof(struct ct_key4))
+		: ct_lookup_region(s, f, false, idx, m, keys, sigs, now, entries,
+				   positions, sizeof(struct ct_key6));
+}
+
+/* A shard with reply entries: each key in its first region (the reply
+ * region for the keys of @p hint), then the misses in the other; the
+ * keys missing from both are new flows, whose insert lines are requested. */
+static __rte_noinline uint64_t
+ct_lookup_nat(struct ct_shard *s, struct ct_fam *f, uint64_t all, uint64_t hint,
+	      uint64_t hits, const void *const *keys, const uint32_t *sigs,
+	      uint64_t now, struct ct_entry **entries, uint32_t *positions,
+	      uint32_t klen)
+{
+	hits |= ct_lookup_some(s, f, true, hint, keys, sigs, now, entries, positions,
+			       klen);
+	uint64_t miss = all & ~hits;
+
+	if (miss & ~hint)
+		hits |= ct_lookup_some(s, f, true, miss & ~hint, keys, sigs, now,
+				       entries, positions, klen);
+	if (miss & hint)
+		hits |= ct_lookup_some(s, f, false, miss & hint, keys, sigs, now,
+				       entries, positions, klen);
+	for (miss = all & ~hits; miss; miss &= miss - 1) {
+		unsigned int i = (unsigned int)__builtin_ctzll(miss);
+
+		ct_prefetch_insert(f, ct_home(f, sigs[i], false), klen);
+	}
+	return hits;
+}
+
+/* The flows' region for the keys not hinted as replies (all of them,
+ * without hints: one pass in the burst's order), then, in a shard that
+ * holds reply entries, the rest (ct_lookup_nat). */
 static __rte_always_inline uint64_t
 ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
-	      const uint32_t *sigs, unsigned int n, uint64_t now,
+	      const uint32_t *sigs, unsigned int n, uint64_t hint, uint64_t now,
 	      struct ct_entry **entries, uint32_t *positions, uint32_t klen)
 {
-	uint64_t hits = ct_lookup_region(s, f, false, NULL, n, keys, sigs, now,
-					 entries, positions, klen);
+	uint64_t all = n == 64 ? UINT64_MAX : (1ull << n) - 1, hits;
 
-	if (f->rcount != 0 && hits != (n == 64 ? UINT64_MAX : (1ull << n) - 1))
-		hits |= ct_lookup_reply(s, f, hits, n, keys, sigs, now, entries,
-					positions, klen);
+	if (likely(f->rcount == 0 || hint == 0)) {
+		hits = ct_lookup_region(s, f, false, NULL, n, keys, sigs, now,
+					entries, positions, klen);
+		if (likely(f->rcount == 0 || hits == all))
+			return hits;
+		return ct_lookup_nat(s, f, all, 0, hits, keys, sigs, now, entries,
+				     positions, klen);
+	}
+	hits = ct_lookup_some(s, f, false, all & ~hint, keys, sigs, now, entries,
+			      positions, klen);
+	return ct_lookup_nat(s, f, all, hint & all, hits, keys, sigs, now, entries,
+			     positions, klen);
+}
+
+uint64_t
+ct_lookup_bulk_hint(struct ct_shard *s, enum ct_family fam,
+		    const void *const *keys, const uint32_t *sigs, unsigned int n,
+		    uint64_t reply_hint, uint64_t now, struct ct_entry **entries,
+		    uint32_t *positions)
+{
+	struct ct_fam *f = &s->fam[fam];
+	uint64_t hits;
+
+	if (unlikely(n == 0 || n > CT_BURST_MAX))
+		return 0;
+	if (fam == CT_V4)
+		hits = ct_lookup_fam(s, f, keys, sigs, n, reply_hint, now, entries,
+				     positions, sizeof(struct ct_key4));
+	else
+		hits = ct_lookup_fam(s, f, keys, sigs, n, reply_hint, now, entries,
+				     positions, sizeof(struct ct_key6));
+	s->st.lookups += n;
+	s->st.hits += (uint64_t)__builtin_popcountll(hits);
+	s->st.misses += n - (uint64_t)__builtin_popcountll(hits);
 	return hits;
 }
 
@@ -832,21 +913,7 @@ ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 	       const void *const *keys, const uint32_t *sigs, unsigned int n,
 	       uint64_t now, struct ct_entry **entries, uint32_t *positions)
 {
-	struct ct_fam *f = &s->fam[fam];
-	uint64_t hits;
-
-	if (unlikely(n == 0 || n > CT_BURST_MAX))
-		return 0;
-	if (fam == CT_V4)
-		hits = ct_lookup_fam(s, f, keys, sigs, n, now, entries, positions,
-				     sizeof(struct ct_key4));
-	else
-		hits = ct_lookup_fam(s, f, keys, sigs, n, now, entries, positions,
-				     sizeof(struct ct_key6));
-	s->st.lookups += n;
-	s->st.hits += (uint64_t)__builtin_popcountll(hits);
-	s->st.misses += n - (uint64_t)__builtin_popcountll(hits);
-	return hits;
+	return ct_lookup_bulk_hint(s, fam, keys, sigs, n, 0, now, entries, positions);
 }
 
 struct ct_entry *
@@ -1319,6 +1386,12 @@ const uint64_t *
 ct_removal_seq(const struct ct_shard *s)
 {
 	return &s->removals;
+}
+
+uint32_t
+ct_reply_count(const struct ct_shard *s)
+{
+	return s->fam[CT_V4].rcount + s->fam[CT_V6].rcount;
 }
 
 uint32_t

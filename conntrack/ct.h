@@ -385,6 +385,24 @@ uint64_t ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 			unsigned int n, uint64_t now,
 			struct ct_entry **entries, uint32_t *positions);
 
+/**
+ * ct_lookup_bulk() with a hint: the keys whose bit is set in @p reply_hint
+ * are probably NAT replies (the caller saw a local address as their
+ * destination), and are looked up in the reply region first, the others
+ * in the flows' region first; a key missing from its first region is
+ * looked up in the other (while the reply region holds entries), so the
+ * answer is the same whatever the hint.  A reply then reads the lines of
+ * its own region only.  Owner lcore only.
+ */
+uint64_t ct_lookup_bulk_hint(struct ct_shard *s, enum ct_family fam,
+			     const void *const *keys, const uint32_t *sigs,
+			     unsigned int n, uint64_t reply_hint, uint64_t now,
+			     struct ct_entry **entries, uint32_t *positions);
+
+/** NAT reply entries the shard holds (both families): 0 for a shard that
+ *  has never seen a NAT flow, so a caller may skip computing hints. */
+uint32_t ct_reply_count(const struct ct_shard *s);
+
 /** Single-key lookup; returns the entry or NULL.  Owner lcore only. */
 struct ct_entry *ct_lookup(struct ct_shard *s, enum ct_family fam,
 			   const void *key, uint32_t sig, uint64_t now,
