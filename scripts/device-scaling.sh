@@ -16,6 +16,8 @@
 #   scripts/device-scaling.sh 1m-before   the before build at 2-15 workers
 #   scripts/device-scaling.sh ab    1M flows, 1 and 14 workers, before and
 #                                   after interleaved, 3 rounds (ROUNDS=N)
+#   scripts/device-scaling.sh nat-ab  nat, 1M flows, 1 and 14 workers,
+#                                   before and after interleaved (ROUNDS=N)
 #   scripts/device-scaling.sh ct    flowgate-bench conntrack at 1M and 10M
 #                                   flows (the table against rte_hash)
 #   scripts/device-scaling.sh profile   cycles per packet by stage
@@ -25,7 +27,7 @@
 # $OUT/env.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, ab, 10m, ct or profile}
+PHASE=${1:?usage: device-scaling.sh PHASE: 1m, 1m-before, ab, nat-ab, 10m, ct or profile}
 C=$PWD/.carry/scale
 W=/root/fgscale
 rm -rf $W && mkdir -p $W
@@ -69,6 +71,16 @@ elif [ "$PHASE" = ab ]; then
 			run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 $NB --json
 			run after "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --no-baselines --json
 			run after-creation "" $B dataplane --flows 1000000 --mode dsr-ipip --workers $w --seconds 3 --order creation --no-baselines --json
+		done
+	done
+elif [ "$PHASE" = nat-ab ]; then
+	# NAT before/after in one run, 1 and 14 workers, interleaved
+	# (BEFORE_SRC a build whose NAT table held both directions, as session
+	# 13's); ROUNDS=N for more than 3 rounds
+	for r in $(seq "${ROUNDS:-3}"); do
+		for w in 1 14; do
+			run before "" $A dataplane --flows 1000000 --mode nat --workers $w --seconds 3 --no-baselines --json
+			run after "" $B dataplane --flows 1000000 --mode nat --workers $w --seconds 3 --no-baselines --json
 		done
 	done
 elif [ "$PHASE" = profile ]; then
