@@ -192,6 +192,30 @@ ctb_gather(const void **kp, uint32_t *sp, const struct ct_key4 *keys,
 	}
 }
 
+/* The lookup+entry baseline over keys [c0, c1) of @p order: rte_hash bulk
+ * lookups, then each hit's 48-byte entry read from the array its position
+ * indexes (the shard's layout before issue 17).  The entries' sum. */
+static uint64_t
+ctb_rte_hash_entries(const struct rte_hash *h, const struct ct_entry *rents,
+		     const struct ct_key4 *keys, const uint32_t *sigs,
+		     const uint32_t *order, uint64_t c0, uint64_t c1)
+{
+	const void *kp[BURST];
+	uint32_t sp[BURST];
+	int32_t posv[BURST];
+	uint64_t sum = 0;
+
+	for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
+		ctb_gather(kp, sp, keys, sigs, order + i);
+		rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
+		for (int j = 0; j < BURST; j++)
+			rte_prefetch0(&rents[posv[j]]);
+		for (int j = 0; j < BURST; j++)
+			sum += rents[posv[j]].backend;
+	}
+	return sum;
+}
+
 /* NAT figures (see the top of this file). */
 struct ctb_nat {
 	double fwd[MAX_REPS], reply[MAX_REPS], rfwd[MAX_REPS], rreply[MAX_REPS];
@@ -209,7 +233,6 @@ ctb_nat_pass(struct ct_shard *s, struct rte_hash *h, const struct ct_entry *rent
 {
 	const void *kp[BURST];
 	uint32_t sp[BURST], cpos[BURST];
-	int32_t posv[BURST];
 	struct ct_entry *ents[BURST];
 
 	for (uint64_t c0 = 0; c0 + BURST <= n; c0 += CHUNK) {
@@ -225,14 +248,7 @@ ctb_nat_pass(struct ct_shard *s, struct rte_hash *h, const struct ct_entry *rent
 				*sink += ents[j]->backend;
 		}
 		t1 = rte_rdtsc_precise();
-		for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
-			ctb_gather(kp, sp, keys, sigs, order + i);
-			rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
-			for (int j = 0; j < BURST; j++)
-				rte_prefetch0(&rents[posv[j]]);
-			for (int j = 0; j < BURST; j++)
-				*sink += rents[posv[j]].backend;
-		}
+		*sink += ctb_rte_hash_entries(h, rents, keys, sigs, order, c0, c1);
 		*cyc_c += t1 - t0;
 		*cyc_r += rte_rdtsc_precise() - t1;
 	}
@@ -531,14 +547,7 @@ bench_conntrack_main(int argc, char **argv)
 			}
 			uint64_t t3 = rte_rdtsc_precise();
 			/* the baseline: rte_hash, then the entry at its position */
-			for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
-				ctb_gather(kp, sp, keys, sigs, order + i);
-				rte_hash_lookup_with_hash_bulk(h, kp, sp, BURST, posv);
-				for (int j = 0; j < BURST; j++)
-					rte_prefetch0(&rents[posv[j]]);
-				for (int j = 0; j < BURST; j++)
-					sink += rents[posv[j]].backend;
-			}
+			sink += ctb_rte_hash_entries(h, rents, keys, sigs, order, c0, c1);
 			cyc_r += t1 - t0;
 			cyc_c += t2 - t1;
 			cyc_t += t3 - t2;
