@@ -236,11 +236,12 @@ ct_shard_create(const struct ct_config *cfg)
 					 : RTE_MAX(cfg->capacity / 4, 8u);
 
 	ret = ct_fam_init(s, &s->fam[CT_V4], CT_V4, cfg->capacity,
-			  cfg->capacity_reply ? cfg->capacity_reply : cfg->capacity);
+			  cfg->capacity_reply ? cfg->capacity_reply
+					      : RTE_MAX(cfg->capacity / 2, 8u));
 	if (ret == 0)
 		ret = ct_fam_init(s, &s->fam[CT_V6], CT_V6, cap6,
-				  cfg->capacity_reply ? RTE_MAX(cfg->capacity_reply / 4, 8u)
-						      : cap6);
+				  RTE_MAX((cfg->capacity_reply ? cfg->capacity_reply / 4
+							       : cap6 / 2), 8u));
 	if (ret != 0) {
 		ct_shard_free(s);
 		rte_errno = -ret;

@@ -39,16 +39,16 @@
  * for the flows, NAT's as DSR's (with both directions in one table, NAT at
  * 1M flows ran 10-15% slower than DSR: bench/RESULTS.md, session 14).
  * ct_config::capacity counts flows in every mode; capacity_reply the NAT
- * reply entries (default: as many, so every flow may be NAT).
+ * reply entries (default: half as many).
  *
  * ## Memory per tracked flow (IPv4, measured by flowgate-bench conntrack)
  * 4/7 of a region's slots are live when it is full (linear probing then
  * reads 1.7 slots per hit on average, 1.5 at half load): 1.75 slots per
  * entry of capacity, each 64 B, 2 B of metadata and 4 B of creation time
  * (kept beside the slots, not in them) = 122.5 B per entry; no
- * power-of-two rounding.  With the default reply region, 245 B per flow
- * of capacity; 122.5 B plus a small reply region when capacity_reply is
- * set low (DSR only).  bytes_per_flow in bench/RESULTS.md.
+ * power-of-two rounding.  With the default reply region, 183.75 B per
+ * flow of capacity; 122.5 B plus a small reply region when capacity_reply
+ * is set low (DSR only).  bytes_per_flow in bench/RESULTS.md.
  *
  * ## Expiry on lookup
  * The entry is in the line the lookup compares, so the exact check
@@ -290,9 +290,11 @@ struct ct_config {
 	 *  ct_slots() tells the capacity in effect. */
 	uint32_t capacity;
 	uint32_t capacity_v6;  /**< IPv6 flows (0 = capacity / 4), same rule. */
-	/** Max NAT reply entries, IPv4 (IPv6: a quarter of it, at least 8),
-	 *  in a region of their own; 0 = as many as flows (every flow may be
-	 *  NAT), else 8 .. 2^29. */
+	/** Max NAT reply entries (NAT flows), IPv4, in a region of their
+	 *  own: 8 .. 2^29, or 0 = capacity / 2 (as many NAT flows as when a
+	 *  NAT flow took two entries of one table).  IPv6: a quarter of it
+	 *  (0: half of IPv6's flows), at least 8.  The daemon's
+	 *  `conntrack { nat_capacity }`. */
 	uint32_t capacity_reply;
 	int socket_id;         /**< NUMA socket for all allocations. */
 	uint64_t hz;           /**< ticks per second of the caller's clock. */

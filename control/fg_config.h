@@ -146,7 +146,8 @@ struct fg_config {
 	struct fg_neigh_cfg neigh[FG_MAX_NEIGH];
 	/* conntrack */
 	uint32_t ct_capacity;       /**< flows per core */
-	/** NAT flows per core (their reply entries' region); 0 = ct_capacity / 2 */
+	/** NAT flows per core (their reply entries' region); 0 = conntrack's
+	 *  default (ct_config::capacity_reply) */
 	uint32_t ct_nat_capacity;
 	uint32_t ct_timeouts_ms[16]; /**< by enum ct_state; 0 = default */
 	uint32_t flood_rate;        /**< per core new flows/s; 0 = off */

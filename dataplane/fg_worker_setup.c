@@ -50,10 +50,8 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 	snprintf(name, sizeof(name), "fgct%u", idx);
 	cc.name = name;
 	cc.capacity = dp->ct_capacity;
-	/* NAT reply entries: as many as the file says, else half the flows
-	 * (as many NAT flows as when both directions shared one table) */
-	cc.capacity_reply = dp->cfg != NULL && dp->cfg->ct_nat_capacity ?
-			    dp->cfg->ct_nat_capacity : RTE_MAX(dp->ct_capacity / 2, 8u);
+	/* NAT flows: the file's nat_capacity, else conntrack's default */
+	cc.capacity_reply = dp->cfg != NULL ? dp->cfg->ct_nat_capacity : 0;
 	cc.socket_id = socket;
 	cc.hz = rte_get_tsc_hz();
 	if (dp->cfg) {

@@ -723,14 +723,15 @@ test_early_drop_oldest_of_both(void **state)
 	ct_shard_free(s);
 }
 
-/* ct_config::capacity counts flows in every mode: as many NAT flows as
- * DSR flows fit, each a forward and a reply entry (the default reply
- * region is as large as the flows'); the next flow is refused. */
+/* ct_config::capacity counts flows in every mode: with a reply region as
+ * large as the flows' (capacity_reply = capacity), as many NAT flows as
+ * DSR flows fit, each a forward and a reply entry; the next flow is
+ * refused.  The default reply region holds half as many. */
 static void
 test_capacity_counts_flows(void **state)
 {
 	enum { CAP = 1000 };
-	struct ct_shard *s = mk_shard(CAP, 0, NULL);
+	struct ct_shard *s = mk_shard_r(CAP, CAP, 0, NULL);
 	int err = 0;
 
 	for (uint32_t i = 0; i < CAP; i++)
@@ -747,6 +748,15 @@ test_capacity_counts_flows(void **state)
 		assert_true(r->flags & CT_F_REPLY);
 		assert_int_equal(ct_entry_at(s, CT_V4, f->peer), r);
 	}
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+	/* the default: CAP / 2 NAT flows, then the reply entry is refused
+	 * (no unassured NAT flow to evict) */
+	s = mk_shard(CAP, 0, NULL);
+	for (uint32_t i = 0; i < CAP / 2; i++)
+		assert_int_not_equal(nat4(s, i, true, 1, &err), CT_NONE);
+	assert_int_equal(nat4(s, CAP / 2, true, 1, &err), CT_NONE);
+	assert_int_equal(err, -ENOSPC);
 	assert_int_equal(ct_check(s), 0);
 	ct_shard_free(s);
 }
