@@ -1014,11 +1014,15 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 	/* a key already here stays as it is (the caller continues with it);
 	 * refusing or evicting for it would punish a live flow */
 	home = ct_home(f, sig, reply);
-	/* the lines the insert writes, requested with the metadata line the
-	 * probe reads first: an insert that no bulk lookup prepared (a NAT
-	 * reply entry, a fragment-follow entry) overlaps its three misses */
+	/* the lines the insert writes, requested with the metadata lines the
+	 * probes read (the key is looked for in both regions): an insert
+	 * that no bulk lookup prepared (a NAT reply entry, a fragment-follow
+	 * entry) overlaps its misses */
 	rte_prefetch0_write(ct_slot(f, home));
 	rte_prefetch0_write(&f->born[home]);
+	rte_prefetch0(&f->meta[home]);
+	if (reply || f->rcount != 0)
+		rte_prefetch0(&f->meta[ct_home(f, sig, !reply)]);
 	pos = ct_find_key(f, key, sig);
 	if (unlikely(pos != CT_NONE))
 		goto exists;
