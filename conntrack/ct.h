@@ -35,7 +35,8 @@
  * Forward entries (one a flow) and NAT reply entries live in two regions
  * of a family's table, each probed on its own: a lookup reads the forward
  * region, and the reply region only for the keys the forward one missed
- * and only while it holds any.  A flow's packets then touch a table sized
+ * and only while it holds any (keys hinted as replies the other way
+ * round: ct_lookup_bulk_hint).  A flow's packets then touch a table sized
  * for the flows, NAT's as DSR's (with both directions in one table, NAT at
  * 1M flows ran 10-15% slower than DSR: bench/RESULTS.md, session 14).
  * ct_config::capacity counts flows in every mode; capacity_reply the NAT
