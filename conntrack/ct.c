@@ -822,16 +822,10 @@ ct_lookup_some(struct ct_shard *s, struct ct_fam *f, bool reply, uint64_t mask,
 
 	if (m == 0)
 		return 0;
-	if (reply)
-		return klen == sizeof(struct ct_key4)
-			? ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
-					   positions, sizeof(struct ct_key4))
-			: ct_lookup_region(s, f, true, idx, m, keys, sigs, now, entries,
-					   positions, sizeof(struct ct_key6));
 	return klen == sizeof(struct ct_key4)
-		? ct_lookup_region(s, f, false, idx, m, keys, sigs, now, entries,
+		? ct_lookup_region(s, f, reply, idx, m, keys, sigs, now, entries,
 				   positions, sizeof(struct ct_key4))
-		: ct_lookup_region(s, f, false, idx, m, keys, sigs, now, entries,
+		: ct_lookup_region(s, f, reply, idx, m, keys, sigs, now, entries,
 				   positions, sizeof(struct ct_key6));
 }
 
