@@ -39,6 +39,11 @@
  * next-hop cache and building the headers (fg_flow.c).
  */
 #define FG_FWD_SLOTS 256
+/* slots of a worker's set of IPv4 local addresses (4x the most there are) */
+#define FG_LOCAL4_SLOTS 1024
+static_assert(FG_LOCAL4_SLOTS >= 4 * FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS &&
+	      (FG_LOCAL4_SLOTS & (FG_LOCAL4_SLOTS - 1)) == 0,
+	      "FG_LOCAL4_SLOTS: a power of two, at most 1/4 full");
 
 struct fg_fwd_slot {
 	/* a hit reads two lines: this one (ids, counter rows, flags, port,
@@ -127,6 +132,10 @@ struct fg_worker {
 	uint32_t lc_size;
 	uint64_t lc_generation;
 	uint16_t nat_next;      /**< where the next NAT port search starts */
+	/* the IPv4 local addresses (a NAT reply's destination), open
+	 * addressing from fg_local4_home(), 0 = free: the bulk lookup's reply
+	 * hint (fg_worker.c) */
+	uint32_t local4[FG_LOCAL4_SLOTS];
 	/* next-hop cache: destination -> (port, MAC), valid for one
 	 * neighbour-table generation; saves a table probe per packet */
 	struct fg_nh_slot {
@@ -448,6 +457,22 @@ static inline bool fg_neigh_next_hop(struct fg_worker *w, const struct fg_neigh_
 		*mac = &c->mac;
 	}
 	return true;
+}
+
+/* Home slot of an IPv4 address (network order) in fg_worker::local4. */
+static inline uint32_t fg_local4_home(uint32_t a)
+{
+	return (a * 0x9E3779B1u) >> (32 - __builtin_ctz(FG_LOCAL4_SLOTS));
+}
+
+/* Whether @p a is one of this balancer's IPv4 local addresses. */
+static inline bool fg_local4_has(const struct fg_worker *w, uint32_t a)
+{
+	for (uint32_t i = fg_local4_home(a); w->local4[i] != 0;
+	     i = (i + 1) & (FG_LOCAL4_SLOTS - 1))
+		if (w->local4[i] == a)
+			return true;
+	return false;
 }
 
 #endif /* FLOWGATE_FG_WORKER_PRIVATE_H */

@@ -60,6 +60,15 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 				cc.timeouts.ms[s] = dp->cfg->ct_timeouts_ms[s];
 		cc.flood_rate = dp->cfg->flood_rate;
 	}
+	for (unsigned int i = 0; i < dp->n_locals; i++) {
+		uint32_t a = dp->locals[i].v4.s_addr, h = fg_local4_home(a);
+
+		if (dp->locals[i].family != AF_INET || a == 0 || fg_local4_has(w, a))
+			continue;
+		while (w->local4[h] != 0)
+			h = (h + 1) & (FG_LOCAL4_SLOTS - 1);
+		w->local4[h] = a;
+	}
 	w->ct = ct_shard_create(&cc);
 	if (w->ct == NULL) {
 		rc = -rte_errno;
