@@ -222,15 +222,19 @@ struct ctb_nat {
 	double qfwd[MAX_REPS], qreply[MAX_REPS];
 };
 
-/* One pass over the @p n keys of one direction in @p order, the shard and
- * the baseline alternating every CHUNK keys; each hit's entry read.  Adds
- * the cycles of each; -1 when the shard misses a present key. */
+/* One pass over the @p n keys of one direction (@p reply) in @p order,
+ * the shard and the baseline alternating every CHUNK keys; each hit's
+ * entry read.  Adds the cycles of each; -1 when the shard misses a present
+ * key.  The keys hinted as the dataplane hints them: replies (to a local
+ * address) as replies, forward keys as no replies. */
 static int
 ctb_nat_pass(struct ct_shard *s, struct rte_hash *h, const struct ct_entry *rents,
 	     const struct ct_key4 *keys, const uint32_t *sigs, const uint32_t *order,
-	     uint64_t n, uint64_t hint, uint64_t now, uint64_t *cyc_c, uint64_t *cyc_r,
+	     uint64_t n, bool reply, uint64_t now, uint64_t *cyc_c, uint64_t *cyc_r,
 	     uint64_t *sink)
 {
+	const uint64_t all = UINT64_MAX >> (64 - BURST);
+	const uint64_t hint = reply ? all : 0, flow_only = reply ? 0 : all;
 	const void *kp[BURST];
 	uint32_t sp[BURST], cpos[BURST];
 	struct ct_entry *ents[BURST];
@@ -241,8 +245,8 @@ ctb_nat_pass(struct ct_shard *s, struct rte_hash *h, const struct ct_entry *rent
 		t0 = rte_rdtsc_precise();
 		for (uint64_t i = c0; i + BURST <= c1; i += BURST) {
 			ctb_gather(kp, sp, keys, sigs, order + i);
-			if (ct_lookup_bulk_hint(s, CT_V4, kp, sp, BURST, hint, now, ents, cpos) !=
-			    (BURST == 64 ? UINT64_MAX : (1ull << BURST) - 1))
+			if (ct_lookup_bulk_hint(s, CT_V4, kp, sp, BURST, hint, flow_only, now,
+						ents, cpos) != all)
 				return -1;
 			for (int j = 0; j < BURST; j++)
 				*sink += ents[j]->backend;
@@ -309,12 +313,10 @@ ctb_nat_run(const struct ct_config *base, const struct ct_key4 *keys,
 	for (int rep = 0; rep < reps; rep++) {
 		uint64_t cf = 0, rf = 0, cr = 0, rr = 0;
 
-		/* the reply keys hinted, as the dataplane hints packets to a
-		 * local address */
-		if (ctb_nat_pass(s, h, rents, keys, sigs, order, n, 0, now, &cf, &rf,
+		if (ctb_nat_pass(s, h, rents, keys, sigs, order, n, false, now, &cf, &rf,
 				 sink) < 0 ||
-		    ctb_nat_pass(s, h, rents, rkeys, rsigs, order, n, UINT64_MAX >> (64 - BURST),
-				 now, &cr, &rr, sink) < 0) {
+		    ctb_nat_pass(s, h, rents, rkeys, rsigs, order, n, true, now, &cr, &rr,
+				 sink) < 0) {
 			fprintf(stderr, "conntrack: NAT lookup missed present keys\n");
 			goto out;
 		}

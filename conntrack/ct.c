@@ -423,14 +423,15 @@ ct_find(const struct ct_fam *f, const void *key, uint32_t home, uint8_t tag,
 	return CT_NONE;
 }
 
-/* A key's position in either region, or CT_NONE. */
+/* A key's position in either region (@p both; else the flows' region
+ * only), or CT_NONE. */
 static inline uint32_t
-ct_find_key(const struct ct_fam *f, const void *key, uint32_t sig)
+ct_find_key(const struct ct_fam *f, const void *key, uint32_t sig, bool both)
 {
 	uint32_t p = CT_NONE;
 
 	for (int r = 0; r < 2 && p == CT_NONE; r++) {
-		if (r == 1 && f->rcount == 0)
+		if (r == 1 && (!both || f->rcount == 0))
 			break;
 		p = f->key_len == sizeof(struct ct_key4)
 			    ? ct_find(f, key, ct_home(f, sig, r), CT_TAG(sig),
@@ -608,10 +609,12 @@ ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 		ct_ed_unlink(f, pos);
 		s->st.live[e->state]--;
 	}
-	if (pos < f->fsize)
+	if (pos < f->fsize) {
 		f->count--;
-	else
+	} else {
 		f->rcount--;
+		s->st.nat_flows--;
+	}
 	s->removals++;
 	e->peer = CT_NONE;
 	ct_slot_free(f, pos);
@@ -719,7 +722,8 @@ ct_prefetch_insert(const struct ct_fam *f, uint32_t home, uint32_t klen)
  */
 static __rte_always_inline uint64_t
 ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
-		 const uint8_t *idx, unsigned int n, const void *const *keys,
+		 const uint8_t *idx, unsigned int n, uint64_t settled,
+		 const void *const *keys,
 		 const uint32_t *sigs, uint64_t now, struct ct_entry **entries,
 		 uint32_t *positions, uint32_t klen)
 {
@@ -750,10 +754,10 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 				break;
 			}
 			if ((m >> 8) == 0) {
-				/* a miss: a new flow, unless a NAT reply (the
-				 * reply region's pass prepares those that miss
-				 * there too) */
-				if (!reply && f->rcount == 0)
+				/* a miss: a new flow when it is in no other
+				 * region (@p settled; the others are prepared
+				 * once they miss there too) */
+				if (!reply && (settled >> CT_I(k) & 1))
 					ct_prefetch_insert(f, home, klen);
 				break;
 			}
@@ -811,11 +815,13 @@ ct_idx_of(uint64_t mask, uint8_t *idx)
 	return m;
 }
 
-/* The keys of @p mask in one region (@p reply), by index list. */
+/* The keys of @p mask in one region (@p reply), by index list; the keys
+ * of @p settled (burst indices) in no other region. */
 static __rte_noinline uint64_t
 ct_lookup_some(struct ct_shard *s, struct ct_fam *f, bool reply, uint64_t mask,
-	       const void *const *keys, const uint32_t *sigs, uint64_t now,
-	       struct ct_entry **entries, uint32_t *positions, uint32_t klen)
+	       uint64_t settled, const void *const *keys, const uint32_t *sigs,
+	       uint64_t now, struct ct_entry **entries, uint32_t *positions,
+	       uint32_t klen)
 {
 	uint8_t idx[CT_BURST_MAX];
 	unsigned int m = ct_idx_of(mask, idx);
@@ -823,32 +829,34 @@ ct_lookup_some(struct ct_shard *s, struct ct_fam *f, bool reply, uint64_t mask,
 	if (m == 0)
 		return 0;
 	return klen == sizeof(struct ct_key4)
-		? ct_lookup_region(s, f, reply, idx, m, keys, sigs, now, entries,
-				   positions, sizeof(struct ct_key4))
-		: ct_lookup_region(s, f, reply, idx, m, keys, sigs, now, entries,
-				   positions, sizeof(struct ct_key6));
+		? ct_lookup_region(s, f, reply, idx, m, settled, keys, sigs, now,
+				   entries, positions, sizeof(struct ct_key4))
+		: ct_lookup_region(s, f, reply, idx, m, settled, keys, sigs, now,
+				   entries, positions, sizeof(struct ct_key6));
 }
 
 /* A shard with reply entries: each key in its first region (the reply
- * region for the keys of @p hint), then the misses in the other; the
- * keys missing from both are new flows, whose insert lines are requested. */
+ * region for the keys of @p hint), then the misses in the other but those
+ * of @p settled (no reply's: their flows' region answered); the keys
+ * missing from both are new flows, whose insert lines are requested
+ * (@p settled's were in the flows' pass). */
 static __rte_noinline uint64_t
 ct_lookup_nat(struct ct_shard *s, struct ct_fam *f, uint64_t all, uint64_t hint,
-	      uint64_t hits, const void *const *keys, const uint32_t *sigs,
-	      uint64_t now, struct ct_entry **entries, uint32_t *positions,
-	      uint32_t klen)
+	      uint64_t settled, uint64_t hits, const void *const *keys,
+	      const uint32_t *sigs, uint64_t now, struct ct_entry **entries,
+	      uint32_t *positions, uint32_t klen)
 {
-	hits |= ct_lookup_some(s, f, true, hint, keys, sigs, now, entries, positions,
-			       klen);
+	hits |= ct_lookup_some(s, f, true, hint, 0, keys, sigs, now, entries,
+			       positions, klen);
 	uint64_t miss = all & ~hits;
 
-	if (miss & ~hint)
-		hits |= ct_lookup_some(s, f, true, miss & ~hint, keys, sigs, now,
-				       entries, positions, klen);
+	if (miss & ~hint & ~settled)
+		hits |= ct_lookup_some(s, f, true, miss & ~hint & ~settled, 0, keys,
+				       sigs, now, entries, positions, klen);
 	if (miss & hint)
-		hits |= ct_lookup_some(s, f, false, miss & hint, keys, sigs, now,
+		hits |= ct_lookup_some(s, f, false, miss & hint, 0, keys, sigs, now,
 				       entries, positions, klen);
-	for (miss = all & ~hits; miss; miss &= miss - 1) {
+	for (miss = all & ~hits & ~settled; miss; miss &= miss - 1) {
 		unsigned int i = (unsigned int)__builtin_ctzll(miss);
 
 		ct_prefetch_insert(f, ct_home(f, sigs[i], false), klen);
@@ -858,45 +866,52 @@ ct_lookup_nat(struct ct_shard *s, struct ct_fam *f, uint64_t all, uint64_t hint,
 
 /* The flows' region for the keys not hinted as replies (all of them,
  * without hints: one pass in the burst's order), then, in a shard that
- * holds reply entries, the rest (ct_lookup_nat). */
+ * holds reply entries, the rest (ct_lookup_nat): the hinted keys, and
+ * the misses that may be replies (not in @p flow_only). */
 static __rte_always_inline uint64_t
 ct_lookup_fam(struct ct_shard *s, struct ct_fam *f, const void *const *keys,
-	      const uint32_t *sigs, unsigned int n, uint64_t hint, uint64_t now,
-	      struct ct_entry **entries, uint32_t *positions, uint32_t klen)
+	      const uint32_t *sigs, unsigned int n, uint64_t hint,
+	      uint64_t flow_only, uint64_t now, struct ct_entry **entries,
+	      uint32_t *positions, uint32_t klen)
 {
 	uint64_t all = n == 64 ? UINT64_MAX : (1ull << n) - 1, hits;
 
 	if (likely(f->rcount == 0 || hint == 0)) {
-		hits = ct_lookup_region(s, f, false, NULL, n, keys, sigs, now,
-					entries, positions, klen);
-		if (likely(f->rcount == 0 || hits == all))
+		uint64_t settled = f->rcount == 0 ? all : flow_only & all;
+
+		hits = ct_lookup_region(s, f, false, NULL, n, settled, keys, sigs,
+					now, entries, positions, klen);
+		if (likely((all & ~hits & ~settled) == 0))
 			return hits;
-		return ct_lookup_nat(s, f, all, 0, hits, keys, sigs, now, entries,
-				     positions, klen);
+		return ct_lookup_nat(s, f, all, 0, settled, hits, keys, sigs, now,
+				     entries, positions, klen);
 	}
-	hits = ct_lookup_some(s, f, false, all & ~hint, keys, sigs, now, entries,
-			      positions, klen);
-	return ct_lookup_nat(s, f, all, hint & all, hits, keys, sigs, now, entries,
-			     positions, klen);
+	hint &= all;
+	flow_only &= all & ~hint;
+	hits = ct_lookup_some(s, f, false, all & ~hint, flow_only, keys, sigs, now,
+			      entries, positions, klen);
+	return ct_lookup_nat(s, f, all, hint, flow_only, hits, keys, sigs, now,
+			     entries, positions, klen);
 }
 
 uint64_t
 ct_lookup_bulk_hint(struct ct_shard *s, enum ct_family fam,
 		    const void *const *keys, const uint32_t *sigs, unsigned int n,
-		    uint64_t reply_hint, uint64_t now, struct ct_entry **entries,
-		    uint32_t *positions)
+		    uint64_t reply_hint, uint64_t flow_only, uint64_t now,
+		    struct ct_entry **entries, uint32_t *positions)
 {
 	struct ct_fam *f = &s->fam[fam];
 	uint64_t hits;
 
 	if (unlikely(n == 0 || n > CT_BURST_MAX))
 		return 0;
+	flow_only &= ~reply_hint;
 	if (fam == CT_V4)
-		hits = ct_lookup_fam(s, f, keys, sigs, n, reply_hint, now, entries,
-				     positions, sizeof(struct ct_key4));
+		hits = ct_lookup_fam(s, f, keys, sigs, n, reply_hint, flow_only, now,
+				     entries, positions, sizeof(struct ct_key4));
 	else
-		hits = ct_lookup_fam(s, f, keys, sigs, n, reply_hint, now, entries,
-				     positions, sizeof(struct ct_key6));
+		hits = ct_lookup_fam(s, f, keys, sigs, n, reply_hint, flow_only, now,
+				     entries, positions, sizeof(struct ct_key6));
 	s->st.lookups += n;
 	s->st.hits += (uint64_t)__builtin_popcountll(hits);
 	s->st.misses += n - (uint64_t)__builtin_popcountll(hits);
@@ -908,7 +923,8 @@ ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 	       const void *const *keys, const uint32_t *sigs, unsigned int n,
 	       uint64_t now, struct ct_entry **entries, uint32_t *positions)
 {
-	return ct_lookup_bulk_hint(s, fam, keys, sigs, n, 0, now, entries, positions);
+	return ct_lookup_bulk_hint(s, fam, keys, sigs, n, 0, 0, now, entries,
+				   positions);
 }
 
 struct ct_entry *
@@ -990,11 +1006,14 @@ ct_state_assured(enum ct_state st)
 	       : st == CT_ST_UDP_STREAM;
 }
 
-/* ct_insert(), never evicting the flow at @p keep (CT_NONE: any). */
+/* ct_insert(), never evicting the flow at @p keep (CT_NONE: any), into
+ * the reply region (@p reply) or the flows'; the key looked for in both
+ * regions, or only in the flows' (@p flow_only: ct_insert_flow). */
 static struct ct_entry *
 ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 	       uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
-	       uint64_t now, uint32_t keep, bool reply, uint32_t *pos_out, int *err)
+	       uint64_t now, uint32_t keep, bool reply, bool flow_only,
+	       uint32_t *pos_out, int *err)
 {
 	struct ct_fam *f = &s->fam[fam];
 	struct ct_entry *e;
@@ -1015,9 +1034,9 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 	rte_prefetch0_write(ct_slot(f, home));
 	rte_prefetch0_write(&f->born[home]);
 	rte_prefetch0(&f->meta[home]);
-	if (reply || f->rcount != 0)
+	if (reply || (f->rcount != 0 && !flow_only))
 		rte_prefetch0(&f->meta[ct_home(f, sig, !reply)]);
-	pos = ct_find_key(f, key, sig);
+	pos = ct_find_key(f, key, sig, !flow_only);
 	if (unlikely(pos != CT_NONE))
 		goto exists;
 	if (unlikely(s->flood_win_limit != 0) && ct_flood_refuse(s, assured, now)) {
@@ -1061,10 +1080,12 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 		e->pickup_t = ct_pickup_clock(s, now);
 	if (!(e->flags & CT_F_ASSURED))
 		ct_ed_push(f, pos);
-	if (reply)
+	if (reply) {
 		f->rcount++;
-	else
+		s->st.nat_flows++;
+	} else {
 		f->count++;
+	}
 	s->st.live[state]++;
 	s->st.inserts++;
 	if (pos_out)
@@ -1094,7 +1115,16 @@ ct_insert(struct ct_shard *s, enum ct_family fam, const void *key,
 	  uint64_t now, uint32_t *pos_out, int *err)
 {
 	return ct_insert_keep(s, fam, key, sig, proto, state, assured, now, CT_NONE,
-			      false, pos_out, err);
+			      false, false, pos_out, err);
+}
+
+struct ct_entry *
+ct_insert_flow(struct ct_shard *s, enum ct_family fam, const void *key,
+	       uint32_t sig, uint8_t proto, enum ct_state state, bool assured,
+	       uint64_t now, uint32_t *pos_out, int *err)
+{
+	return ct_insert_keep(s, fam, key, sig, proto, state, assured, now, CT_NONE,
+			      false, true, pos_out, err);
 }
 
 struct ct_entry *
@@ -1117,7 +1147,7 @@ ct_insert_reply(struct ct_shard *s, enum ct_family fam, const void *key,
 	/* assured: half of a flow just admitted (flood mode must not refuse
 	 * it); ct_link_peer then takes it off the lists of its own */
 	re = ct_insert_keep(s, fam, key, sig, fe->proto, (enum ct_state)fe->state,
-			    true, now, fwd_pos, true, &rpos, err);
+			    true, now, fwd_pos, true, false, &rpos, err);
 	if (pos_out)
 		*pos_out = rpos;
 	if (re != NULL)
@@ -1172,7 +1202,7 @@ ct_delete_pos(struct ct_shard *s, enum ct_family fam, uint32_t pos)
 int
 ct_delete(struct ct_shard *s, enum ct_family fam, const void *key, uint32_t sig)
 {
-	uint32_t pos = ct_find_key(&s->fam[fam], key, sig);
+	uint32_t pos = ct_find_key(&s->fam[fam], key, sig, true);
 
 	return pos == CT_NONE ? -ENOENT : ct_delete_pos(s, fam, pos);
 }
@@ -1412,6 +1442,12 @@ ct_slots(const struct ct_shard *s, enum ct_family fam)
 	return s->fam[fam].cap;
 }
 
+uint32_t
+ct_reply_slots(const struct ct_shard *s, enum ct_family fam)
+{
+	return s->fam[fam].rcap;
+}
+
 /* ---- self-check (tests, fuzzing) ------------------------------------ */
 
 int
@@ -1483,6 +1519,9 @@ bad:
 		free(ovf);
 		return -EILSEQ;
 	}
+	/* the NAT gauge: the reply regions' entries */
+	if (s->st.nat_flows != (uint64_t)s->fam[CT_V4].rcount + s->fam[CT_V6].rcount)
+		return -EILSEQ;
 	return 0;
 }
 

@@ -36,7 +36,8 @@
  * of a family's table, each probed on its own: a lookup reads the forward
  * region, and the reply region only for the keys the forward one missed
  * and only while it holds any (keys hinted as replies the other way
- * round: ct_lookup_bulk_hint).  A flow's packets then touch a table sized
+ * round, keys the caller knows are no reply's not at all:
+ * ct_lookup_bulk_hint, ct_insert_flow).  A flow's packets then touch a table sized
  * for the flows, NAT's as DSR's (with both directions in one table, NAT at
  * 1M flows ran 10-15% slower than DSR: bench/RESULTS.md, session 14).
  * ct_config::capacity counts flows in every mode; capacity_reply the NAT
@@ -218,6 +219,9 @@ struct ct_stats {
 	uint64_t evictions[CT_EVICT_MAX];        /**< by enum ct_evict. */
 	uint64_t expired[CT_ST_MAX];             /**< expirations by state. */
 	uint64_t live[CT_ST_MAX];                /**< live entries by state. */
+	/** Live NAT flows: entries of the reply regions (a gauge, as live[]:
+	 *  against ct_reply_slots(), the NAT region's fill). */
+	uint64_t nat_flows;
 };
 
 /** Names of the counters, in struct order (for JSON / CLI / telemetry). */
@@ -389,18 +393,25 @@ uint64_t ct_lookup_bulk(struct ct_shard *s, enum ct_family fam,
 			struct ct_entry **entries, uint32_t *positions);
 
 /**
- * ct_lookup_bulk() with a hint: the keys whose bit is set in @p reply_hint
- * are probably NAT replies (the caller saw a local address as their
- * destination), and are looked up in the reply region first, the others
- * in the flows' region first; a key missing from its first region is
- * looked up in the other (while the reply region holds entries), so the
- * answer is the same whatever the hint.  A reply then reads the lines of
- * its own region only.  Owner lcore only.
+ * ct_lookup_bulk() with hints, one bit a key:
+ * - @p reply_hint: probably NAT replies (the caller saw a local address
+ *   as their destination): looked up in the reply region first, then, if
+ *   missing there, in the flows' region.  Only an order: the answer is
+ *   the same whatever this hint.  A reply then reads its own region's
+ *   lines only.
+ * - @p flow_only: no NAT reply's keys, the caller knows (their
+ *   destination is none of the addresses reply entries carry): looked up
+ *   in the flows' region only, so a new flow reads no reply region's line
+ *   (with ct_insert_flow).  A reply's key set here is not found: a
+ *   contract, not a hint.  A bit in both masks counts as a reply_hint.
+ * The other keys: the flows' region first, then the reply region (while
+ * it holds entries).  Owner lcore only.
  */
 uint64_t ct_lookup_bulk_hint(struct ct_shard *s, enum ct_family fam,
 			     const void *const *keys, const uint32_t *sigs,
-			     unsigned int n, uint64_t reply_hint, uint64_t now,
-			     struct ct_entry **entries, uint32_t *positions);
+			     unsigned int n, uint64_t reply_hint, uint64_t flow_only,
+			     uint64_t now, struct ct_entry **entries,
+			     uint32_t *positions);
 
 /** NAT reply entries the shard holds (both families): 0 for a shard that
  *  has never seen a NAT flow, so a caller may skip computing hints. */
@@ -431,6 +442,18 @@ struct ct_entry *ct_insert(struct ct_shard *s, enum ct_family fam,
 			   const void *key, uint32_t sig, uint8_t proto,
 			   enum ct_state state, bool assured, uint64_t now,
 			   uint32_t *pos_out, int *err);
+
+/**
+ * ct_insert() of a key the caller knows is no NAT reply entry's (as
+ * ct_lookup_bulk_hint's @p flow_only): the key is looked for in the flows'
+ * region only, so the insert reads no line of the reply region.  A key
+ * that a reply entry holds would be inserted a second time: the caller's
+ * contract.
+ */
+struct ct_entry *ct_insert_flow(struct ct_shard *s, enum ct_family fam,
+				const void *key, uint32_t sig, uint8_t proto,
+				enum ct_state state, bool assured, uint64_t now,
+				uint32_t *pos_out, int *err);
 
 /**
  * Links two entries of one NAT flow (sets peer both ways, CT_F_NAT, and
@@ -568,6 +591,10 @@ size_t ct_memory(const struct ct_shard *s);
 /** Entries a family holds when full: its capacity in effect (its table
  *  has 1.75x as many slots). */
 uint32_t ct_slots(const struct ct_shard *s, enum ct_family fam);
+
+/** NAT flows a family holds when full: its reply region's capacity in
+ *  effect (ct_config::capacity_reply).  Fixed at creation: any thread. */
+uint32_t ct_reply_slots(const struct ct_shard *s, enum ct_family fam);
 
 /**
  * Verifies the shard's tables (tests and fuzzing; walks every slot):

@@ -28,7 +28,8 @@
  *   [fsize, size)   NAT reply entries (backend -> local address), `rcap`
  * A lookup probes the forward region, and the reply region for the keys
  * it missed when the region holds any entry (keys the caller hints as
- * replies: the other way round, ct_lookup_bulk_hint).  A flow's packets then read
+ * replies: the other way round; keys known to be no reply's: never,
+ * ct_lookup_bulk_hint).  A flow's packets then read
  * metadata and slots of a table sized for the flows alone, as DSR's is
  * (with both directions in one table, NAT's lookups at 1M flows read a
  * table twice as large: bench/RESULTS.md, session 14), and the sweep and

@@ -1103,7 +1103,7 @@ static void parse_conntrack(struct ctx *c, const struct stmt *s)
 			}
 			get_dur(c, x, 2, 1000, 30u * 86400000u, &c->cfg->ct_timeouts_ms[st]);
 		} else {
-			unknown(c, x, "conntrack", "capacity, flood_rate, timeout");
+			unknown(c, x, "conntrack", "capacity, nat_capacity, flood_rate, timeout");
 		}
 	}
 }

@@ -1142,9 +1142,11 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 
 	uint32_t pos;
 	int err = 0;
-	struct ct_entry *e = ct_insert(w->ct, p->family, key, sig, proto,
-				       ct_state_initial(proto, p->tcp_flags),
-				       false, now, &pos, &err);
+	/* a key no reply entry can hold is looked for in the flows' region
+	 * only, as its lookup was (fg_worker_no_reply) */
+	struct ct_entry *e = (fg_worker_no_reply(w, p) ? ct_insert_flow : ct_insert)(
+		w->ct, p->family, key, sig, proto, ct_state_initial(proto, p->tcp_flags),
+		false, now, &pos, &err);
 
 	if (unlikely(e == NULL && err == -EEXIST)) {
 		/* an earlier packet of this burst created it: follow that

@@ -150,6 +150,17 @@ static void render_ct(FILE *f, const struct fg_stats_snap *sn)
 	for (unsigned int i = 0; i < sn->n_workers; i++)
 		fprintf(f, "flowgate_conntrack_capacity{core=\"%u\"} %u\n", i,
 			sn->ct_capacity);
+	family(f, "flowgate_conntrack_nat_capacity", "gauge",
+	       "NAT flows a core's conntrack shard holds, IPv4 (conntrack { nat_capacity })");
+	for (unsigned int i = 0; i < sn->n_workers; i++)
+		fprintf(f, "flowgate_conntrack_nat_capacity{core=\"%u\"} %u\n", i,
+			sn->ct_nat_capacity);
+	family(f, "flowgate_conntrack_nat_flows", "gauge",
+	       "live NAT flows (reply entries) by core: also in conntrack_entries");
+	for (unsigned int i = 0; i < sn->n_workers; i++)
+		if (sn->core[i].has_ct)
+			fprintf(f, "flowgate_conntrack_nat_flows{core=\"%u\"} %" PRIu64 "\n",
+				i, sn->core[i].ct.nat_flows);
 	family(f, "flowgate_conntrack_up", "gauge",
 	       "1 when the core answered its conntrack counters for this scrape");
 	for (unsigned int i = 0; i < sn->n_workers; i++)

@@ -83,6 +83,7 @@ static void core_add(struct fg_stats_core *sum, const struct fg_stats_core *c)
 		sum->ct.expired[i] += c->ct.expired[i];
 		sum->ct.live[i] += c->ct.live[i];
 	}
+	sum->ct.nat_flows += c->ct.nat_flows;
 }
 
 void fg_stats_conns(const uint64_t *c, uint64_t *active, uint64_t *inactive)
@@ -140,6 +141,10 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 	sn->n_workers = dp->n_workers;
 	sn->sw_rss = dp->sw_rss;
 	sn->ct_capacity = dp->ct_capacity;
+	/* the reply region's size in effect (nat_capacity or its default):
+	 * the same in every shard, fixed at creation */
+	if (dp->n_workers > 0 && dp->workers[0]->ct != NULL)
+		sn->ct_nat_capacity = ct_reply_slots(dp->workers[0]->ct, CT_V4);
 	for (unsigned int i = 0; i < dp->n_workers; i++) {
 		const struct fg_worker *w = dp->workers[i];
 		struct fg_stats_core *c = &sn->core[i];
@@ -448,6 +453,8 @@ static int tel_ct(const char *cmd, const char *params, struct rte_tel_data *d)
 		}
 		rte_tel_data_add_dict_u64(cd, "live", n);
 		rte_tel_data_add_dict_u64(cd, "capacity", sn->ct_capacity);
+		rte_tel_data_add_dict_u64(cd, "nat_flows", st->nat_flows);
+		rte_tel_data_add_dict_u64(cd, "nat_capacity", sn->ct_nat_capacity);
 #define CT_X(c) rte_tel_data_add_dict_u64(cd, #c, st->c);
 		CT_COUNTER_LIST(CT_X)
 #undef CT_X

@@ -125,6 +125,7 @@ struct fg_stats_snap {
 	unsigned int n_workers;
 	bool sw_rss;
 	uint32_t ct_capacity;           /**< conntrack entries per worker */
+	uint32_t ct_nat_capacity;       /**< NAT flows per worker (IPv4) */
 	struct fg_stats_core total;     /**< sum of core[] (ct: summed too) */
 	struct fg_stats_core core[FG_MAX_WORKERS];
 	uint32_t n_services;

@@ -17,7 +17,8 @@
  *       2. ct_lookup_bulk_hint()      once per burst (a burst that mixes
  *                                     families: once per family); in a
  *                                     shard with NAT flows, packets to a
- *                                     local address hinted as replies
+ *                                     local address hinted as replies,
+ *                                     other IPv4 as no replies
  *       3. hit  -> fg_flow_hit()      counters, ct_touch, the flow's forwarding
  *                                     slot's headers (DSR) or tuple (NAT), in
  *                                     one pass; a packet that needs more
@@ -221,24 +222,33 @@ static inline void burst_sign_dispatch(struct fg_worker *w, struct burst *bu,
 	}
 }
 
-/* A shard that holds NAT flows: which packets of the burst are probably
- * replies (an IPv4 destination that is a local address), so that their
- * lookup reads the reply region first (ct_lookup_bulk_hint; the answer is
- * the same without the hint).  The worker's own set of local addresses,
- * not the service table's (fg_lb_addr_kind): asked for every packet of a
- * NAT shard, that one cost 88 more instructions a packet (594.8 against
- * 506.6 a 1K nat hit, scripts/cg-ipp.sh), this one ~6. */
-static uint64_t burst_reply_hint(const struct fg_worker *w, const struct burst *bu)
+/* The region hints of a burst, for a shard that holds NAT flows
+ * (ct_lookup_bulk_hint): hint, probably replies (an IPv4 destination that
+ * is a local address), whose lookup reads the reply region first;
+ * flow_only, the other IPv4 packets, no replies (fg_worker_no_reply),
+ * whose lookup reads the flows' region only, so that a new flow reads no
+ * reply region's line.  IPv6 packets: neither.  The worker's own set of
+ * local addresses, not the service table's (fg_lb_addr_kind): asked for
+ * every packet of a NAT shard, that one cost 88 more instructions a packet
+ * (594.8 against 506.6 a 1K nat hit, scripts/cg-ipp.sh), this one ~6. */
+struct region_hint {
+	uint64_t hint, flow_only;
+};
+
+static struct region_hint burst_region_hint(const struct fg_worker *w,
+					    const struct burst *bu)
 {
-	uint64_t hint = 0;
+	struct region_hint h = {0, 0};
 
 	for (unsigned int j = 0; j < bu->n; j++) {
 		const struct fg_pkt *p = &fg_mbuf_priv(bu->pk[j])->pkt;
 
 		if (p->family == CT_V4 && fg_local4_has(w, p->key.k4.daddr))
-			hint |= 1ull << j;
+			h.hint |= 1ull << j;
 	}
-	return hint;
+	static_assert(FG_BURST < 64, "a burst's mask");
+	h.flow_only = ~(bu->v6 | h.hint) & ((1ull << bu->n) - 1);
+	return h;
 }
 
 /* 2-5. @p n packets of family @p f: bulk lookup, then hits forwarded and
@@ -247,13 +257,14 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
 				const struct fg_neigh_table *nt, struct fg_burst_out *o,
 				struct rte_mbuf *const *pk, const void *const *keys,
 				const uint32_t *sigs, unsigned int n, unsigned int f,
-				uint64_t hint, uint64_t now)
+				struct region_hint h, uint64_t now)
 {
 	struct ct_entry *ents[FG_BURST];
 	uint32_t pos[FG_BURST];
 	uint64_t hits;
 
-	hits = ct_lookup_bulk_hint(w->ct, f, keys, sigs, n, hint, now, ents, pos);
+	hits = ct_lookup_bulk_hint(w->ct, f, keys, sigs, n, h.hint, h.flow_only, now,
+				   ents, pos);
 	fg_worker_prof(w, FG_ST_lookup);
 	w->cc[FG_CC_ct_hits] += __builtin_popcountll(hits);
 	/* a new flow earlier in this burst may evict an entry a later packet
@@ -298,19 +309,20 @@ static inline void burst_lookup(struct fg_worker *w, const struct fg_lb_table *l
  * order, IPv4 first. */
 static void burst_lookup_mixed(struct fg_worker *w, const struct fg_lb_table *lb,
 			       const struct fg_neigh_table *nt, struct burst *bu,
-			       uint64_t hint, uint64_t now)
+			       struct region_hint h, uint64_t now)
 {
 	struct rte_mbuf *pk[FG_BURST];
 	const void *keys[FG_BURST];
 	uint32_t sigs[FG_BURST];
 
 	for (unsigned int f = 0; f < CT_FAMILIES; f++) {
+		struct region_hint fh = {0, 0};
 		unsigned int n = 0;
-		uint64_t fh = 0;
 
 		for (unsigned int j = 0; j < bu->n; j++)
 			if ((bu->v6 >> j & 1) == f) {
-				fh |= (hint >> j & 1) << n;
+				fh.hint |= (h.hint >> j & 1) << n;
+				fh.flow_only |= (h.flow_only >> j & 1) << n;
 				pk[n] = bu->pk[j];
 				keys[n] = bu->keys[j];
 				sigs[n++] = bu->sigs[j];
@@ -369,13 +381,15 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	burst_sign_dispatch(w, &bu, dispatch);
 	fg_worker_prof(w, FG_ST_sign);
 	/* 2-5. lookup, then forward hits and create misses, in order */
-	uint64_t hint = unlikely(ct_reply_count(w->ct) != 0) ? burst_reply_hint(w, &bu) : 0;
+	struct region_hint h = {0, 0};
 
+	if (unlikely(ct_reply_count(w->ct) != 0))
+		h = burst_region_hint(w, &bu);
 	if (likely(bu.v6 == 0))
 		burst_lookup(w, lb, nt, &bu.o, bu.pk, bu.keys, bu.sigs, bu.n, CT_V4,
-			     hint, now);
+			     h, now);
 	else
-		burst_lookup_mixed(w, lb, nt, &bu, hint, now);
+		burst_lookup_mixed(w, lb, nt, &bu, h, now);
 	if (bu.o.n_free)
 		rte_pktmbuf_free_bulk(bu.o.free, bu.o.n_free);
 	fg_worker_prof(w, FG_ST_forward);

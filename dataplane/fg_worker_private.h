@@ -475,4 +475,15 @@ static inline bool fg_local4_has(const struct fg_worker *w, uint32_t a)
 	return false;
 }
 
+/* Whether @p p's key is no NAT reply's: an IPv4 destination that is no
+ * local address, where every reply key's is one (the locals are fixed at
+ * start).  Its lookup and insert then read the flows' region only
+ * (ct_lookup_bulk_hint's flow_only, ct_insert_flow).  IPv6 has no set:
+ * false, both regions. */
+static inline bool fg_worker_no_reply(const struct fg_worker *w,
+				      const struct fg_pkt *p)
+{
+	return p->family == CT_V4 && !fg_local4_has(w, p->key.k4.daddr);
+}
+
 #endif /* FLOWGATE_FG_WORKER_PRIVATE_H */

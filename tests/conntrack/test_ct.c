@@ -692,6 +692,43 @@ test_insert_reply_keeps_its_flow(void **state)
 	ct_shard_free(s);
 }
 
+/* Keys the caller marks as no reply's (flow_only, ct_insert_flow) read
+ * the flows' region only: a reply entry's key so marked is not found (the
+ * contract's other side, which shows that the reply region was not read);
+ * the same keys unmarked or hinted are; hits and misses of the flows'
+ * region are as without the mark, and so is ct_insert_flow's EEXIST. */
+static void
+test_flow_only_reads_flows_region(void **state)
+{
+	struct ct_shard *s = mk_shard_r(64, 16, 0, NULL);
+	struct ct_key4 kf = k4(1), kr = k4(1001), kn = k4(2), kx = k4(3);
+	const void *keys[3] = {&kf, &kr, &kn};
+	uint32_t sigs[3], pos[3], p;
+	struct ct_entry *ents[3];
+	int err = 0;
+
+	(void)state;
+	assert_int_not_equal(nat4(s, 1, true, 10, &err), CT_NONE);
+	for (int i = 0; i < 3; i++)
+		sigs[i] = ct_key4_hash(s, keys[i]);
+	/* all marked: the forward key hits, the reply key and the absent one miss */
+	assert_int_equal(ct_lookup_bulk_hint(s, CT_V4, keys, sigs, 3, 0, 7, 11, ents, pos), 1);
+	assert_null(ents[1]);
+	/* unmarked, or hinted (a bit in both masks is a hint): found */
+	assert_int_equal(ct_lookup_bulk_hint(s, CT_V4, keys, sigs, 3, 0, 5, 11, ents, pos), 3);
+	assert_int_equal(ct_lookup_bulk_hint(s, CT_V4, keys, sigs, 3, 2, 7, 11, ents, pos), 3);
+	assert_int_equal(ct_entry_at(s, CT_V4, pos[1])->flags & CT_F_REPLY, CT_F_REPLY);
+	/* ct_insert_flow: a live forward key exists; a new one goes in */
+	assert_null(ct_insert_flow(s, CT_V4, &kf, sigs[0], IPPROTO_TCP, CT_ST_SYN_SENT,
+				   false, 12, &p, &err));
+	assert_int_equal(err, -EEXIST);
+	assert_non_null(ct_insert_flow(s, CT_V4, &kx, ct_key4_hash(s, &kx), IPPROTO_TCP,
+				       CT_ST_SYN_SENT, false, 12, &p, &err));
+	assert_ptr_equal(get4(s, 3, 13), ct_entry_at(s, CT_V4, p));
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
 /* A full flows' region evicts the oldest unassured flow, NAT or not: the
  * two early-drop lists' heads compared by creation time. */
 static void
@@ -1560,15 +1597,22 @@ churn_bulk(struct ct_shard *s, struct churn *c, uint32_t i, uint32_t r)
 		sigs[b] = churn_sig(s, c, &ks[b]);
 	}
 	/* a hint that is right, wrong or random: it must not change the
-	 * answer (ct_lookup_bulk_hint) */
+	 * answer (ct_lookup_bulk_hint); and keys marked flow_only, the
+	 * caller's contract: some of those that no reply region holds (any
+	 * other key of the model, live or not, is found or missed as it
+	 * should) */
 	r = r * 1103515245u + 12345u;
-	uint64_t hint = 0;
+	uint64_t hint = 0, flow_only = 0;
 
-	for (unsigned int b = 0; b < n; b++)
+	for (unsigned int b = 0; b < n; b++) {
 		if ((r >> 30) == 0 ? c->reply[idx[b]] : (r >> 30) == 1 ? !c->reply[idx[b]]
 		    : (r >> 30) == 2 ? 0 : (idx[b] * 2654435761u) >> 31)
 			hint |= 1ull << b;
-	hits = ct_lookup_bulk_hint(s, c->fam, keys, sigs, n, hint, c->now, ents, pos);
+		if (!c->rreg[idx[b]] && ((idx[b] + r) >> 3 & 1))
+			flow_only |= 1ull << b;
+	}
+	hits = ct_lookup_bulk_hint(s, c->fam, keys, sigs, n, hint, flow_only, c->now,
+				   ents, pos);
 	/* the model after the burst: every flow it held alive still is, the
 	 * others are gone (the destroy hook took the expired ones out) */
 	for (unsigned int b = 0; b < n; b++) {
@@ -1653,9 +1697,14 @@ test_churn_model(void **state)
 			} else if (what < 70) {     /* insert */
 				bool assured = (r >> 40) & 1;
 				uint32_t before = c->nlive - c->nrlive;
-				struct ct_entry *e = ct_insert(s, c->fam, &k, sig, IPPROTO_TCP,
-							       assured ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT,
-							       assured, c->now, &pos, &err);
+				/* a key no reply region holds: now and then
+				 * inserted as the dataplane inserts a key it
+				 * knows is no reply's */
+				struct ct_entry *e = (!c->rreg[i] && (r >> 44) & 1
+						      ? ct_insert_flow : ct_insert)(
+					s, c->fam, &k, sig, IPPROTO_TCP,
+					assured ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT,
+					assured, c->now, &pos, &err);
 				if (c->live[i]) {
 					assert_null(e);
 					assert_int_equal(err, -EEXIST);
@@ -1854,6 +1903,7 @@ main(void)
 	}
 	ADD(test_expired_twice_in_burst);
 	ADD(test_insert_reply_keeps_its_flow);
+	ADD(test_flow_only_reads_flows_region);
 	ADD(test_capacity_counts_flows);
 	ADD(test_early_drop_oldest_of_both);
 	ADD(test_default_timeouts_documented);

@@ -241,6 +241,11 @@ def check_agree(d, port, prefix):
     live = sum(v for (n, _), v in mx.items() if n == "flowgate_conntrack_entries")
     expect(live >= FLOWS * len(SERVICES), f"conntrack entries {live}")
     expect(metric("flowgate_conntrack_capacity", core="0") == 1 << 16, "capacity")
+    # the NAT service's flows, each one reply entry, against the reply
+    # region's default size (nat_capacity unset: capacity / 2)
+    nat = sum(v for (n, _), v in mx.items() if n == "flowgate_conntrack_nat_flows")
+    expect(nat == FLOWS, f"NAT flows {nat}, expected {FLOWS}")
+    expect(metric("flowgate_conntrack_nat_capacity", core="0") == 1 << 15, "NAT capacity")
     expect(any(n == "flowgate_build_info" for n, _ in mx), "build info")
     return text
 
