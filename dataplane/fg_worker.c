@@ -18,7 +18,7 @@
  *                                     families: once per family); in a
  *                                     shard with NAT flows, packets to a
  *                                     local address hinted as replies,
- *                                     other IPv4 as no replies
+ *                                     the others marked no replies
  *       3. hit  -> fg_flow_hit()      counters, ct_touch, the flow's forwarding
  *                                     slot's headers (DSR) or tuple (NAT), in
  *                                     one pass; a packet that needs more
@@ -223,14 +223,14 @@ static inline void burst_sign_dispatch(struct fg_worker *w, struct burst *bu,
 }
 
 /* The region hints of a burst, for a shard that holds NAT flows
- * (ct_lookup_bulk_hint): hint, probably replies (an IPv4 destination that
- * is a local address), whose lookup reads the reply region first;
- * flow_only, the other IPv4 packets, no replies (fg_worker_no_reply),
- * whose lookup reads the flows' region only, so that a new flow reads no
- * reply region's line.  IPv6 packets: neither.  The worker's own set of
- * local addresses, not the service table's (fg_lb_addr_kind): asked for
- * every packet of a NAT shard, that one cost 88 more instructions a packet
- * (594.8 against 506.6 a 1K nat hit, scripts/cg-ipp.sh), this one ~6. */
+ * (ct_lookup_bulk_hint): hint, probably replies (a destination that is a
+ * local address), whose lookup reads the reply region first; flow_only,
+ * the others, no replies (fg_worker_no_reply), whose lookup reads the
+ * flows' region only, so that a new flow reads no reply region's line.
+ * The worker's own sets of local addresses, not the service table's
+ * (fg_lb_addr_kind): asked for every packet of a NAT shard, that one cost
+ * 88 more instructions a packet (594.8 against 506.6 a 1K nat hit,
+ * scripts/cg-ipp.sh), this one ~6. */
 struct region_hint {
 	uint64_t hint, flow_only;
 };
@@ -243,11 +243,11 @@ static struct region_hint burst_region_hint(const struct fg_worker *w,
 	for (unsigned int j = 0; j < bu->n; j++) {
 		const struct fg_pkt *p = &fg_mbuf_priv(bu->pk[j])->pkt;
 
-		if (p->family == CT_V4 && fg_local4_has(w, p->key.k4.daddr))
+		if (fg_worker_to_local(w, p))
 			h.hint |= 1ull << j;
 	}
 	static_assert(FG_BURST < 64, "a burst's mask");
-	h.flow_only = ~(bu->v6 | h.hint) & ((1ull << bu->n) - 1);
+	h.flow_only = ~h.hint & ((1ull << bu->n) - 1);
 	return h;
 }
 

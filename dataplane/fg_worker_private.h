@@ -39,11 +39,12 @@
  * next-hop cache and building the headers (fg_flow.c).
  */
 #define FG_FWD_SLOTS 256
-/* slots of a worker's set of IPv4 local addresses (4x the most there are) */
-#define FG_LOCAL4_SLOTS 1024
-static_assert(FG_LOCAL4_SLOTS >= 4 * FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS &&
-	      (FG_LOCAL4_SLOTS & (FG_LOCAL4_SLOTS - 1)) == 0,
-	      "FG_LOCAL4_SLOTS: a power of two, at most 1/4 full");
+/* slots of each of a worker's two sets of local addresses, IPv4 and IPv6
+ * (4x the most there are) */
+#define FG_LOCAL_SLOTS 1024
+static_assert(FG_LOCAL_SLOTS >= 4 * FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS &&
+	      (FG_LOCAL_SLOTS & (FG_LOCAL_SLOTS - 1)) == 0,
+	      "FG_LOCAL_SLOTS: a power of two, at most 1/4 full");
 
 struct fg_fwd_slot {
 	/* a hit reads two lines: this one (ids, counter rows, flags, port,
@@ -132,10 +133,13 @@ struct fg_worker {
 	uint32_t lc_size;
 	uint64_t lc_generation;
 	uint16_t nat_next;      /**< where the next NAT port search starts */
-	/* the IPv4 local addresses (a NAT reply's destination), open
-	 * addressing from fg_local4_home(), 0 = free: the bulk lookup's reply
-	 * hint (fg_worker.c) */
-	uint32_t local4[FG_LOCAL4_SLOTS];
+	/* the local addresses (a NAT reply's destination), open addressing
+	 * from fg_local4_home() / fg_local6_home(), 0 / :: = free: the bulk
+	 * lookup's region hints (fg_worker.c) */
+	uint32_t local4[FG_LOCAL_SLOTS];
+	struct fg_local6 {
+		uint64_t w[2];
+	} local6[FG_LOCAL_SLOTS];
 	/* next-hop cache: destination -> (port, MAC), valid for one
 	 * neighbour-table generation; saves a table probe per packet */
 	struct fg_nh_slot {
@@ -462,28 +466,62 @@ static inline bool fg_neigh_next_hop(struct fg_worker *w, const struct fg_neigh_
 /* Home slot of an IPv4 address (network order) in fg_worker::local4. */
 static inline uint32_t fg_local4_home(uint32_t a)
 {
-	return (a * 0x9E3779B1u) >> (32 - __builtin_ctz(FG_LOCAL4_SLOTS));
+	return (a * 0x9E3779B1u) >> (32 - __builtin_ctz(FG_LOCAL_SLOTS));
+}
+
+/* An IPv6 address as fg_worker::local6 holds it, and its home slot. */
+static inline struct fg_local6 fg_local6_of(const uint8_t *a)
+{
+	struct fg_local6 x;
+
+	memcpy(x.w, a, sizeof(x.w));
+	return x;
+}
+
+static inline uint32_t fg_local6_home(struct fg_local6 x)
+{
+	return (uint32_t)(((x.w[0] ^ x.w[1]) * 0x9E3779B97F4A7C15ull) >>
+			  (64 - __builtin_ctz(FG_LOCAL_SLOTS)));
 }
 
 /* Whether @p a is one of this balancer's IPv4 local addresses. */
 static inline bool fg_local4_has(const struct fg_worker *w, uint32_t a)
 {
 	for (uint32_t i = fg_local4_home(a); w->local4[i] != 0;
-	     i = (i + 1) & (FG_LOCAL4_SLOTS - 1))
+	     i = (i + 1) & (FG_LOCAL_SLOTS - 1))
 		if (w->local4[i] == a)
 			return true;
 	return false;
 }
 
-/* Whether @p p's key is no NAT reply's: an IPv4 destination that is no
- * local address, where every reply key's is one (the locals are fixed at
+/* Whether @p a (16 bytes) is one of this balancer's IPv6 local addresses. */
+static inline bool fg_local6_has(const struct fg_worker *w, const uint8_t *a)
+{
+	struct fg_local6 x = fg_local6_of(a);
+
+	for (uint32_t i = fg_local6_home(x); (w->local6[i].w[0] | w->local6[i].w[1]) != 0;
+	     i = (i + 1) & (FG_LOCAL_SLOTS - 1))
+		if (w->local6[i].w[0] == x.w[0] && w->local6[i].w[1] == x.w[1])
+			return true;
+	return false;
+}
+
+/* Whether @p p's key goes to a local address: a NAT reply, likely. */
+static inline bool fg_worker_to_local(const struct fg_worker *w,
+				      const struct fg_pkt *p)
+{
+	return p->family == CT_V4 ? fg_local4_has(w, p->key.k4.daddr)
+				  : fg_local6_has(w, p->key.k6.daddr);
+}
+
+/* Whether @p p's key is no NAT reply's: a destination that is no local
+ * address, where every reply key's is one (the locals are fixed at
  * start).  Its lookup and insert then read the flows' region only
- * (ct_lookup_bulk_hint's flow_only, ct_insert_flow).  IPv6 has no set:
- * false, both regions. */
+ * (ct_lookup_bulk_hint's flow_only, ct_insert_flow). */
 static inline bool fg_worker_no_reply(const struct fg_worker *w,
 				      const struct fg_pkt *p)
 {
-	return p->family == CT_V4 && !fg_local4_has(w, p->key.k4.daddr);
+	return !fg_worker_to_local(w, p);
 }
 
 #endif /* FLOWGATE_FG_WORKER_PRIVATE_H */

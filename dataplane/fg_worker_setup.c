@@ -27,6 +27,32 @@ static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
 	rte_pktmbuf_free_bulk(unsent, count);
 }
 
+/* A local address into the worker's set of its family (once; the
+ * unspecified address is no local one). */
+static void local_add(struct fg_worker *w, const struct fg_addr *a)
+{
+	uint32_t h;
+
+	if (a->family == AF_INET) {
+		uint32_t v = a->v4.s_addr;
+
+		if (v == 0 || fg_local4_has(w, v))
+			return;
+		for (h = fg_local4_home(v); w->local4[h] != 0; h = (h + 1) & (FG_LOCAL_SLOTS - 1))
+			;
+		w->local4[h] = v;
+	} else if (a->family == AF_INET6) {
+		struct fg_local6 x = fg_local6_of(a->bytes);
+
+		if ((x.w[0] | x.w[1]) == 0 || fg_local6_has(w, a->bytes))
+			return;
+		for (h = fg_local6_home(x); (w->local6[h].w[0] | w->local6[h].w[1]) != 0;
+		     h = (h + 1) & (FG_LOCAL_SLOTS - 1))
+			;
+		w->local6[h] = x;
+	}
+}
+
 int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 		     struct fg_worker **out)
 {
@@ -60,15 +86,8 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 				cc.timeouts.ms[s] = dp->cfg->ct_timeouts_ms[s];
 		cc.flood_rate = dp->cfg->flood_rate;
 	}
-	for (unsigned int i = 0; i < dp->n_locals; i++) {
-		uint32_t a = dp->locals[i].v4.s_addr, h = fg_local4_home(a);
-
-		if (dp->locals[i].family != AF_INET || a == 0 || fg_local4_has(w, a))
-			continue;
-		while (w->local4[h] != 0)
-			h = (h + 1) & (FG_LOCAL4_SLOTS - 1);
-		w->local4[h] = a;
-	}
+	for (unsigned int i = 0; i < dp->n_locals; i++)
+		local_add(w, &dp->locals[i]);
 	w->ct = ct_shard_create(&cc);
 	if (w->ct == NULL) {
 		rc = -rte_errno;
