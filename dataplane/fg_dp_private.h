@@ -158,7 +158,7 @@ struct fg_lb_svc_slot {
 };
 
 struct fg_lb_addr_slot {
-	uint8_t used, family, kind, port; /**< kind: 1 VIP, 2 local */
+	uint8_t used, family, kind, port; /**< kind: FG_LB_ADDR_* bits */
 	uint8_t addr[16];
 };
 
@@ -218,7 +218,10 @@ fg_lb_backend_get(const struct fg_lb_service *s, uint32_t id)
 	}
 	return fg_lb_backend_find(s, id);
 }
-/** Is @p addr a VIP (1) or a local address (2) of ours? 0 if not. */
+/** What @p addr is of ours: FG_LB_ADDR_VIP, FG_LB_ADDR_LOCAL, both (a
+ *  service on a local address), or 0. */
+#define FG_LB_ADDR_VIP   1
+#define FG_LB_ADDR_LOCAL 2
 int fg_lb_addr_kind(const struct fg_lb_table *t, uint8_t family,
 		    const void *addr);
 /** Sums one service / backend counter over cores + base. */

@@ -992,7 +992,8 @@ static void flow_new_icmp_err(struct fg_worker *w, const struct fg_lb_table *lb,
 {
 	if (s == NULL || s->mode == FG_MODE_NAT || s->n_usable == 0) {
 		bool local = fg_lb_addr_kind(lb, fg_af_of(p->family),
-					     fg_key_daddr(&p->key, p->family)) == 2;
+					     fg_key_daddr(&p->key, p->family)) &
+			     FG_LB_ADDR_LOCAL;
 
 		if ((s != NULL || local) &&
 		    late_hit(w, lb, nt, o, m, p, key, sig, now))
@@ -1107,10 +1108,11 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		return;
 	}
 	if (unlikely(s == NULL)) {
-		if (fg_lb_addr_kind(lb, af, daddr) == 2) {
-			/* to a local address: a NAT reply whose entry an
-			 * earlier packet of this burst created, else the
-			 * host's own traffic (SSH, BGP, ping, its replies) */
+		if (fg_lb_addr_kind(lb, af, daddr) & FG_LB_ADDR_LOCAL) {
+			/* to a local address (a VIP's too, on another
+			 * port): a NAT reply whose entry an earlier packet
+			 * of this burst created, else the host's own
+			 * traffic (SSH, BGP, ping, its replies) */
 			if (!late_hit(w, lb, nt, o, m, p, key, sig, now))
 				fg_worker_to_host(w, o, m, FG_DROP_reply_untracked);
 			return;

@@ -191,8 +191,10 @@ static void addr_set_add(struct fg_lb_table *t, const struct fg_addr *a,
 		struct fg_lb_addr_slot *s = &t->addr_slots[i];
 
 		if (s->used && s->family == a->family &&
-		    memcmp(s->addr, a->bytes, addr_len(a->family)) == 0)
+		    memcmp(s->addr, a->bytes, addr_len(a->family)) == 0) {
+			s->kind |= kind;   /* a VIP that is a local address too */
 			return;
+		}
 		if (!s->used) {
 			s->used = 1;
 			s->family = a->family;
@@ -606,10 +608,10 @@ int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old
 	if (t->addr_slots == NULL)
 		goto fail_nomem;
 	for (uint32_t i = 0; i < cfg->n_services; i++)
-		addr_set_add(t, &cfg->services[i].vip, 1);
+		addr_set_add(t, &cfg->services[i].vip, FG_LB_ADDR_VIP);
 	for (uint32_t p = 0; p < cfg->n_ports; p++)
 		for (uint32_t i = 0; i < ports[p].n_local; i++)
-			addr_set_add(t, &ports[p].local[i], 2);
+			addr_set_add(t, &ports[p].local[i], FG_LB_ADDR_LOCAL);
 
 	/* counters: per core rows + carried base */
 	for (unsigned int c = 0; c < n_workers; c++) {

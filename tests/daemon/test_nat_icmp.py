@@ -8,7 +8,7 @@ through NAT), IPv4 and IPv6, both directions, byte for byte.
 One flowgate on net_pcap with a NAT service per family (one backend each,
 so the backend is known), one pcap of:
 
-  SYN client -> VIP                    -> local:P -> backend (P = 1024 / 1025:
+  SYN client -> VIP                    -> local:P -> backend (P = 1024 / 1026:
                                           one worker hands NAT ports out from 1024)
   SYN-ACK backend -> local:P           -> VIP -> client
   frag-needed / packet-too-big from a router on the backend side to local,
@@ -16,6 +16,11 @@ so the backend is known), one pcap of:
   frag-needed / packet-too-big from a router on the client side to the VIP,
   quoting VIP -> client                -> local -> backend quoting backend -> local:P
   ICMP errors quoting untracked tuples -> dropped, icmp_unrelated
+
+and a NAT service whose VIP is the local address itself (10.0.0.1:8080):
+its client's packets go to a local address, as replies do, so the worker
+hints them as replies (the reply region looked up first, then the flows'):
+SYN, SYN-ACK and the client's ACK each leave rewritten, on one NAT port.
 
 Expected frames are built by tests/daemon/pktgen.py (own checksum code),
 not by pkt/.
@@ -39,6 +44,7 @@ FLAGS = [
     "--neigh", "10.0.0.254,02:00:00:00:00:fe", "--neigh", "fd00::fe,02:00:00:00:00:fe",
     "--service", "10.100.0.3:80/tcp,mode=nat,name=nat4", "--backend", "10.1.0.1",
     "--service", "[fd00:100::3]:80/tcp,mode=nat,name=nat6", "--backend", "[fd00:1::1]",
+    "--service", "10.0.0.1:8080/tcp,mode=nat,name=natlocal", "--backend", "10.1.0.2:80",
 ]
 
 
@@ -108,14 +114,35 @@ def family(v6, port):
     return ins, exp, 2
 
 
+def vip_local(port):
+    """(inputs, expected) of the service on the local address."""
+    C, L, B = ip("192.0.2.20"), ip("10.0.0.1"), ip("10.1.0.2")
+
+    def pkt(s, d, seg):
+        return eth(LB, NH, 0x0800, ipv4(s, d, 6, seg))
+
+    def out(s, d, seg):
+        return eth(NH, LB, 0x0800, ipv4(s, d, 6, seg, ttl=63))
+    ins = [("local VIP SYN", pkt(C, L, tcp(C, L, 41000, 8080, SYN))),
+           ("local VIP SYN-ACK", pkt(B, L, tcp(B, L, 80, port, SYN | ACK, ack=1001))),
+           ("local VIP ACK", pkt(C, L, tcp(C, L, 41000, 8080, ACK, b"req", seq=1001)))]
+    exp = [("local VIP SYN", out(L, B, tcp(L, B, port, 80, SYN))),
+           ("local VIP SYN-ACK", out(L, C, tcp(L, C, 8080, 41000, SYN | ACK, ack=1001))),
+           ("local VIP ACK", out(L, B, tcp(L, B, port, 80, ACK, b"req", seq=1001)))]
+    return ins, exp
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
+    # one burst; NAT ports from 1024 in the order of its flows, IPv4's
+    # first (a burst that mixes families is looked up a family at a time)
     ins4, exp4, d4 = family(False, 1024)
-    ins6, exp6, d6 = family(True, 1025)
-    ins, exp = ins4 + ins6, exp4 + exp6
+    insl, expl = vip_local(1025)
+    ins6, exp6, d6 = family(True, 1026)
+    ins, exp = ins4 + ins6 + insl, exp4 + exp6 + expl
     work = tempfile.mkdtemp(prefix="flowgate-naticmp.")
     try:
         got, stats, log = run_daemon(build, work, "nat", [f for _, f in ins], FLAGS)
