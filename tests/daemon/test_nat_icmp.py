@@ -20,7 +20,9 @@ so the backend is known), one pcap of:
 and a NAT service whose VIP is the local address itself (10.0.0.1:8080):
 its client's packets go to a local address, as replies do, so the worker
 hints them as replies (the reply region looked up first, then the flows'):
-SYN, SYN-ACK and the client's ACK each leave rewritten, on one NAT port.
+SYN, SYN-ACK and the client's ACK each leave rewritten, on one NAT port;
+a SYN to another port of that address is the host's (no --host-tap here:
+dropped as reply_untracked, not as unknown_vip).
 
 Expected frames are built by tests/daemon/pktgen.py (own checksum code),
 not by pkt/.
@@ -125,7 +127,8 @@ def vip_local(port):
         return eth(NH, LB, 0x0800, ipv4(s, d, 6, seg, ttl=63))
     ins = [("local VIP SYN", pkt(C, L, tcp(C, L, 41000, 8080, SYN))),
            ("local VIP SYN-ACK", pkt(B, L, tcp(B, L, 80, port, SYN | ACK, ack=1001))),
-           ("local VIP ACK", pkt(C, L, tcp(C, L, 41000, 8080, ACK, b"req", seq=1001)))]
+           ("local VIP ACK", pkt(C, L, tcp(C, L, 41000, 8080, ACK, b"req", seq=1001))),
+           ("local address SSH", pkt(C, L, tcp(C, L, 41001, 22, SYN)))]
     exp = [("local VIP SYN", out(L, B, tcp(L, B, port, 80, SYN))),
            ("local VIP SYN-ACK", out(L, C, tcp(L, C, 8080, 41000, SYN | ACK, ack=1001))),
            ("local VIP ACK", out(L, B, tcp(L, B, port, 80, ACK, b"req", seq=1001)))]
@@ -171,8 +174,10 @@ def main():
     by = tot["drops_by_reason"]
     if by.get("icmp_unrelated") != d4 + d6:
         errs.append(f"icmp_unrelated {by.get('icmp_unrelated')}, expected {d4 + d6}")
-    if tot["drops"] != d4 + d6:
-        errs.append(f"drops {tot['drops']}, expected {d4 + d6}: "
+    if by.get("reply_untracked") != 1:
+        errs.append(f"reply_untracked {by.get('reply_untracked')}, expected 1 (SSH)")
+    if tot["drops"] != d4 + d6 + 1:
+        errs.append(f"drops {tot['drops']}, expected {d4 + d6 + 1}: "
                     f"{ {k: v for k, v in by.items() if v} }")
     if tot["icmp_err_fwd"] != 4:
         errs.append(f"icmp_err_fwd {tot['icmp_err_fwd']}, expected 4")
