@@ -609,12 +609,10 @@ ct_remove_one(struct ct_shard *s, struct ct_fam *f, uint32_t pos)
 		ct_ed_unlink(f, pos);
 		s->st.live[e->state]--;
 	}
-	if (pos < f->fsize) {
+	if (pos < f->fsize)
 		f->count--;
-	} else {
+	else
 		f->rcount--;
-		s->st.nat_flows--;
-	}
 	s->removals++;
 	e->peer = CT_NONE;
 	ct_slot_free(f, pos);
@@ -1080,12 +1078,10 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 		e->pickup_t = ct_pickup_clock(s, now);
 	if (!(e->flags & CT_F_ASSURED))
 		ct_ed_push(f, pos);
-	if (reply) {
+	if (reply)
 		f->rcount++;
-		s->st.nat_flows++;
-	} else {
+	else
 		f->count++;
-	}
 	s->st.live[state]++;
 	s->st.inserts++;
 	if (pos_out)
@@ -1406,8 +1402,9 @@ ct_expire(struct ct_shard *s, uint64_t now)
 /* ---- accessors ------------------------------------------------------ */
 
 const struct ct_stats *
-ct_stats_get(const struct ct_shard *s)
+ct_stats_get(struct ct_shard *s)
 {
+	s->st.nat_flows = ct_reply_count(s);   /* a gauge, from the regions */
 	return &s->st;
 }
 
@@ -1519,9 +1516,6 @@ bad:
 		free(ovf);
 		return -EILSEQ;
 	}
-	/* the NAT gauge: the reply regions' entries */
-	if (s->st.nat_flows != (uint64_t)s->fam[CT_V4].rcount + s->fam[CT_V6].rcount)
-		return -EILSEQ;
 	return 0;
 }
 

@@ -220,7 +220,8 @@ struct ct_stats {
 	uint64_t expired[CT_ST_MAX];             /**< expirations by state. */
 	uint64_t live[CT_ST_MAX];                /**< live entries by state. */
 	/** Live NAT flows: entries of the reply regions (a gauge, as live[]:
-	 *  against ct_reply_slots(), the NAT region's fill). */
+	 *  against ct_reply_slots(), the NAT region's fill), taken from the
+	 *  regions' counts when the counters are read (ct_stats_get). */
 	uint64_t nat_flows;
 };
 
@@ -568,7 +569,7 @@ unsigned int ct_expire(struct ct_shard *s, uint64_t now);
 
 /** Returns the shard's counters (live[] is exact).  Owner only, or via
  *  the mailbox for another thread (ct_mbox_stats). */
-const struct ct_stats *ct_stats_get(const struct ct_shard *s);
+const struct ct_stats *ct_stats_get(struct ct_shard *s);
 
 /** Number of live entries in the shard. */
 uint32_t ct_count(const struct ct_shard *s);

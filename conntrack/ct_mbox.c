@@ -58,7 +58,7 @@ ct_shard_poll(struct ct_shard *s, uint64_t now)
 		if (s->mbox_cursor != CT_WALK_DONE)
 			return 1;
 	}
-	memcpy(&req->stats, &s->st, sizeof(req->stats));
+	memcpy(&req->stats, ct_stats_get(s), sizeof(req->stats));
 	s->mbox_cursor = 0;
 	__atomic_store_n(&s->mbox_req, NULL, __ATOMIC_RELAXED);
 	/* Release: the walk's writes through req->arg and the stats copy are

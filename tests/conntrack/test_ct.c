@@ -709,6 +709,7 @@ test_flow_only_reads_flows_region(void **state)
 
 	(void)state;
 	assert_int_not_equal(nat4(s, 1, true, 10, &err), CT_NONE);
+	assert_int_equal(ct_stats_get(s)->nat_flows, 1);   /* the NAT gauge */
 	for (int i = 0; i < 3; i++)
 		sigs[i] = ct_key4_hash(s, keys[i]);
 	/* all marked: the forward key hits, the reply key and the absent one miss */
