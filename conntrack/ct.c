@@ -738,14 +738,13 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 	 * for every key of the burst before any is compared */
 	for (unsigned int k = 0; k < n; k++) {
 		uint8_t tag = CT_TAG(sigs[CT_I(k)]);
-		uint32_t home = cand[k], p = home, d;
+		uint32_t home = cand[k], p = home, d, found = CT_NONE;
 
-		cand[k] = CT_NONE;
 		for (d = 0; d < f->size; d++) {
 			ct_meta_t m = f->meta[p];
 
 			if ((uint8_t)m == tag) {
-				cand[k] = p;
+				found = p;
 				rte_prefetch0(ct_slot_k(f, p, klen));
 				if (klen > sizeof(struct ct_key4))
 					rte_prefetch0(ct_slot_k(f, p, klen) + RTE_CACHE_LINE_SIZE);
@@ -761,6 +760,7 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 			}
 			p = ct_next(f, p);
 		}
+		cand[k] = found;        /* one store a key */
 	}
 	/* 3. compare (search on when it is not there, rarely) */
 	for (unsigned int k = 0; k < n; k++) {

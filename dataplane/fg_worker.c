@@ -125,12 +125,13 @@ struct burst {
 };
 
 /* 1. One packet: linearize, parse, VLAN check; ARP / ND / host / refused
- * kinds end here; flow packets go to their owner worker or into this
- * burst's group. */
-static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
-			      const struct fg_neigh_table *nt, struct burst *bu,
-			      struct rx_count *rc, struct rte_mbuf *m, bool dispatch,
-			      uint64_t now)
+ * kinds end here; flow packets go to their owner worker or, returned,
+ * into this burst's group (the caller appends them: its count and family
+ * mask in registers, not two stores a packet into the burst). */
+static inline const struct fg_pkt *
+burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
+	   const struct fg_neigh_table *nt, struct burst *bu, struct rx_count *rc,
+	   struct rte_mbuf *m, bool dispatch, uint64_t now)
 {
 	struct fg_burst_out *o = &bu->o;
 
@@ -142,7 +143,7 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 			rc->packets++;
 			rc->bytes += m->pkt_len;
 			fg_worker_drop(w, o, m, FG_DROP_frame_too_long);
-			return;
+			return NULL;
 		}
 	}
 	struct fg_mbuf_priv *pr = parse(rc, m);
@@ -154,7 +155,7 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 		 * would carry it into another VLAN (tag kept or stripped), as
 		 * no L3 interface does */
 		fg_worker_drop(w, o, m, FG_DROP_vlan_foreign);
-		return;
+		return NULL;
 	}
 	/* a flow packet first: the other kinds after one test */
 	if (unlikely(p->kind != FG_PK_FLOW))
@@ -164,17 +165,17 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 			break;
 		case FG_PK_ARP:
 			fg_neigh_arp_input(w, lb, nt, o, m, p, now);
-			return;
+			return NULL;
 		case FG_PK_ND:
 			fg_neigh_nd_input(w, lb, nt, o, m, p, now);
-			return;
+			return NULL;
 		case FG_PK_HOST:
 			fg_worker_to_host(w, o, m, FG_DROP_host_unhandled);
-			return;
+			return NULL;
 		default:
 			fg_worker_drop(w, o, m, p->drop ? p->drop :
 				       FG_DROP_l4_unsupported_proto);
-			return;
+			return NULL;
 		}
 	if (dispatch) {
 		uint16_t owner = unlikely(p->flags & FG_PF_FRAG) ?
@@ -184,13 +185,10 @@ static inline void burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 
 		if (owner != w->idx) {
 			bu->disp[owner][bu->nd[owner]++] = m;
-			return;
+			return NULL;
 		}
 	}
-	bu->v6 |= (uint64_t)p->family << bu->n;
-	bu->pk[bu->n] = m;
-	bu->keys[bu->n] = &p->key;
-	bu->n++;
+	return p;
 }
 
 /* Signatures in their own pass: the general parser stores the key in 2-
@@ -354,8 +352,6 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 	bu.o.n_free = 0;
 	bu.o.lb_gen = lb != NULL ? lb->generation : UINT64_MAX;
 	bu.o.nt_gen = nt != NULL ? nt->gen : UINT64_MAX;
-	bu.n = 0;
-	bu.v6 = 0;
 	if (dispatch)
 		memset(bu.nd, 0, sizeof(bu.nd[0]) * w->dp->n_workers);
 
@@ -364,6 +360,9 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void *));
 		rte_prefetch0_write(rte_pktmbuf_mtod(pkts[i], uint8_t *) - RTE_CACHE_LINE_SIZE);
 	}
+	unsigned int nf = 0;
+	uint64_t v6 = 0;
+
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + PREFETCH_OFFSET < n) {
 			uint8_t *d = rte_pktmbuf_mtod(pkts[i + PREFETCH_OFFSET], uint8_t *);
@@ -373,8 +372,18 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			 * line before the frame: own it before we get there */
 			rte_prefetch0_write(d - RTE_CACHE_LINE_SIZE);
 		}
-		burst_sort(w, lb, nt, &bu, &rc, pkts[i], dispatch, now);
+		const struct fg_pkt *p = burst_sort(w, lb, nt, &bu, &rc, pkts[i],
+						    dispatch, now);
+
+		if (p == NULL)
+			continue;
+		v6 |= (uint64_t)p->family << nf;
+		bu.pk[nf] = pkts[i];
+		bu.keys[nf] = &p->key;
+		nf++;
 	}
+	bu.n = nf;
+	bu.v6 = v6;
 	w->cc[FG_CC_rx_packets] += rc.packets;
 	w->cc[FG_CC_rx_bytes] += rc.bytes;
 	fg_worker_prof(w, FG_ST_parse);
