@@ -215,9 +215,9 @@ fg_xlate__encap4(struct fg_frame *f, const struct fg_pkt *p,
 	 * header) in one copy, any other in two overlapping 32-byte copies
 	 * (an IPv4 outer header is 34..54 bytes).  One 34-byte copy is two
 	 * 16-byte stores and a 2-byte one, the two copies four 16-byte
-	 * stores, two of them across the line the header starts in:
-	 * 4.2% more dsr-ipip packets at 1K flows (12 pairs, bench/RESULTS.md,
-	 * session 16) */
+	 * stores, two of them across the line the header starts in
+	 * (bench/RESULTS.md, session 16: at most a few percent at 1K flows,
+	 * within that host's noise in the final interleaved rounds) */
 	d = f->data - delta;
 	if (__builtin_constant_p(len)) {
 		memcpy(d, t->hdr, len);
