@@ -35,7 +35,8 @@
  *          fg_xlate_nat4_apply (IPv4 TCP/UDP and the TTL; inline), the
  *          other cases fg_xlate_encap_apply / fg_xlate_nat; on a slot miss
  *          the next hop from fg_neigh_next_hop()
- *       5. rte_eth_tx_buffer() per (worker, port), flushed every ~100 us
+ *       5. fg_worker_tx(): a burst array per (worker, port), sent when
+ *          full and every ~100 us (fg_worker_tx_flush)
  *     fg_worker_housekeeping()  dispatch rings, ct_expire (bounded),
  *                               ct_shard_poll (control mailbox), TX flush,
  *                               RCU quiescent state
@@ -406,12 +407,40 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 
 /* ------------------------------------------------------ housekeeping */
 
-/* Sends what every port's TX buffer holds. */
+/* A burst array rather than rte_eth_tx_buffer(): the counters are added
+ * once a burst, for the packets the driver took, where the buffer's path
+ * added them a packet at a time and took them back in its error callback
+ * (bench/RESULTS.md, session 16). */
+void fg_worker_tx_flush(struct fg_worker *w, uint16_t port)
+{
+	struct fg_worker_txq *q = &w->tx[port];
+	struct rte_mbuf **b = w->txb[port];
+	uint16_t n = q->n, sent;
+	uint64_t bytes = 0;
+
+	if (n == 0)
+		return;
+	q->n = 0;
+	/* the lengths before the driver owns the mbufs */
+	for (uint16_t i = 0; i < n; i++)
+		bytes += b[i]->pkt_len;
+	sent = rte_eth_tx_burst(q->port_id, (uint16_t)w->idx, b, n);
+	if (unlikely(sent < n)) {
+		for (uint16_t i = sent; i < n; i++)
+			bytes -= b[i]->pkt_len;
+		w->drops[FG_DROP_tx_full] += n - sent;
+		w->cc[FG_CC_drops] += n - sent;
+		rte_pktmbuf_free_bulk(b + sent, n - sent);
+	}
+	w->cc[FG_CC_tx_packets] += sent;
+	w->cc[FG_CC_tx_bytes] += bytes;
+}
+
+/* Sends what every port's TX burst holds. */
 static void tx_flush_all(struct fg_worker *w)
 {
 	for (unsigned int p = 0; p < w->dp->n_ports; p++)
-		rte_eth_tx_buffer_flush(w->tx[p].port_id, (uint16_t)w->idx,
-					w->tx[p].buf);
+		fg_worker_tx_flush(w, (uint16_t)p);
 }
 
 unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now)

@@ -106,15 +106,18 @@ struct fg_worker {
 	unsigned int lcore;
 	struct fg_dp *dp;
 	struct ct_shard *ct;
-	/* per port: this worker's TX buffer and what a packet needs besides
-	 * (fg_worker_tx and the VLAN check read these 16 bytes, not the port
-	 * table's entry) */
+	/* per port: what a packet needs to leave (fg_worker_tx and the VLAN
+	 * check read these 8 bytes, not the port table's entry) and the
+	 * packets waiting in txb[port] */
 	struct fg_worker_txq {
-		struct rte_eth_dev_tx_buffer *buf;
 		uint16_t port_id;   /**< ethdev id (fg_port::port_id) */
 		bool rx_only;       /**< fg_port::rx_only: never transmit */
 		uint16_t vlan;      /**< fg_port_cfg::vlan: the port's VLAN, 0 none */
+		uint16_t n;         /**< packets in txb[port] */
 	} tx[FG_MAX_PORTS];
+	/* TX bursts, sent when full (fg_worker_tx) and every ~100 us
+	 * (housekeeping); counted as tx when the driver takes them */
+	struct rte_mbuf *txb[FG_MAX_PORTS][FG_BURST];
 	/** dispatch rings: in[i] receives from worker i (SP/SC). */
 	struct rte_ring *in[FG_MAX_WORKERS];
 	uint64_t last_flush;
@@ -298,9 +301,13 @@ static inline void fg_worker_drop(struct fg_worker *w, struct fg_burst_out *o,
 	o->free[o->n_free++] = m;
 }
 
+/* Sends what waits in @p port's TX burst (fg_worker.c): the packets the
+ * driver takes are tx_packets and tx_bytes, the others tx_full drops. */
+void fg_worker_tx_flush(struct fg_worker *w, uint16_t port);
+
 static inline void fg_worker_tx(struct fg_worker *w, uint16_t port, struct rte_mbuf *m)
 {
-	const struct fg_worker_txq *q = &w->tx[port];
+	struct fg_worker_txq *q = &w->tx[port];
 
 	if (unlikely(q->rx_only)) {
 		/* one TX queue, not one per worker: never transmit there */
@@ -308,9 +315,9 @@ static inline void fg_worker_tx(struct fg_worker *w, uint16_t port, struct rte_m
 		rte_pktmbuf_free(m);
 		return;
 	}
-	w->cc[FG_CC_tx_packets]++;
-	w->cc[FG_CC_tx_bytes] += m->pkt_len;
-	rte_eth_tx_buffer(q->port_id, w->idx, q->buf, m);
+	w->txb[port][q->n] = m;
+	if (unlikely(++q->n == FG_BURST))
+		fg_worker_tx_flush(w, port);
 }
 
 /* --host-tap: hands @p m to the main lcore for the kernel's TAP.  False

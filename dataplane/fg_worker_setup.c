@@ -14,19 +14,6 @@
 
 #include "fg_worker_private.h"
 
-static void tx_err_cb(struct rte_mbuf **unsent, uint16_t count, void *userdata)
-{
-	struct fg_worker *w = userdata;
-
-	for (uint16_t i = 0; i < count; i++) {
-		w->cc[FG_CC_tx_packets]--;
-		w->cc[FG_CC_tx_bytes] -= unsent[i]->pkt_len;
-	}
-	w->drops[FG_DROP_tx_full] += count;
-	w->cc[FG_CC_drops] += count;
-	rte_pktmbuf_free_bulk(unsent, count);
-}
-
 /* A local address into the worker's set of its family (once; the
  * unspecified address is no local one). */
 static void local_add(struct fg_worker *w, const struct fg_addr *a)
@@ -117,15 +104,9 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 	for (unsigned int p = 0; p < dp->n_ports; p++) {
 		struct fg_worker_txq *q = &w->tx[p];
 
-		q->buf = rte_zmalloc_socket("fg_txb", RTE_ETH_TX_BUFFER_SIZE(FG_BURST),
-					    0, socket);
-		if (q->buf == NULL)
-			goto fail;
 		q->port_id = dp->ports[p].port_id;
 		q->rx_only = dp->ports[p].rx_only;
 		q->vlan = dp->ports[p].cfg.vlan;
-		rte_eth_tx_buffer_init(q->buf, FG_BURST);
-		rte_eth_tx_buffer_set_err_callback(q->buf, tx_err_cb, w);
 	}
 	*out = w;
 	return 0;
@@ -160,8 +141,6 @@ void fg_worker_free(struct fg_worker *w)
 	ct_shard_free(w->ct);
 	rte_ring_free(w->ev_ring);
 	rte_free(w->lc_active);
-	for (unsigned int p = 0; p < FG_MAX_PORTS; p++)
-		rte_free(w->tx[p].buf);
 	for (unsigned int i = 0; i < FG_MAX_WORKERS; i++)
 		rte_ring_free(w->in[i]);
 	rte_free(w);
