@@ -954,6 +954,8 @@ static int h_flows_count(struct req_ctx *x)
 	fg_proto_reply_begin(w, x->r->id);
 	fg_jw_obj_open(w, NULL);
 	fg_jw_u64(w, "total", fc->total);
+	fg_jw_u64(w, "nat", fc->nat);
+	fg_jw_u64(w, "nat_capacity", fc->nat_capacity);
 	fg_jw_obj_open(w, "per_state");
 	for (int i = 1; i < 16 && fg_flow_state_name(i); i++)
 		fg_jw_u64(w, fg_flow_state_name(i), fc->per_state[i]);

@@ -71,6 +71,12 @@ struct fg_flow_counts {
 	uint64_t total;                        /**< live flows (all cores) */
 	uint64_t per_core[FG_CTL_MAX_CORES];   /**< live flows per worker */
 	uint64_t per_state[16];                /**< by conntrack state index */
+	/** of total, the NAT flows (each holds a reply entry as well), as
+	 *  flowgate_conntrack_nat_flows */
+	uint64_t nat;
+	/** the NAT flows the cores can hold, IPv4, as
+	 *  flowgate_conntrack_nat_capacity summed; 0: no NAT region */
+	uint64_t nat_capacity;
 };
 
 /** A conntrack event for flows.watch. */

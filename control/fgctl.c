@@ -784,6 +784,11 @@ static int final_count(const struct fg_json *data, void *arg)
 	if (g_json)
 		return final_json(data, NULL);
 	printf("total %" PRIu64 "\n", jnum(data, "total"));
+	/* NAT's reply region fills on its own (conntrack { nat_capacity }) */
+	if (jnum(data, "nat_capacity"))
+		printf("nat %" PRIu64 " of %" PRIu64 " (%.1f%%)\n", jnum(data, "nat"),
+		       jnum(data, "nat_capacity"),
+		       100.0 * (double)jnum(data, "nat") / (double)jnum(data, "nat_capacity"));
 	const struct fg_json *ps = fg_json_get(data, "per_state");
 	if (ps && ps->type == FG_JSON_OBJ)
 		for (const struct fg_json *c = ps->child; c; c = c->next)

@@ -372,6 +372,9 @@ static int op_flows_count(struct fg_flow_counts *out, void *ctx)
 			out->per_core[i] += st.live[s];
 		}
 		out->total += out->per_core[i];
+		out->nat += st.nat_flows;
+		/* the reply region's size in effect, as /metrics reports it */
+		out->nat_capacity += ct_reply_slots(dp->workers[i]->ct, CT_V4);
 	}
 	return 0;
 }

@@ -22,6 +22,9 @@ void fake_dp_fini(struct fake_dp *d)
 	pthread_mutex_destroy(&d->lock);
 }
 
+/* NAT flows a fake core holds (flows.count's nat_capacity) */
+#define FAKE_NAT_CAPACITY 4096
+
 void fake_dp_add_flows(struct fake_dp *d, size_t n)
 {
 	pthread_mutex_lock(&d->lock);
@@ -161,9 +164,12 @@ static int op_flows_count(struct fg_flow_counts *out, void *ctx)
 	pthread_mutex_lock(&d->lock);
 	memset(out, 0, sizeof(*out));
 	out->n_cores = d->n_cores;
+	out->nat_capacity = FAKE_NAT_CAPACITY * d->n_cores;
 	for (size_t i = 0; i < d->n_flows; i++) {
 		out->total++;
 		out->per_core[d->flows[i].core]++;
+		if (d->flows[i].nat_addr.family != 0)
+			out->nat++;
 		int st = fg_flow_state_lookup(d->flows[i].state);
 		if (st >= 0 && st < 16)
 			out->per_state[st]++;

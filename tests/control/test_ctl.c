@@ -406,10 +406,14 @@ static void test_flows(void **state)
 	assert_int_equal(ju(fg_json_root(d), "total"), e->dp.n_flows);
 	assert_int_equal(jget(fg_json_root(d), "per_core")->len, 4);
 	assert_int_equal(ju(jget(fg_json_root(d), "per_state"), "ESTABLISHED"), 666);
+	/* the NAT region's fill: the fake's flows hold no NAT port */
+	assert_int_equal(ju(fg_json_root(d), "nat"), 0);
+	assert_int_equal(ju(fg_json_root(d), "nat_capacity"), 4 * 4096);
 	fg_json_free(d);
 	free(out);
 	assert_int_equal(fgctl(&out, NULL, "flows count"), 0);
 	assert_non_null(strstr(out, "total 1000"));
+	assert_non_null(strstr(out, "nat 0 of 16384 (0.0%)"));
 	free(out);
 
 	/* delete: filter required, or --all */

@@ -246,6 +246,14 @@ def check_agree(d, port, prefix):
     nat = sum(v for (n, _), v in mx.items() if n == "flowgate_conntrack_nat_flows")
     expect(nat == FLOWS, f"NAT flows {nat}, expected {FLOWS}")
     expect(metric("flowgate_conntrack_nat_capacity", core="0") == 1 << 15, "NAT capacity")
+    # fgctl flows count says the same (all cores)
+    cnt = json.loads(d.fgctl("--json", "flows", "count").stdout)
+    cores = sum(1 for (n, _), _v in mx.items() if n == "flowgate_conntrack_nat_capacity")
+    expect(cnt.get("nat") == FLOWS, f"fgctl flows count nat {cnt.get('nat')}, expected {FLOWS}")
+    expect(cnt.get("nat_capacity") == cores << 15,
+           f"fgctl flows count nat_capacity {cnt.get('nat_capacity')}, {cores} cores")
+    text_count = d.fgctl("flows", "count").stdout
+    expect(f"nat {FLOWS} of {cores << 15} " in text_count, f"fgctl flows count: {text_count!r}")
     expect(any(n == "flowgate_build_info" for n, _ in mx), "build info")
     return text
 
