@@ -127,8 +127,7 @@ struct burst {
 
 /* 1. One packet: linearize, parse, VLAN check; ARP / ND / host / refused
  * kinds end here; flow packets go to their owner worker or, returned,
- * into this burst's group (the caller appends them: its count and family
- * mask in registers, not two stores a packet into the burst). */
+ * into this burst's group (the caller appends them). */
 static inline const struct fg_pkt *
 burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 	   const struct fg_neigh_table *nt, struct burst *bu, struct rx_count *rc,

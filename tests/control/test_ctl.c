@@ -400,21 +400,27 @@ static void test_flows(void **state)
 	assert_int_equal(fgctl(NULL, NULL, "flows get 1.2.3.4 10.0.0.100:80 tcp"), 2);
 	assert_int_equal(fgctl(NULL, NULL, "flows get 1.2.3.4:5 10.0.0.100:80 sctp"), 2);
 
-	/* count */
+	/* count; one flow holds a NAT port (the fake's others none) */
+	pthread_mutex_lock(&e->dp.lock);
+	e->dp.flows[0].nat_addr.family = AF_INET;
+	pthread_mutex_unlock(&e->dp.lock);
 	assert_int_equal(fgctl(&out, NULL, "flows count --per-core --json"), 0);
 	d = json_out(out);
 	assert_int_equal(ju(fg_json_root(d), "total"), e->dp.n_flows);
 	assert_int_equal(jget(fg_json_root(d), "per_core")->len, 4);
 	assert_int_equal(ju(jget(fg_json_root(d), "per_state"), "ESTABLISHED"), 666);
-	/* the NAT region's fill: the fake's flows hold no NAT port */
-	assert_int_equal(ju(fg_json_root(d), "nat"), 0);
+	/* the NAT region's fill */
+	assert_int_equal(ju(fg_json_root(d), "nat"), 1);
 	assert_int_equal(ju(fg_json_root(d), "nat_capacity"), 4 * 4096);
 	fg_json_free(d);
 	free(out);
 	assert_int_equal(fgctl(&out, NULL, "flows count"), 0);
 	assert_non_null(strstr(out, "total 1000"));
-	assert_non_null(strstr(out, "nat 0 of 16384 (0.0%)"));
+	assert_non_null(strstr(out, "nat 1 of 16384 (0.0%)"));
 	free(out);
+	pthread_mutex_lock(&e->dp.lock);
+	e->dp.flows[0].nat_addr.family = 0;
+	pthread_mutex_unlock(&e->dp.lock);
 
 	/* delete: filter required, or --all */
 	assert_int_equal(fgctl(NULL, &err, "flows delete"), 2);
