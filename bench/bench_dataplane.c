@@ -168,9 +168,8 @@ static void gen_burst(struct gen *g, uint8_t flags)
 		fill(rte_pktmbuf_mtod(m[k], uint8_t *), g->first + i, flags);
 		m[k]->data_len = m[k]->pkt_len = 64;
 		m[k]->port = (uint16_t)g->w->idx;
-		fg_mbuf_priv(m[k])->parsed = 0;
 	}
-	fg_worker_burst(g->w, m, FG_BURST, rte_rdtsc());
+	fg_worker_burst(g->w, m, FG_BURST, rte_rdtsc(), true);
 	g->generated += FG_BURST;
 }
 
@@ -234,9 +233,8 @@ static int pcap_worker_main(void *arg)
 				fill(rte_pktmbuf_mtod(m[j], uint8_t *), i + j, flags[f]);
 				m[j]->data_len = m[j]->pkt_len = 64;
 				m[j]->port = 0;
-				fg_mbuf_priv(m[j])->parsed = 0;
 			}
-			fg_worker_burst(w, m, k, rte_rdtsc());
+			fg_worker_burst(w, m, k, rte_rdtsc(), true);
 			fg_worker_housekeeping(w, rte_rdtsc());
 		}
 	rte_rcu_qsbr_thread_offline(w->dp->qsbr, w->idx);

@@ -485,10 +485,12 @@ void fg_worker_free(struct fg_worker *w);
 /** The per-lcore loop (rte_eal_remote_launch entry).  Returns on w->stop. */
 int fg_worker_main(void *arg);
 /** Processes one burst (the pipeline of DESIGN.md).  mbuf->port must be
- *  the flowgate port index and the private area's parsed flag 0 for fresh
- *  packets.  Exposed for the bench.  Owner lcore only. */
+ *  the flowgate port index.  @p rx: every packet is fresh from a port's
+ *  RX and is parsed here; else the private area's parsed flag says which
+ *  are (FG_PARSED_NO for fresh ones: dispatched and GPU-classified bursts,
+ *  tests).  Exposed for tests.  Owner lcore only. */
 void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
-		     uint64_t now);
+		     uint64_t now, bool rx);
 /** Creates the SP/SC software-RSS rings between all workers.  Main lcore. */
 int fg_worker_rings_create(struct fg_dp *dp);
 /** Drains dispatch rings, expires, polls the mailbox, flushes TX.

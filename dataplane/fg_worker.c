@@ -92,12 +92,14 @@ struct rx_count {
 	uint64_t packets, bytes;
 };
 
-/* Parses a packet into its mbuf's private area (once per packet). */
-static inline struct fg_mbuf_priv *parse(struct rx_count *rc, struct rte_mbuf *m)
+/* Parses a packet into its mbuf's private area (once per packet: a burst
+ * straight from RX (@p rx) is all fresh, the others say so by their flag). */
+static inline struct fg_mbuf_priv *parse(struct rx_count *rc, struct rte_mbuf *m,
+					 bool rx)
 {
 	struct fg_mbuf_priv *pr = fg_mbuf_priv(m);
 
-	if (pr->parsed == FG_PARSED_NO) {
+	if (rx || pr->parsed == FG_PARSED_NO) {
 		rc->packets++;
 		rc->bytes += m->pkt_len;
 		fg_pkt_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
@@ -131,7 +133,7 @@ struct burst {
 static inline const struct fg_pkt *
 burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 	   const struct fg_neigh_table *nt, struct burst *bu, struct rx_count *rc,
-	   struct rte_mbuf *m, bool dispatch, uint64_t now)
+	   struct rte_mbuf *m, bool rx, bool dispatch, uint64_t now)
 {
 	struct fg_burst_out *o = &bu->o;
 
@@ -146,7 +148,7 @@ burst_sort(struct fg_worker *w, const struct fg_lb_table *lb,
 			return NULL;
 		}
 	}
-	struct fg_mbuf_priv *pr = parse(rc, m);
+	struct fg_mbuf_priv *pr = parse(rc, m, rx);
 	struct fg_pkt *p = &pr->pkt;
 
 	if (unlikely((p->vlan & 0x0fff) != w->tx[m->port].vlan) &&
@@ -340,7 +342,7 @@ __attribute__((noinline))
 __attribute__((noinline, noclone))
 #endif
 void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
-		     uint64_t now)
+		     uint64_t now, bool rx)
 {
 	const struct fg_lb_table *lb = __atomic_load_n(&w->dp->lb, __ATOMIC_ACQUIRE);
 	const struct fg_neigh_table *nt = __atomic_load_n(&w->dp->neigh,
@@ -372,7 +374,7 @@ void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			 * line before the frame: own it before we get there */
 			rte_prefetch0_write(d - RTE_CACHE_LINE_SIZE);
 		}
-		const struct fg_pkt *p = burst_sort(w, lb, nt, &bu, &rc, pkts[i],
+		const struct fg_pkt *p = burst_sort(w, lb, nt, &bu, &rc, pkts[i], rx,
 						    dispatch, now);
 
 		if (p == NULL)
@@ -458,7 +460,7 @@ unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 			k = rte_ring_sc_dequeue_burst(w->in[i], (void **)pkts,
 						      FG_BURST, NULL);
 			if (k)
-				fg_worker_burst(w, pkts, (uint16_t)k, now);
+				fg_worker_burst(w, pkts, (uint16_t)k, now, false);
 			got += k;
 		}
 	}
@@ -523,10 +525,31 @@ static void worker_drain(struct fg_worker *w)
 				continue;
 			k = rte_ring_sc_dequeue_burst(w->in[i], (void **)pkts, FG_BURST, NULL);
 			if (k)
-				fg_worker_burst(w, pkts, (uint16_t)k, now);
+				fg_worker_burst(w, pkts, (uint16_t)k, now, false);
 			got += k;
 		}
 	} while (got);
+}
+
+/* A burst from port index @p p (ethdev @p port_id) into the pipeline.
+ * mbuf->port is the ethdev id; the pipeline wants the port index, which
+ * is the same on most nodes: then nothing is written.  Without --gpu the
+ * burst is parsed as it stands (no flag written a packet first: a pass
+ * over the burst's mbufs, 1.4 TSC cycles a packet of the worker's floor,
+ * bench/RESULTS.md session 17); with it, the GPU path marks what it
+ * parsed and the rest is fresh. */
+static inline void worker_rx(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
+			     uint16_t p, uint16_t port_id, uint64_t now)
+{
+	if (unlikely(port_id != p))
+		for (uint16_t i = 0; i < n; i++)
+			pkts[i]->port = p;
+	if (w->gpu) {
+		for (uint16_t i = 0; i < n; i++)
+			fg_mbuf_priv(pkts[i])->parsed = FG_PARSED_NO;
+		fg_gpupath_classify(w, pkts, n);
+	}
+	fg_worker_burst(w, pkts, n, now, !w->gpu);
 }
 
 int fg_worker_main(void *arg)
@@ -554,18 +577,8 @@ int fg_worker_main(void *arg)
 
 				fg_worker_prof(w, FG_ST_rx);
 				got += n;
-				if (n) {
-					/* mbuf->port is the ethdev id; the
-					 * pipeline wants our port index */
-					for (uint16_t i = 0; i < n; i++) {
-						pkts[i]->port = (uint16_t)p;
-						fg_mbuf_priv(pkts[i])->parsed = FG_PARSED_NO;
-					}
-					/* --gpu: parse + hashes on the GPU */
-					if (w->gpu)
-						fg_gpupath_classify(w, pkts, n);
-					fg_worker_burst(w, pkts, n, now);
-				}
+				if (n)
+					worker_rx(w, pkts, n, (uint16_t)p, pt->port_id, now);
 			}
 		}
 		got += fg_worker_housekeeping(w, now);
