@@ -405,7 +405,7 @@ struct fg_dp {
 
 /** fg_mbuf_priv::parsed */
 enum {
-	FG_PARSED_NO = 0,  /**< fresh from RX */
+	FG_PARSED_NO = 0,  /**< not parsed yet (fg_worker_burst's rx) */
 	FG_PARSED_CPU = 1, /**< pkt filled by fg_pkt_parse() */
 	FG_PARSED_GPU = 2, /**< pkt and the gpu_* fields filled by the GPU path */
 };
@@ -485,10 +485,11 @@ void fg_worker_free(struct fg_worker *w);
 /** The per-lcore loop (rte_eal_remote_launch entry).  Returns on w->stop. */
 int fg_worker_main(void *arg);
 /** Processes one burst (the pipeline of DESIGN.md).  mbuf->port must be
- *  the flowgate port index.  @p rx: every packet is fresh from a port's
- *  RX and is parsed here; else the private area's parsed flag says which
- *  are (FG_PARSED_NO for fresh ones: dispatched and GPU-classified bursts,
- *  tests).  Exposed for tests.  Owner lcore only. */
+ *  the flowgate port index.  @p rx: the burst is straight from a port's
+ *  RX and every packet is parsed here; else the private area's parsed flag
+ *  says which are parsed already (another worker's dispatch: all; the GPU
+ *  path: those it classified; FG_PARSED_NO: not yet).  Exposed for tests
+ *  and the bench.  Owner lcore only. */
 void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 		     uint64_t now, bool rx);
 /** Creates the SP/SC software-RSS rings between all workers.  Main lcore. */

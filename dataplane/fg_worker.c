@@ -534,10 +534,9 @@ static void worker_drain(struct fg_worker *w)
 /* A burst from port index @p p (ethdev @p port_id) into the pipeline.
  * mbuf->port is the ethdev id; the pipeline wants the port index, which
  * is the same on most nodes: then nothing is written.  Without --gpu the
- * burst is parsed as it stands (no flag written a packet first: a pass
- * over the burst's mbufs, 1.4 TSC cycles a packet of the worker's floor,
- * bench/RESULTS.md session 17); with it, the GPU path marks what it
- * parsed and the rest is fresh. */
+ * burst is parsed as it stands, with no flag written into each mbuf first
+ * (that pass cost 1.9% at 1K flows; bench/RESULTS.md, session 17); with
+ * it, the GPU path marks what it parsed and the rest is fresh. */
 static inline void worker_rx(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
 			     uint16_t p, uint16_t port_id, uint64_t now)
 {
