@@ -77,12 +77,12 @@ def arp_replies_from(frames, addr):
 def behind_failsafe(build, work, errs):
     """A port whose ethdev id is not its port index: each net_failsafe owns
     a sub-device, which takes an ethdev id and is no port of flowgate's, so
-    the second failsafe (ethdev 3) is port 2 (the first's sub-device sends
-    nothing: net_null, no-rx; its own TX counter must stay 0).  Its packets must be taken
-    as port 2's: the DSR flows leave through it, and its ARP request for
-    our address is answered out of it (the worker writes the port index
-    over mbuf->port when they differ; a reply sent by the ethdev id would
-    leave through the port of that index, or none)."""
+    the second failsafe (ethdev 3) is port 2.  Its packets must be taken as
+    port 2's: the DSR flows leave through it, and its ARP request for our
+    address is answered out of it (the worker writes the port index over
+    mbuf->port when they differ; a reply sent by the ethdev id would leave
+    through the port of that index, or none).  The first failsafe's
+    sub-device receives nothing (net_null, no-rx) and it sends nothing."""
     syns = os.path.join(work, "fs-syns.pcap")
     out2 = os.path.join(work, "fs-out2.pcap")
     pcap_write(syns, [arp_request("10.200.0.1", "10.200.0.2")] +
@@ -93,7 +93,7 @@ def behind_failsafe(build, work, errs):
                 PORT1.replace("net_pcap1", "net_failsafe1") +
                 REST.replace("port net_pcap1", "port net_failsafe1"))
     d = Daemon(build, work, "fs", [], ["-c", conf], vdevs=[
-        f"net_failsafe0,dev(net_null1,no-rx=1)",
+        "net_failsafe0,dev(net_null1,no-rx=1)",
         f"net_failsafe1,dev(net_pcap2,rx_pcap={syns},tx_pcap={out2})"])
     with d:
         d.wait_rx(FLOWS + 1)
