@@ -730,11 +730,11 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 
 #define CT_I(k) (idx != NULL ? idx[k] : (k))
 	/* 1. every key's metadata line (cached, mostly: 2 bytes a slot), and
-	 * its home slot's line, where most keys live (about 1 - load/2 of
-	 * them: 3 in 4 at the bench's load of 0.46): requested with the
-	 * metadata, not a round trip after
-	 * it (bench/RESULTS.md, session 17: +2% at 1M flows, DSR and NAT;
-	 * neutral at 1K) */
+	 * its home slot's (first) line, where most keys live (about 1 -
+	 * load/2 of them by linear probing's arithmetic: 3 in 4 at the
+	 * bench's load of 0.46), requested with the metadata rather than a
+	 * round trip after it (bench/RESULTS.md, session 17: at 1M flows NAT
+	 * +3-8%, DSR 0-2%; neutral at 1K) */
 	for (unsigned int k = 0; k < n; k++) {
 		cand[k] = ct_home(f, sigs[CT_I(k)], reply);
 		rte_prefetch0(&f->meta[cand[k]]);
@@ -751,6 +751,9 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 
 			if ((uint8_t)m == tag) {
 				found = p;
+				/* requested again when p is home (pass 1):
+				 * skipping it by a test measured 2% slower
+				 * at 1K (session 17) */
 				rte_prefetch0(ct_slot_k(f, p, klen));
 				if (klen > sizeof(struct ct_key4))
 					rte_prefetch0(ct_slot_k(f, p, klen) + RTE_CACHE_LINE_SIZE);

@@ -216,8 +216,10 @@ fg_xlate__encap4(struct fg_frame *f, const struct fg_pkt *p,
 	 * (an IPv4 outer header is 34..54 bytes).  One 34-byte copy is two
 	 * 16-byte stores and a 2-byte one, the two copies four 16-byte
 	 * stores, two of them across the line the header starts in
-	 * (bench/RESULTS.md, session 16: with this session's other store
-	 * changes, 1-2% at 1K flows in balanced A/B rounds) */
+	 * (bench/RESULTS.md, session 16: with that session's other store
+	 * changes, 1-2% at 1K flows in balanced A/B rounds; session 17: three
+	 * stores, none across the line, measured the same as this copy, so
+	 * the shape of these stores matters little) */
 	d = f->data - delta;
 	if (__builtin_constant_p(len)) {
 		memcpy(d, t->hdr, len);
