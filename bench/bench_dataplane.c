@@ -13,7 +13,8 @@
  *                            [--json]
  *
  * --profile: every worker times its poll loop's stages with rte_rdtsc
- * (fg_worker_prof: rx, parse, sign, lookup, forward, housekeeping) and the
+ * (fg_worker_prof: rx, parse, sign, lookup, forward, housekeeping, tx:
+ * the driver's TX burst, out of the stage that flushed it) and the
  * JSON gives `profile_cycles_per_pkt`, each stage's cycles over the
  * window's packets (with W workers, their sum over all of them: one
  * worker's cycles per packet), and its `total`.  The marks themselves

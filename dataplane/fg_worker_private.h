@@ -89,10 +89,11 @@ static_assert(offsetof(struct fg_fwd_slot, n4) + sizeof(struct fg_fwd_nat4) <=
 /* Where a worker's cycles go, by stage of the poll loop (fg_worker_prof):
  * rx = the driver's RX burst (empty polls too), parse = parse, sort and
  * dispatch, sign = signatures, lookup = ct_lookup_bulk, forward = the
- * decisions, rewrites and TX buffering of hits and new flows (and the
- * driver's TX when a buffer fills), housekeeping = between bursts. */
+ * decisions, rewrites and TX buffering of hits and new flows,
+ * housekeeping = between bursts, tx = the driver's TX burst (taken out of
+ * the stage that sent it, forward or housekeeping: fg_worker_tx_flush). */
 #define FG_STAGE_LIST(X) \
-	X(rx) X(parse) X(sign) X(lookup) X(forward) X(housekeeping)
+	X(rx) X(parse) X(sign) X(lookup) X(forward) X(housekeeping) X(tx)
 enum fg_stage {
 #define FG_STAGE_ENUM(n) FG_ST_##n,
 	FG_STAGE_LIST(FG_STAGE_ENUM)

@@ -107,6 +107,20 @@ static uint32_t pseudo_sum(const uint8_t *ip, int v6, uint8_t proto,
 	return fg_csum_partial(tail, 4, s);
 }
 
+/* fg_encap_tmpl::inner_max: the outer packet within the MTU (0: none)
+ * and what its length field holds (IPv4's total length: 65535; IPv6's
+ * payload length: 65535 after the 40-byte header). */
+static uint16_t encap_inner_max(const struct fg_encap_tmpl *t)
+{
+	uint32_t over = (uint32_t)t->len - t->l2_len;
+	uint32_t lim = t->family == CT_V4 ? 65535u : 65535u + 40;
+
+	if (t->mtu && t->mtu < lim)
+		lim = t->mtu;
+	lim = lim > over ? lim - over : 0;
+	return (uint16_t)(lim > 65535u ? 65535u : lim);
+}
+
 int fg_xlate_encap_build(struct fg_encap_tmpl *t, const struct fg_encap *e,
 			 int gue)
 {
@@ -125,6 +139,7 @@ int fg_xlate_encap_build(struct fg_encap_tmpl *t, const struct fg_encap *e,
 	o = write_eth(t->hdr, e->dst_mac, e->src_mac, e->vlan,
 		      e->family == CT_V4 ? 0x0800 : 0x86DD);
 	t->l2_len = (uint8_t)o;
+	t->inner_max = encap_inner_max(t);
 	ip = t->hdr + o;
 	if (e->family == CT_V4) {
 		uint32_t src = rte_be_to_cpu_32(e->src.v4);
@@ -192,14 +207,14 @@ int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
 	if (unlikely(f == NULL || p == NULL || t == NULL || !is_ip_kind(p) ||
 		     t->len == 0))
 		return -EINVAL;
-	if (t->family == CT_V4)
-		return fg_xlate_encap4_apply(f, p, t, flow_hash);
 	inner_len = p->l3_len;
 	l3_end = (uint32_t)p->l3_off + inner_len;
 	if (unlikely(l3_end > f->len))
 		return -EINVAL;
+	if (t->family == CT_V4)
+		return fg_xlate_encap4_apply(f, p, t, flow_hash);
 	outer_l3 = t->len - t->l2_len + inner_len;
-	if (unlikely((t->mtu && outer_l3 > t->mtu) || outer_l3 > 65535u + 40))
+	if (unlikely(inner_len > t->inner_max))
 		return -EMSGSIZE;
 	delta = t->len - p->l3_off; /* len >= 54 > any l2_len parsed (<= 18) */
 	if (unlikely(delta > f->headroom))

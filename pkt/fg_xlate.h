@@ -152,7 +152,11 @@ struct fg_encap_tmpl {
 	uint8_t family;     /**< outer family: CT_V4 or CT_V6. */
 	uint8_t gue;        /**< 1: UDP (+ gue_hdr bytes) after the outer IP. */
 	uint8_t gue_hdr;    /**< GUE header bytes after UDP: 0, 4, 8 or 20. */
-	uint8_t pad[5];
+	uint8_t pad1;
+	uint16_t inner_max; /**< the longest inner packet (l3_len) whose outer
+			     *  packet fits the MTU (0: none) and its outer
+			     *  length field */
+	uint8_t pad2[2];
 	uint8_t hdr[FG_ENCAP_HDR_MAX]; /**< Ethernet .. GUE, variable fields 0. */
 };
 
@@ -171,8 +175,9 @@ int fg_xlate_encap_apply(struct fg_frame *f, const struct fg_pkt *p,
  * or GUE, whose IPv4 UDP checksum is 0), inline: the dataplane's per-packet
  * case, in its burst loop without a call.  Same bytes, same errors; it
  * trusts what fg_xlate_encap_apply() checks first: @p f, @p p and @p t
- * valid, @p p an IP kind (FLOW, FRAG_LATER, ICMP_ERR), t->family CT_V4
- * (fg_xlate_encap_apply() itself comes here for those).
+ * valid, @p p an IP kind (FLOW, FRAG_LATER, ICMP_ERR) parsed from @p f
+ * (its IP packet within f->len, as fg_pkt_parse() guarantees), t->family
+ * CT_V4 (fg_xlate_encap_apply() itself comes here for those).
  */
 #ifndef __bpf__
 /* Bytes of the commonest outer header: Ethernet without a VLAN tag and an
@@ -199,9 +204,8 @@ fg_xlate__encap4(struct fg_frame *f, const struct fg_pkt *p,
 	uint16_t be;
 	uint32_t sum, df, tos;
 
-	if (__builtin_expect(l3_end > f->len, 0))
-		return -EINVAL;
-	if (__builtin_expect((t->mtu && outer_l3 > t->mtu) || outer_l3 > 65535u, 0))
+	/* the MTU and the length field in one compare (built once) */
+	if (__builtin_expect(inner_len > t->inner_max, 0))
 		return -EMSGSIZE;
 	if (__builtin_expect(delta > f->headroom, 0))
 		return -ENOSPC;
@@ -259,7 +263,7 @@ fg_xlate_encap4_apply(struct fg_frame *f, const struct fg_pkt *p,
 		      const struct fg_encap_tmpl *t, uint32_t flow_hash)
 {
 	/* 34 bytes: untagged IP-in-IP (GUE adds 8 or more, a tag 4) */
-	if (__builtin_expect(t->len == FG_XLATE_IPIP4_LEN && p->family != CT_V6, 1))
+	if (__builtin_expect(t->len == FG_XLATE_IPIP4_LEN && p->family == CT_V4, 1))
 		return fg_xlate__encap4(f, p, t, 0, FG_XLATE_IPIP4_LEN, FG_ETH_HLEN, 0, 0);
 	return fg_xlate__encap4(f, p, t, flow_hash, t->len, t->l2_len, t->gue,
 				p->family == CT_V6);

@@ -402,6 +402,60 @@ static void t_encap_errors(void **st)
 	assert_int_equal(fg_xlate_ipip(&f, &p, &e), -EINVAL);
 }
 
+/* Without an MTU, the outer length field is the limit: an IPv4 outer
+ * header's total length (65535), an IPv6 one's payload length (65535
+ * after its 40 bytes).  The template keeps the longest inner packet that
+ * fits (fg_encap_tmpl::inner_max: the inline path compares once); with an
+ * IPv4 outer header it is encapsulated and one byte more refused. */
+static void t_encap_len_field(void **st)
+{
+	static uint8_t big[128 + 14 + 65535 + 64];
+	static const struct { int v6, gue; uint32_t max; } c[] = {
+		{ 0, 0, 65535 - 20 },      /* IP-in-IP */
+		{ 0, 1, 65535 - 28 },      /* GUE: + UDP */
+		{ 1, 0, 65535 },           /* IPv6 outer: payload length */
+		{ 1, 1, 65535 - 8 },
+	};
+
+	(void)st;
+	for (unsigned int i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct fg_encap e;
+		struct fg_encap_tmpl t;
+
+		c[i].v6 ? encap6(&e) : encap4(&e);
+		e.mtu = 0;
+		assert_int_equal(fg_xlate_encap_build(&t, &e, c[i].gue), 0);
+		assert_int_equal(t.inner_max, c[i].max);
+		/* a frame is at most 65535 bytes (the parser's offsets are
+		 * 16-bit): the IPv6 outer limits are out of a packet's reach */
+		for (uint32_t l3 = c[i].max - 1; l3 <= c[i].max + 1 && 14 + l3 <= 65535;
+		     l3++) {
+			uint8_t *d = big + 128, *ip = d + 14;
+			struct fg_frame f = { d, 14 + l3, 128, 64 };
+			struct fg_pkt p;
+
+			memset(big, 0, sizeof(big));
+			d[12] = 0x08;
+			ip[0] = 0x45;
+			ip[2] = (uint8_t)(l3 >> 8);
+			ip[3] = (uint8_t)l3;
+			ip[8] = 64;
+			ip[9] = 6;
+			ip[12] = 10, ip[15] = 2;
+			ip[16] = 10, ip[19] = 1;
+			ip[20 + 12] = 0x50;     /* TCP, 20-byte header */
+			assert_int_equal(fg_pkt_parse(f.data, f.len, &p), FG_PK_FLOW);
+			assert_int_equal(p.l3_len, l3);
+			int r = fg_xlate_encap_apply(&f, &p, &t, 1);
+
+			if (l3 <= c[i].max)
+				assert_int_equal(r, t.len + l3);
+			else
+				assert_int_equal(r, -EMSGSIZE);
+		}
+	}
+}
+
 /* ICMP frag-needed for a DSR flow: forwarded as-is inside IPIP. */
 /* A prebuilt template applied to many packets gives, for every one, the
  * bytes of a fresh fg_xlate_ipip / fg_xlate_gue: nothing of one packet
@@ -1297,6 +1351,7 @@ int main(void)
 		cmocka_unit_test(t_gue6_hdr),
 		cmocka_unit_test(t_gue_prev),
 		cmocka_unit_test(t_encap_errors),
+		cmocka_unit_test(t_encap_len_field),
 		cmocka_unit_test(t_encap_tmpl_reuse),
 		cmocka_unit_test(t_icmp_err_forward),
 		cmocka_unit_test(t_nat4_tcp_both_ways),
