@@ -48,8 +48,9 @@ run() { # TAG L3FWD_BIN BENCH ARGS...
 }
 A=$W/flowgate-bench-before B=$W/flowgate-bench L64=$W/l3fwd-64 LIM=$W/l3fwd-imix
 # the before build (1398c27) predates --no-baselines and l3fwd: its runs
-# skip testpmd by the option it has
-NB=--no-testpmd
+# skip testpmd by the option it has (BEFORE_NB=--no-baselines for a before
+# build that has l3fwd, as an A/B of two recent builds needs)
+NB=${BEFORE_NB:---no-testpmd}
 if [ "$PHASE" = 1m ]; then
 	for r in 1 2 3; do
 		run before "" $A dataplane --flows 1000000 --mode dsr-ipip --workers 1 --seconds 3 $NB --json
