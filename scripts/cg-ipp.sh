@@ -17,8 +17,11 @@
 # Prints the bench's JSON line with "cg_ir" and "ir_per_pkt" added.
 # CG_FN=fg_worker_main collects the whole worker loop instead (RX, housekeeping,
 # the control mailbox: what a /metrics scrape asks of a worker).
-# Needs no hugepages (the bench falls back to --no-huge when none are free).
+# Needs no hugepages: it runs the bench with --no-huge (FG_BENCH_MEM), as
+# EAL under valgrind cannot map hugepages (with some free, the bench would
+# try them and fail: "Cannot allocate VA space for memseg list").
 set -euo pipefail
+export FG_BENCH_MEM=${FG_BENCH_MEM:---no-huge -m 4096 --no-shconf}
 BIN=${1:?usage: cg-ipp.sh BENCH_BINARY [dataplane options]}; shift
 T=$(mktemp -d /tmp/cg-ipp.XXXXXX); trap 'rm -rf "$T"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" --toggle-collect="${CG_FN:-fg_worker_burst*}" \

@@ -20,6 +20,8 @@
 # the drivers, whose symbols are stripped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# EAL under valgrind maps no hugepages (as scripts/cg-ipp.sh)
+export FG_BENCH_MEM=${FG_BENCH_MEM:---no-huge -m 4096 --no-shconf}
 BIN=${1:-build/bench/flowgate-bench}; shift || true
 T=$(mktemp -d /tmp/cg-profile.XXXXXX); trap 'rm -rf "$T"' EXIT
 valgrind --tool=callgrind --cache-sim=yes --LL="${CG_LL:-33554432,16,64}" --callgrind-out-file="$T/cg.out" \
