@@ -1497,12 +1497,30 @@ static bool mac_zero(const uint8_t m[6])
 	return !memcmp(m, z, 6);
 }
 
+/* A value in double quotes, as the lexer reads it back: '"' and '\\'
+ * escaped (a control socket path or a health path may hold either; an
+ * unescaped one dumped a config that parsed to another value, or not at
+ * all: found by tests/control/fuzz_ctl). */
+static void dump_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
 int fg_config_dump(const struct fg_config *cfg, FILE *f)
 {
 	char a[96], b[96], d[32];
 	fprintf(f, "# flowgate configuration\n");
-	if (cfg->control_socket[0])
-		fprintf(f, "control_socket \"%s\";\n", cfg->control_socket);
+	if (cfg->control_socket[0]) {
+		fprintf(f, "control_socket ");
+		dump_quoted(f, cfg->control_socket);
+		fprintf(f, ";\n");
+	}
 	fprintf(f, "gue_port %u;\n\n", cfg->gue_port);
 	fprintf(f, "conntrack {\n");
 	if (cfg->ct_capacity)
@@ -1572,22 +1590,25 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 				const struct fg_metrics_cfg *m = &h->metrics;
 				char w[32];
 
-				fprintf(f, "        path \"%s\";\n", h->path);
-				fprintf(f, "        preset %s;\n", fg_load_preset_name(m->preset));
+				fprintf(f, "        path ");
+				dump_quoted(f, h->path);
+				fprintf(f, ";\n        preset %s;\n", fg_load_preset_name(m->preset));
 				if (m->preset == FG_LOAD_PRESET_CUSTOM)
 					for (uint32_t k = 0; k < m->n_series && k < FG_LOAD_SERIES_MAX; k++) {
 						fmt_milli(m->series[k].weight_milli, w, sizeof(w));
-						fprintf(f, "        series \"%s\" %s%s%s%s;\n",
-							m->series[k].name, w,
-							m->series[k].alt[0] ? " or \"" : "",
-							m->series[k].alt,
-							m->series[k].alt[0] ? "\"" : "");
+						fprintf(f, "        series ");
+						dump_quoted(f, m->series[k].name);
+						fprintf(f, " %s", w);
+						if (m->series[k].alt[0]) {
+							fprintf(f, " or ");
+							dump_quoted(f, m->series[k].alt);
+						}
+						fprintf(f, ";\n");
 					}
 				if (m->select[0]) {
-					fprintf(f, "        select \"");
-					for (const char *q = m->select; *q; q++)
-						fprintf(f, "%s%c", *q == '"' || *q == '\\' ? "\\" : "", *q);
-					fprintf(f, "\";\n");
+					fprintf(f, "        select ");
+					dump_quoted(f, m->select);
+					fprintf(f, ";\n");
 				}
 				if (m->stale_ms) {
 					fmt_dur(m->stale_ms, d, sizeof(d));
@@ -1598,9 +1619,11 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 				fmt_milli(m->margin_milli, w, sizeof(w));
 				fprintf(f, "        margin %s;\n", w);
 			}
-			if (h->type == FG_HC_HTTP)
-				fprintf(f, "        path \"%s\";\n        expect %u;\n", h->path,
-					h->expect_status);
+			if (h->type == FG_HC_HTTP) {
+				fprintf(f, "        path ");
+				dump_quoted(f, h->path);
+				fprintf(f, ";\n        expect %u;\n", h->expect_status);
+			}
 			fprintf(f, "    }\n");
 		}
 		for (uint32_t k = 0; k < s->n_backends; k++) {
