@@ -425,16 +425,15 @@ void fg_worker_tx_flush(struct fg_worker *w, uint16_t port)
 	/* the lengths before the driver owns the mbufs */
 	for (uint16_t i = 0; i < n; i++)
 		bytes += b[i]->pkt_len;
-	if (unlikely(w->prof)) {
-		/* --profile: the driver's time is tx, not its caller's */
-		uint64_t t0 = rte_rdtsc(), d;
+	/* --profile: the driver's time is tx, not its caller's */
+	uint64_t t0 = unlikely(w->prof) ? rte_rdtsc() : 0;
 
-		sent = rte_eth_tx_burst(q->port_id, (uint16_t)w->idx, b, n);
-		d = rte_rdtsc() - t0;
+	sent = rte_eth_tx_burst(q->port_id, (uint16_t)w->idx, b, n);
+	if (unlikely(w->prof)) {
+		uint64_t d = rte_rdtsc() - t0;
+
 		w->prof_cyc[FG_ST_tx] += d;
 		w->prof_t += d;
-	} else {
-		sent = rte_eth_tx_burst(q->port_id, (uint16_t)w->idx, b, n);
 	}
 	if (unlikely(sent < n)) {
 		for (uint16_t i = sent; i < n; i++)
