@@ -1071,6 +1071,24 @@ static inline const struct fg_lb_backend *pick(struct fg_worker *w,
 	return bi == UINT32_MAX ? NULL : &s->backends[bi];
 }
 
+/* A new flow from one of our own addresses (a VIP, a port's local
+ * address) is a spoof or a loop: as a NAT client it would take a local
+ * port whose replies come back to us; to DSR it has a backend answer one
+ * of our VIPs.  Dropped as src_own_addr (true).  New flows only (one
+ * address-set probe): a hit's entry can only have been made here, and the
+ * parser has refused martian sources and src == dst already. */
+static inline bool src_own_drop(struct fg_worker *w, const struct fg_lb_table *lb,
+				struct fg_burst_out *o, struct rte_mbuf *m,
+				const struct fg_lb_service *s, uint8_t af,
+				const uint8_t *saddr)
+{
+	if (likely(fg_lb_addr_kind(lb, af, saddr) == 0))
+		return false;
+	svc_count(w, lb, s, FG_SC_drops, 1);
+	fg_worker_drop(w, o, m, FG_DROP_src_own_addr);
+	return true;
+}
+
 /* A packet with no tracked entry. */
 void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		     const struct fg_neigh_table *nt, struct fg_burst_out *o,
@@ -1120,6 +1138,8 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		fg_worker_drop(w, o, m, FG_DROP_unknown_vip);
 		return;
 	}
+	if (unlikely(src_own_drop(w, lb, o, m, s, af, saddr)))
+		return;
 	if (unlikely(s->mode == FG_MODE_NAT && proto == IPPROTO_TCP &&
 		     (p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST)) != CT_TCP_SYN)) {
 		/* Full NAT opens a flow only on a SYN: a mid-stream packet has

@@ -63,6 +63,9 @@ extern "C" {
 	X(ipv4_bad_csum,          "IPv4 header checksum wrong (checked only on request)") \
 	X(ipv4_bad_frag,          "IPv4 fragment that cannot be valid (offset overflow)") \
 	X(ttl_expired,            "TTL / hop limit <= 1: forwarding would expire it") \
+	/* --- parser: addresses (IPv4 and IPv6) --- */ \
+	X(martian_src,            "source no sender may use: 0/8, 127/8, 224/4, 240/4 (255.255.255.255); ::1, ff00::/8, ::ffff:0:0/96; :: except ND / ICMPv6 for the host") \
+	X(land,                   "source address equals destination address (land attack)") \
 	/* --- parser: IPv6 --- */ \
 	X(ipv6_truncated,         "frame ends inside the IPv6 header") \
 	X(ipv6_bad_version,       "IPv6 ethertype but version field is not 6") \
@@ -71,6 +74,9 @@ extern "C" {
 	X(ipv6_ext_chain_too_long, "more IPv6 extension headers than the parser walks") \
 	X(ipv6_unsupported_ext,   "IPv6 next header the parser cannot skip (ESP, mobility, ...)") \
 	X(ipv6_bad_frag,          "IPv6 fragment header that cannot be valid") \
+	X(ipv6_rh0,               "IPv6 type 0 routing header (deprecated, RFC 5095), whatever its segments left") \
+	X(ipv6_rh_segments_left,  "IPv6 routing header (SRH, ...) with segments left > 0: flowgate is no segment endpoint") \
+	X(ipv6_hbh_not_first,     "IPv6 hop-by-hop options header other than right after the IPv6 header (RFC 8200 4.1)") \
 	X(ipsec_unsupported,      "AH or ESP (IPv4 or IPv6): not balanced") \
 	/* --- parser: L4 --- */ \
 	X(l4_truncated,           "frame/IP length ends inside the TCP/UDP/ICMP header") \
@@ -83,6 +89,7 @@ extern "C" {
 	/* --- daemon --- */ \
 	X(frag_later_untracked,   "non-first fragment of a flow the core does not track") \
 	X(unknown_vip,            "destination is not a configured VIP:port/proto") \
+	X(src_own_addr,           "new flow whose source is one of the balancer's own addresses (a VIP or a port's local address)") \
 	X(no_backend,             "service has no usable backend (all drained/weight 0/down); a new flow's client gets a RST / ICMP unreachable") \
 	X(ct_full,                "conntrack full and nothing evictable") \
 	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \

@@ -74,6 +74,9 @@ static inline bool parse_v4_tcp(const uint8_t *r, uint32_t len, struct fg_pkt *o
 	if (r[IP + FG_IP4_TTL_OFF] <= 1 || tot > len - IP ||
 	    doff < FG_TCP_MIN_HLEN || doff + FG_IP4_MIN_HLEN > tot)
 		return false;               /* TTL, lengths */
+	if (fg_pkt__v4_martian(r[IP + FG_IP4_SADDR_OFF]) ||
+	    fg_pkt__ld32(r + IP + FG_IP4_SADDR_OFF) == fg_pkt__ld32(r + IP + FG_IP4_DADDR_OFF))
+		return false;               /* martian_src, land */
 	flags = r[IP + FG_IP4_FRAG_OFF] & (FG_IP4_DF >> 8) ? FG_PF_DF : 0;
 	v = _mm_insert_epi16(head, (int)tot, 3);
 	v = _mm_insert_epi8(v, r[L4 + FG_TCP_FLAGS_OFF], 12);

@@ -22,6 +22,21 @@
  * - TCP (data offset 5..15 and within the IP payload), UDP, ICMP, ICMPv6.
  * - TTL / hop limit <= 1 -> `ttl_expired` (flowgate forwards, so the next
  *   hop would expire it); neighbour discovery is exempt (hop limit 255).
+ * - Routing headers: type 0 -> `ipv6_rh0` (RFC 5095) whatever its segments
+ *   left; any other type with segments left > 0 -> `ipv6_rh_segments_left`
+ *   (flowgate is no segment endpoint: it discards rather than forward past
+ *   the route its sender asked for, RFC 8200 4.4); segments left 0 is
+ *   skipped.  A hop-by-hop header anywhere but first -> `ipv6_hbh_not_first`
+ *   (RFC 8200 4.1).  The same rules inside an ICMPv6 error's quote make it
+ *   `icmp_unrelated`.
+ * - Source addresses no sender may use -> `martian_src`: IPv4 0/8, 127/8,
+ *   224/4 (multicast) and 240/4 (255.255.255.255 with it); IPv6 ::1,
+ *   ff00::/8, ::ffff:0:0/96 (IPv4-mapped), and :: unless the packet stays on
+ *   the link (FG_PK_ND: duplicate address detection; FG_PK_HOST: MLD,
+ *   router solicitations).  Source == destination -> `land`.  ARP is not
+ *   checked (0.0.0.0 probes, RFC 5227).  Whether a source is one of the
+ *   balancer's own addresses needs the service table: the daemon's check
+ *   (`src_own_addr`).
  *
  * ## Kinds (fg_pkt::kind, also the return value)
  * | kind              | key |

@@ -65,6 +65,9 @@
 #define FG_IP6_EXT_MIN 8        /**< every extension header is >= 8 bytes */
 #define FG_IP6_FRAG_OFFMASK 0xFFF8
 #define FG_IP6_FRAG_M 0x0001
+#define FG_IP6_RH_TYPE_OFF 2    /**< routing header: routing type */
+#define FG_IP6_RH_SEGLEFT_OFF 3 /**< routing header: segments left */
+#define FG_IP6_RH_TYPE0 0       /**< deprecated source route (RFC 5095) */
 /** Largest number of IPv6 extension headers walked (more: refused as
  *  ipv6_ext_chain_too_long). */
 #define FG_PKT_V6_EXT_MAX 8

@@ -138,11 +138,30 @@ FG_PKT_FN int fg_pkt__v6_walk(FG_PKT_RD r, uint32_t *off, uint32_t end,
 
 			if (FG_PKT_UNLIKELY(i >= FG_PKT_V6_EXT_MAX))
 				return -FG_DROP_ipv6_ext_chain_too_long;
+			/* RFC 8200 4.1: hop-by-hop only right after the
+			 * IPv6 header */
+			if (FG_PKT_UNLIKELY(n == FG_IPPROTO_HOPOPTS && i != 0))
+				return -FG_DROP_ipv6_hbh_not_first;
 			if (FG_PKT_UNLIKELY(o + FG_IP6_EXT_MIN > end))
 				return -FG_DROP_ipv6_ext_truncated;
 			hlen = ((uint32_t)FG_PKT_U8(r, o + 1) + 1) * 8;
 			if (FG_PKT_UNLIKELY(o + hlen > end))
 				return -FG_DROP_ipv6_ext_truncated;
+			/* Routing headers: type 0 is deprecated (RFC 5095)
+			 * whatever its segments left; any other with
+			 * segments left > 0 names a next segment, and
+			 * flowgate is no segment endpoint, so forwarding
+			 * it to a backend would bypass the route its
+			 * sender asked for (RFC 8200 4.4 lets a node
+			 * discard it; flowgate does).  Segments left 0:
+			 * the header is ignored (RFC 8200 4.4). */
+			if (n == FG_IPPROTO_ROUTING) {
+				if (FG_PKT_UNLIKELY(FG_PKT_U8(r, o + FG_IP6_RH_TYPE_OFF) ==
+						    FG_IP6_RH_TYPE0))
+					return -FG_DROP_ipv6_rh0;
+				if (FG_PKT_UNLIKELY(FG_PKT_U8(r, o + FG_IP6_RH_SEGLEFT_OFF)))
+					return -FG_DROP_ipv6_rh_segments_left;
+			}
 			n = FG_PKT_U8(r, o);
 			o += hlen;
 			*flags |= FG_PF_IP_OPTS;
@@ -359,6 +378,70 @@ FG_PKT_FN_INLINE int fg_pkt__l4(FG_PKT_RD r, uint32_t l4, uint32_t end,
 	return out->kind;
 }
 
+/*
+ * Martian sources: addresses no sender puts in a packet that reaches
+ * another host (RFC 1122 3.2.1.3, RFC 6890, RFC 4291 2.5.2-2.7).  A
+ * balancer that forwarded them would send its backends packets whose
+ * replies go nowhere, or to the backend itself (127/8, ::1), or to a
+ * whole group (multicast, broadcast).  Address bytes alone: the parser's
+ * checks, the same in the CPU, GPU and XDP builds; "is it one of ours"
+ * needs the service table and is the daemon's (src_own_addr).
+ *
+ * IPv4: 0/8 ("this network"), 127/8 (loopback), 224/4 (multicast), 240/4
+ * (reserved, with 255.255.255.255): the first byte decides.  ARP is not
+ * an IP packet and keeps 0.0.0.0 (RFC 5227 probes).
+ */
+FG_PKT_HELPER int fg_pkt__v4_martian(uint8_t b0)
+{
+	return b0 == 0 || b0 == 127 || b0 >= 224;
+}
+
+enum {
+	FG_PKT__SRC_OK = 0,
+	FG_PKT__SRC_MARTIAN,   /* ::1, ff00::/8, ::ffff:0:0/96 */
+	FG_PKT__SRC_UNSPEC,    /* ::, legal for DAD / MLD / RS only */
+};
+
+/* IPv6 source of the header at @p ip: ::1 (loopback), ff00::/8
+ * (multicast), ::ffff:0:0/96 (IPv4-mapped: never on the wire, RFC 4291
+ * 2.5.5.2; a v4 martian in disguise or a way around IPv4 rules) are
+ * martians; :: is the caller's to judge (FG_PKT__SRC_UNSPEC). */
+FG_PKT_FN_INLINE int fg_pkt__v6_src(FG_PKT_RD r, uint32_t ip)
+{
+	uint32_t s = ip + FG_IP6_SADDR_OFF;
+	uint16_t w5;
+
+	if (FG_PKT_UNLIKELY(FG_PKT_U8(r, s) == 0xff))
+		return FG_PKT__SRC_MARTIAN;
+	if (FG_PKT_LIKELY((FG_PKT_LD32(r, s) | FG_PKT_LD32(r, s + 4) |
+			   FG_PKT_LD16(r, s + 8)) != 0))
+		return FG_PKT__SRC_OK;
+	w5 = FG_PKT_BE16(r, s + 10);
+	if (w5 == 0xffff)
+		return FG_PKT__SRC_MARTIAN;
+	if (w5 != 0 || FG_PKT_BE16(r, s + 12) != 0)
+		return FG_PKT__SRC_OK;
+	switch (FG_PKT_BE16(r, s + 14)) {
+	case 0:
+		return FG_PKT__SRC_UNSPEC;
+	case 1:
+		return FG_PKT__SRC_MARTIAN;
+	default:
+		return FG_PKT__SRC_OK;
+	}
+}
+
+/* Source address == destination address (a land attack's packet). */
+FG_PKT_FN_INLINE int fg_pkt__v6_land(FG_PKT_RD r, uint32_t ip)
+{
+	uint32_t s = ip + FG_IP6_SADDR_OFF, d = ip + FG_IP6_DADDR_OFF;
+
+	return FG_PKT_LD32(r, s) == FG_PKT_LD32(r, d) &&
+	       FG_PKT_LD32(r, s + 4) == FG_PKT_LD32(r, d + 4) &&
+	       FG_PKT_LD32(r, s + 8) == FG_PKT_LD32(r, d + 8) &&
+	       FG_PKT_LD32(r, s + 12) == FG_PKT_LD32(r, d + 12);
+}
+
 FG_PKT_FN_INLINE int fg_pkt__v4(FG_PKT_RD r, uint32_t len, uint32_t off,
 				struct fg_pkt *out, unsigned int opts)
 {
@@ -386,6 +469,10 @@ FG_PKT_FN_INLINE int fg_pkt__v4(FG_PKT_RD r, uint32_t len, uint32_t off,
 	if (ihl > FG_IP4_MIN_HLEN)
 		out->flags |= FG_PF_IP_OPTS;
 	fg_pkt__key_addrs(out, r, off, 0);
+	if (FG_PKT_UNLIKELY(fg_pkt__v4_martian(FG_PKT_U8(r, off + FG_IP4_SADDR_OFF))))
+		return fg_pkt__drop(out, FG_DROP_martian_src);
+	if (FG_PKT_UNLIKELY(out->key.k4.saddr == out->key.k4.daddr))
+		return fg_pkt__drop(out, FG_DROP_land);
 	fo = FG_PKT_BE16(r, off + FG_IP4_FRAG_OFF);
 	if (fo & FG_IP4_DF)
 		out->flags |= FG_PF_DF;
@@ -413,7 +500,7 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 	uint32_t avail = len - off;
 	uint32_t end, l4;
 	uint8_t nh, hop;
-	int rc;
+	int rc, src;
 
 	out->family = CT_V6;
 	if (FG_PKT_UNLIKELY(avail < FG_IP6_HLEN))
@@ -426,6 +513,11 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 	out->l3_len = (uint16_t)end;
 	end += off;
 	fg_pkt__key_addrs(out, r, off, 1);
+	src = fg_pkt__v6_src(r, off);
+	if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_MARTIAN))
+		return fg_pkt__drop(out, FG_DROP_martian_src);
+	if (FG_PKT_UNLIKELY(fg_pkt__v6_land(r, off)))
+		return fg_pkt__drop(out, FG_DROP_land);
 	nh = FG_PKT_U8(r, off + FG_IP6_NXT_OFF);
 	hop = FG_PKT_U8(r, off + FG_IP6_HOP_OFF);
 	l4 = off + FG_IP6_HLEN;
@@ -441,13 +533,22 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 			out->key.k6.proto = nh;
 			if (FG_PKT_UNLIKELY(hop <= 1))
 				return fg_pkt__drop(out, FG_DROP_ttl_expired);
+			if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC))
+				return fg_pkt__drop(out, FG_DROP_martian_src);
 			out->kind = FG_PK_FRAG_LATER;
 			return FG_PK_FRAG_LATER;
 		}
 	}
 	out->l4_off = (uint16_t)l4;
 	out->proto = nh;
-	return fg_pkt__l4(r, l4, end, out, 1, hop);
+	rc = fg_pkt__l4(r, l4, end, out, 1, hop);
+	/* from :: only what stays on the link: neighbour discovery (DAD)
+	 * and ICMPv6 for the host (MLD, RS); nothing forwarded (RFC 4291
+	 * 2.5.2) */
+	if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC) &&
+	    (rc == FG_PK_FLOW || rc == FG_PK_ICMP_ERR))
+		return fg_pkt__drop(out, FG_DROP_martian_src);
+	return rc;
 }
 
 FG_PKT_FN_INLINE int fg_pkt__arp(FG_PKT_RD r, uint32_t len, uint32_t off,

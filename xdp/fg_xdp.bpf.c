@@ -214,11 +214,19 @@ static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
 
 			if (i >= FG_PKT_V6_EXT_MAX)
 				return -FG_DROP_ipv6_ext_chain_too_long;
+			if (n == 0 && i != 0)
+				return -FG_DROP_ipv6_hbh_not_first;
 			if (o + 8 > end || !(h = at(k, o, 8)))
 				return -FG_DROP_ipv6_ext_truncated;
 			hlen = ((__u32)h[1] + 1) * 8;
 			if (o + hlen > end)
 				return -FG_DROP_ipv6_ext_truncated;
+			if (n == 43) {
+				if (h[FG_IP6_RH_TYPE_OFF] == FG_IP6_RH_TYPE0)
+					return -FG_DROP_ipv6_rh0;
+				if (h[FG_IP6_RH_SEGLEFT_OFF])
+					return -FG_DROP_ipv6_rh_segments_left;
+			}
 			n = h[0];
 			o = OFF(o + hlen);
 			*flags |= FG_PF_IP_OPTS;
@@ -398,6 +406,40 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 	return o->kind;
 }
 
+/* fg_pkt_parse.h's fg_pkt__v6_src: ::1, ff00::/8, ::ffff:0:0/96 are
+ * martians; :: only for what stays on the link (ND, ICMPv6 for the host) */
+#define SRC_OK 0
+#define SRC_MARTIAN 1
+#define SRC_UNSPEC 2
+
+static __always_inline int v6_src(const __u8 *a)
+{
+	__u32 w;
+
+	if (a[0] == 0xff)
+		return SRC_MARTIAN;
+	if (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7] | a[8] | a[9])
+		return SRC_OK;
+	w = rd16(a + 10);
+	if (w == 0xffff)
+		return SRC_MARTIAN;
+	if (w != 0 || rd16(a + 12) != 0)
+		return SRC_OK;
+	w = rd16(a + 14);
+	return w == 0 ? SRC_UNSPEC : w == 1 ? SRC_MARTIAN : SRC_OK;
+}
+
+static __always_inline int v6_land(const __u8 *s, const __u8 *d)
+{
+	__u32 x = 0;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < 16; i++)
+		x |= s[i] ^ d[i];
+	return x == 0;
+}
+
 static __always_inline int parse_v4(const struct pk *k, __u32 off,
 				    struct fg_pkt *o)
 {
@@ -423,6 +465,10 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 		o->flags |= FG_PF_IP_OPTS;
 	__builtin_memcpy(&o->key.k4.saddr, ip + 12, 4);
 	__builtin_memcpy(&o->key.k4.daddr, ip + 16, 4);
+	if (ip[12] == 0 || ip[12] == 127 || ip[12] >= 224)
+		return pdrop(o, FG_DROP_martian_src);
+	if (o->key.k4.saddr == o->key.k4.daddr)
+		return pdrop(o, FG_DROP_land);
 	fo = rd16(ip + 6);
 	if (fo & 0x4000)
 		o->flags |= FG_PF_DF;
@@ -447,7 +493,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 {
 	__u32 avail = k->len - off, end, l4;
 	__u8 nh, *ip, hop;
-	int r;
+	int r, src;
 
 	o->family = CT_V6;
 	if (avail < 40 || !(ip = at(k, off, 40)))
@@ -461,6 +507,11 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 	end += off;
 	__builtin_memcpy(o->key.k6.saddr, ip + 8, 16);
 	__builtin_memcpy(o->key.k6.daddr, ip + 24, 16);
+	src = v6_src(ip + 8);
+	if (src == SRC_MARTIAN)
+		return pdrop(o, FG_DROP_martian_src);
+	if (v6_land(ip + 8, ip + 24))
+		return pdrop(o, FG_DROP_land);
 	nh = ip[6];
 	hop = ip[7];
 	l4 = off + 40;
@@ -476,13 +527,18 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 			o->key.k6.proto = nh;
 			if (hop <= 1)
 				return pdrop(o, FG_DROP_ttl_expired);
+			if (src == SRC_UNSPEC)
+				return pdrop(o, FG_DROP_martian_src);
 			o->kind = FG_PK_FRAG_LATER;
 			return FG_PK_FRAG_LATER;
 		}
 	}
 	o->l4_off = (__u16)l4;
 	o->proto = nh;
-	return parse_l4(k, l4, end, o, 1, hop);
+	r = parse_l4(k, l4, end, o, 1, hop);
+	if (src == SRC_UNSPEC && (r == FG_PK_FLOW || r == FG_PK_ICMP_ERR))
+		return pdrop(o, FG_DROP_martian_src);
+	return r;
 }
 
 static __always_inline int parse_arp(const struct pk *k, __u32 off,
@@ -904,6 +960,20 @@ static __always_inline const struct fgx_svc *svc_find(const struct fg_pkt *p,
 	return bpf_map_lookup_elem(&fgx_services, &k);
 }
 
+/* Whether @p p's source address is a VIP (its address marker exists). */
+static __always_inline int src_is_vip(const struct fg_pkt *p)
+{
+	struct fgx_svc_key k;
+
+	__builtin_memset(&k, 0, sizeof(k));
+	if (p->family == CT_V6)
+		__builtin_memcpy(k.addr, p->key.k6.saddr, 16);
+	else
+		__builtin_memcpy(k.addr, &p->key.k4.saddr, 4);
+	k.family = p->family;
+	return bpf_map_lookup_elem(&fgx_services, &k) != 0;
+}
+
 /* The backend in @p slot if it still is backend @p id of service @p svc. */
 static __always_inline const struct fgx_backend *backend_get(__u32 slot, __u32 svc,
 							     __u32 id)
@@ -1080,6 +1150,10 @@ miss:
 			return to_host(C);
 		return drop(C, FG_DROP_unknown_vip);
 	}
+	/* a new flow from one of our VIPs (the worker's src_own_addr; the
+	 * port's own addresses are the kernel's, not known here: docs/XDP.md) */
+	if (src_is_vip(&p))
+		return drop(C, FG_DROP_src_own_addr);
 	sig = pkt_sig(&p);
 	slot = maglev_pick(s, sig);
 	b = backend_at(slot);

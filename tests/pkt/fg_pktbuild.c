@@ -135,6 +135,13 @@ int pb_build(const struct pb_spec *s, uint8_t *out, uint32_t cap)
 			if (s->ext[i] == 0 || s->ext[i] == 60) {
 				e[2] = 1; /* PadN, 4 bytes */
 				e[3] = 4;
+			} else if (s->ext[i] == 43) {
+				/* a segment routing header at its last segment
+				 * (type 4, segments left 0): the routing header
+				 * a balancer passes (type 0 or segments left
+				 * > 0 are refused) */
+				e[2] = 4;
+				e[3] = 0;
 			}
 			l4_off += 8;
 			ext_bytes += 8;

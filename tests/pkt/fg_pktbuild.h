@@ -37,7 +37,7 @@ struct pb_spec {
 	uint8_t mf, df;         /**< IPv4 flags / IPv6 M bit */
 	uint8_t v6_frag;        /**< IPv6: add a fragment header (with frag_off/mf) */
 	uint8_t n_ext;          /**< IPv6 extension headers before the fragment header */
-	uint8_t ext[12];        /**< their types: 0, 43, 60, 51 (AH), ... */
+	uint8_t ext[12];        /**< their types: 0, 43 (SRH, segments left 0), 60, 51 (AH), ... */
 	uint16_t payload;       /**< L4 payload bytes (pattern i & 0xff) */
 	uint8_t icmp_type, icmp_code;
 	uint16_t icmp_id;       /**< echo id (host order) */

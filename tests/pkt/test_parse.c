@@ -651,6 +651,247 @@ static void t_nd(void **st)
 	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ND);
 }
 
+/* Martian sources (martian_src) and src == dst (land), IPv4: every kind
+ * of IP packet; ARP keeps its 0.0.0.0 probes. */
+static void t_martian4(void **st)
+{
+	static const char *const bad[] = { "0.0.0.0", "0.1.2.3", "127.0.0.1",
+					    "127.255.0.9", "224.0.0.5", "239.1.2.3",
+					    "240.0.0.1", "255.255.255.255" };
+	static const char *const good[] = { "1.0.0.1", "126.255.255.254",
+					     "128.0.0.1", "223.255.255.254" };
+	struct pb_spec s;
+	struct fg_pkt p;
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tcp4(&s);
+		s.saddr = bad[i];
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		s.proto = 17;
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		s.proto = 1;
+		s.icmp_type = 8;
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		tcp4(&s);
+		s.saddr = bad[i];
+		s.frag_off = 100; /* a later fragment */
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		tcp4(&s);
+		s.saddr = bad[i];
+		s.vlan = 7;
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		tcp4(&s);
+		s.saddr = good[i];
+		n = build(&s);
+		assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+		check_key4(&p, good[i], VIP, 40000, 80, 6);
+	}
+	/* land: src == dst, whatever the ports */
+	tcp4(&s);
+	s.saddr = VIP;
+	expect_drop(F, build(&s), FG_DROP_land);
+	s.sport = 80;
+	expect_drop(F, build(&s), FG_DROP_land);
+	s.proto = 17;
+	expect_drop(F, build(&s), FG_DROP_land);
+	s.proto = 6;
+	s.frag_off = 3;
+	expect_drop(F, build(&s), FG_DROP_land);
+	/* the martian test comes first */
+	tcp4(&s);
+	s.saddr = s.daddr = "127.0.0.1";
+	expect_drop(F, build(&s), FG_DROP_martian_src);
+	/* ARP probe (RFC 5227): sender 0.0.0.0 */
+	n = pb_arp(1, MAC_C, "0.0.0.0", "10.0.0.1", 0, F, sizeof(F));
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ARP);
+}
+
+/* IPv6: ::1, ff00::/8, ::ffff:0:0/96 always; :: only for what stays on
+ * the link (DAD, MLD, router solicitations), never what is forwarded. */
+static void t_martian6(void **st)
+{
+	static const char *const bad[] = { "::1", "ff02::1", "ff0e::1:2",
+					    "::ffff:192.0.2.10", "::ffff:0.0.0.0" };
+	static const char *const good[] = { "::2", "::1:0:0:1", "::fffe:0:1",
+					     "fe80::1", "fe00::1", "2001:db8::ffff" };
+	struct pb_spec s;
+	struct fg_pkt p;
+	unsigned int i;
+	int n;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tcp6(&s);
+		s.saddr = bad[i];
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		s.proto = 58;
+		s.icmp_type = 134; /* even to the host */
+		s.ttl = 255;
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		n = pb_ns(MAC_C, bad[i], "fd00::1", 255, 0, F, sizeof(F));
+		expect_drop(F, n, FG_DROP_martian_src);
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		tcp6(&s);
+		s.saddr = good[i];
+		n = build(&s);
+		assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+		check_key6(&p, good[i], VIP6, 40000, 80, 6);
+	}
+	/* :: forwarded: TCP, UDP, echo, an ICMPv6 error, a later fragment */
+	tcp6(&s);
+	s.saddr = "::";
+	expect_drop(F, build(&s), FG_DROP_martian_src);
+	s.proto = 17;
+	expect_drop(F, build(&s), FG_DROP_martian_src);
+	s.proto = 58;
+	s.icmp_type = 128;
+	expect_drop(F, build(&s), FG_DROP_martian_src);
+	tcp6(&s);
+	s.saddr = "::";
+	s.v6_frag = 1;
+	s.frag_off = 100;
+	expect_drop(F, build(&s), FG_DROP_martian_src);
+	{
+		uint8_t inner[128];
+
+		tcp6(&s);
+		s.saddr = VIP6;
+		s.daddr = CLIENT6;
+		s.payload = 0;
+		n = pb_build(&s, inner, sizeof(inner));
+		assert_true(n > 14);
+		tcp6(&s);
+		s.saddr = "::";
+		s.proto = 58;
+		s.icmp_type = 2; /* packet too big */
+		s.icmp_mtu = 1280;
+		s.inner = inner + 14;
+		s.inner_len = (uint32_t)n - 14;
+		expect_drop(F, build(&s), FG_DROP_martian_src);
+		s.saddr = "2001:db8::fe";
+		n = build(&s);
+		assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ICMP_ERR);
+	}
+	/* :: on the link: DAD, MLD report, router solicitation */
+	n = pb_ns(MAC_C, "::", "fd00::1", 255, 1, F, sizeof(F));
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_ND);
+	tcp6(&s);
+	s.saddr = "::";
+	s.daddr = "ff02::16";
+	s.proto = 58;
+	s.icmp_type = 143; /* MLDv2 report */
+	s.ttl = 1;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_HOST);
+	s.daddr = "ff02::2";
+	s.icmp_type = 133; /* router solicitation */
+	s.ttl = 255;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_HOST);
+	/* land */
+	tcp6(&s);
+	s.saddr = VIP6;
+	expect_drop(F, build(&s), FG_DROP_land);
+	s.proto = 58;
+	s.icmp_type = 128;
+	expect_drop(F, build(&s), FG_DROP_land);
+	tcp6(&s);
+	s.saddr = s.daddr = "::";
+	expect_drop(F, build(&s), FG_DROP_land);
+	s.saddr = s.daddr = "::1";
+	expect_drop(F, build(&s), FG_DROP_martian_src);
+}
+
+/* Routing headers (RFC 5095, RFC 8200 4.4) and the hop-by-hop header's
+ * place (RFC 8200 4.1). */
+static void rh_case(uint8_t type, uint8_t left, int want)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	tcp6(&s);
+	s.n_ext = 2;
+	s.ext[0] = 60;
+	s.ext[1] = 43;
+	n = build(&s);
+	F[14 + 40 + 8 + 2] = type;
+	F[14 + 40 + 8 + 3] = left;
+	if (want >= 0) {
+		expect_drop(F, n, (enum fg_drop)want);
+		return;
+	}
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	assert_int_equal(p.l4_off, 14 + 40 + 16);
+	check_key6(&p, CLIENT6, VIP6, 40000, 80, 6);
+}
+
+static void t_v6_routing(void **st)
+{
+	struct pb_spec s;
+	struct fg_pkt p;
+	int n;
+
+	rh_case(0, 0, FG_DROP_ipv6_rh0);
+	rh_case(0, 1, FG_DROP_ipv6_rh0);
+	rh_case(0, 255, FG_DROP_ipv6_rh0);
+	rh_case(4, 1, FG_DROP_ipv6_rh_segments_left); /* SRH */
+	rh_case(4, 3, FG_DROP_ipv6_rh_segments_left);
+	rh_case(2, 1, FG_DROP_ipv6_rh_segments_left); /* mobile IPv6 */
+	rh_case(200, 1, FG_DROP_ipv6_rh_segments_left);
+	rh_case(4, 0, -1); /* SRH at its last segment: ignored */
+	rh_case(2, 0, -1);
+	rh_case(253, 0, -1);
+	/* hop-by-hop: only first */
+	tcp6(&s);
+	s.n_ext = 2;
+	s.ext[0] = 60;
+	s.ext[1] = 0;
+	expect_drop(F, build(&s), FG_DROP_ipv6_hbh_not_first);
+	s.ext[0] = 0;
+	s.ext[1] = 0;
+	expect_drop(F, build(&s), FG_DROP_ipv6_hbh_not_first);
+	s.n_ext = 1;
+	s.ext[0] = 0;
+	s.v6_frag = 1;
+	s.mf = 1;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FLOW);
+	/* the same bytes read as a fragment header (offset 0, M 0) then a
+	 * hop-by-hop header (the old fragment header, next header TCP) */
+	F[14 + 6] = 44;
+	F[14 + 40] = 0;
+	F[14 + 40 + 2] = F[14 + 40 + 3] = 0;
+	assert_int_equal(F[14 + 40 + 8], 6);
+	expect_drop(F, n, FG_DROP_ipv6_hbh_not_first);
+	/* inside an ICMPv6 error's quote: not a flow's packet */
+	{
+		uint8_t inner[128];
+
+		tcp6(&s);
+		s.saddr = VIP6;
+		s.daddr = CLIENT6;
+		s.payload = 0;
+		s.n_ext = 1;
+		s.ext[0] = 43;
+		n = pb_build(&s, inner, sizeof(inner));
+		assert_true(n > 14);
+		inner[14 + 40 + 3] = 1; /* segments left */
+		tcp6(&s);
+		s.saddr = "2001:db8::fe";
+		s.proto = 58;
+		s.icmp_type = 2;
+		s.icmp_mtu = 1280;
+		s.inner = inner + 14;
+		s.inner_len = (uint32_t)n - 14;
+		expect_drop(F, build(&s), FG_DROP_icmp_unrelated);
+	}
+}
+
 static void t_unknown_ethertype(void **st)
 {
 	struct pb_spec s;
@@ -902,6 +1143,9 @@ int main(void)
 		cmocka_unit_test(t_icmp_other),
 		cmocka_unit_test(t_arp),
 		cmocka_unit_test(t_nd),
+		cmocka_unit_test(t_martian4),
+		cmocka_unit_test(t_martian6),
+		cmocka_unit_test(t_v6_routing),
 		cmocka_unit_test(t_unknown_ethertype),
 		cmocka_unit_test(t_jumbo),
 		cmocka_unit_test(t_trunc_sweep),
