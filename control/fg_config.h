@@ -154,6 +154,11 @@ struct fg_config {
 	/* daemon */
 	char control_socket[FG_PATH_MAX];
 	uint32_t gue_port;
+	/** Runtime state, not in the file: the highest backend id
+	 *  fg_config_assign_ids has handed out, so it never hands one out
+	 *  twice (the dataplane keeps a removed backend's id for its flows:
+	 *  a new backend under it would take them over). */
+	uint32_t backend_id_max;
 };
 
 #ifdef __cplusplus

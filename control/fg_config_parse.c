@@ -1406,6 +1406,8 @@ int fg_config_assign_ids(struct fg_config *cfg, const struct fg_config *prev)
 	uint8_t *used = calloc(SVC_ID_MAX + 1, 1);
 	if (!used)
 		return -ENOMEM;
+	/* removed backends' ids too: their flows may still carry them */
+	max_b = prev ? prev->backend_id_max : 0;
 	if (prev)
 		for (uint32_t i = 0; i < prev->n_services; i++) {
 			const struct fg_service_cfg *p = &prev->services[i];
@@ -1468,6 +1470,7 @@ int fg_config_assign_ids(struct fg_config *cfg, const struct fg_config *prev)
 					return -ENOSPC;
 				cfg->services[i].backends[b].id = ++max_b;
 			}
+	cfg->backend_id_max = max_b;
 	return 0;
 }
 

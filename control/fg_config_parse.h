@@ -73,7 +73,9 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
  * Assigns ids: a service that exists in @p prev (same VIP, port, proto)
  * keeps its id, a backend that exists there (same service, address, port)
  * keeps its id; new ones get ids never used by @p prev (@p prev may be
- * NULL).  Backend ids are unique across the whole config.
+ * NULL), nor by any backend it had before (prev->backend_id_max: a removed
+ * backend's id is never reused).  Backend ids are unique across the whole
+ * config; cfg->backend_id_max is set.
  * @return 0 or -ENOSPC (no free service id).
  */
 int fg_config_assign_ids(struct fg_config *cfg, const struct fg_config *prev);

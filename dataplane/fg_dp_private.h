@@ -60,15 +60,21 @@ extern "C" {
 /** Addresses each worker remembers having solicited: sets x ways. */
 #define FG_SOLICIT_SETS 256
 #define FG_SOLICIT_WAYS 4
-/** Backends removed by an apply are remembered this long (seconds) so
- *  flows pinned to them can still be forwarded (FG_FAIL_KEEP). */
-#define FG_TOMBSTONE_S 900
+/** Backends removed by an apply stay in the table (tombstones) while
+ *  conntrack tracks flows of them, so those flows are still forwarded
+ *  (FG_FAIL_KEEP) until they end; a service keeps at most this many.
+ *  Above it, the tombstones with the fewest flows are dropped (logged) and
+ *  their flows' packets count tombstone_evicted (fg_lb.c).  Each costs
+ *  one struct fg_lb_backend and a counter row per worker (~1 KB at 8
+ *  workers), as a live backend does. */
+#define FG_TOMBSTONE_MAX 256
 
 /** Daemon-only counters that are not (yet) in fg_counters.h. */
 #define FG_DP_COUNTER_LIST(X) \
 	X(backend_gone_fwd,  "packets of flows whose backend left the config, sent to its last address") \
 	X(backend_gone_drop, "packets of flows whose backend left the config, dropped (on_fail=reset)") \
 	X(service_gone,      "packets of flows whose service left the config, dropped") \
+	X(tombstone_evicted, "packets of flows whose removed backend the table no longer holds (more than FG_TOMBSTONE_MAX removed backends with flows), dropped as no_backend") \
 	X(arp_requests,      "ARP requests / neighbour solicitations sent for unknown next hops") \
 	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
@@ -108,7 +114,9 @@ struct fg_lb_backend {
 	bool usable;            /**< weight > 0, not drained, not down. */
 	bool gone;              /**< tombstone: removed from the config. */
 	bool health_down;       /**< health checker says down (not usable). */
-	uint64_t gone_tsc;      /**< when it was removed (tombstones). */
+	uint64_t gone_tsc;      /**< when it was removed (tombstones; at
+				     FG_TOMBSTONE_MAX, of two with as many
+				     flows the older goes). */
 	uint32_t stat_idx;      /**< row in the per-core backend counters. */
 };
 

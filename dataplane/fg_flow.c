@@ -749,7 +749,9 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 	if (b == NULL) {
 		b = fg_lb_backend_get(s, e->backend);
 		if (unlikely(b == NULL || (b->gone && s->on_fail == FG_FAIL_RESET))) {
-			w->dc[FG_DC_backend_gone_drop]++;
+			/* NULL: a tombstone dropped at FG_TOMBSTONE_MAX (fg_lb.c) */
+			w->dc[b == NULL ? FG_DC_tombstone_evicted :
+					  FG_DC_backend_gone_drop]++;
 			fg_worker_drop(w, o, m, FG_DROP_no_backend);
 			svc_count(w, lb, s, FG_SC_drops, 1);
 			return;

@@ -6,7 +6,14 @@
  * Why tombstones: conntrack entries hold (service id, backend id).  When an
  * apply removes a backend, its flows must keep going to the same address
  * (FG_FAIL_KEEP) until they end, so the new table keeps the removed
- * backend as a non-schedulable tombstone for FG_TOMBSTONE_S.
+ * backend as a non-schedulable tombstone for as long as conntrack tracks
+ * a flow of it: its conns_opened - conns_closed counters (the workers'
+ * destroy hook counts every flow that leaves), read at each build.  No
+ * timer: a 20-minute stream outlives any.  A service keeps at most
+ * FG_TOMBSTONE_MAX of them; above that the ones with the fewest flows go
+ * (logged; their packets count tombstone_evicted and drop as no_backend).
+ * Backend ids are never handed out twice (fg_config_assign_ids), so a
+ * tombstone's id is its own while it lives.
  *
  * Why counters live in the table: they are indexed by the table's rows, so
  * the hot path does one array index; on a swap the main lcore waits for the
@@ -14,6 +21,7 @@
  * old totals into the new table's base rows, matched by id.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +30,7 @@
 #include <rte_malloc.h>
 
 #include "fg_dp_private.h"
+#include "fg_log.h"
 #include "fg_rcu.h"
 #include "fg_maglev.h"
 
@@ -223,15 +232,91 @@ static uint64_t backend_key(const struct fg_lb_backend *b)
 
 static int keep_prev(struct fg_lb_service *s, const struct fg_lb_service *old_s);
 
-/* An old backend that the new config no longer lists stays as a tombstone
- * (its flows still find it) until FG_TOMBSTONE_S after it went. */
-static bool tombstone_kept(const struct fg_lb_backend *ob,
-			   const struct fg_service_cfg *sc, uint64_t now, uint64_t hz)
+/* Flows conntrack tracks on backend @p ob of table @p t: opened - closed
+ * over the workers' rows and the carried base.  Closed is read first: a
+ * flow's close is counted after its open, so the difference read this way
+ * is never below the truth (a tombstone is never dropped under a flow). */
+static uint64_t backend_flows(const struct fg_lb_table *t,
+			      const struct fg_lb_backend *ob)
 {
-	for (uint32_t j = 0; j < sc->n_backends; j++)
-		if (sc->backends[j].id == ob->id)
-			return false;
-	return !(ob->gone && now - ob->gone_tsc > FG_TOMBSTONE_S * hz);
+	uint64_t closed = fg_lb_be_counter(t, t->n_workers, ob, FG_BC_conns_closed);
+
+	rte_compiler_barrier();
+	uint64_t opened = fg_lb_be_counter(t, t->n_workers, ob, FG_BC_conns_opened);
+
+	return opened > closed ? opened - closed : 0;
+}
+
+/* A backend of the old service that the new config no longer lists. */
+struct tomb {
+	uint32_t i;             /* index in the old service's backends */
+	uint64_t flows;
+	uint64_t gone_tsc;
+};
+
+/* Most flows first, then the most recently removed. */
+static int tomb_cmp(const void *a, const void *b)
+{
+	const struct tomb *x = a, *y = b;
+
+	if (x->flows != y->flows)
+		return x->flows > y->flows ? -1 : 1;
+	if (x->gone_tsc != y->gone_tsc)
+		return x->gone_tsc > y->gone_tsc ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * The tombstones @p old_s leaves to the new service: every backend the
+ * config just removed (its flows are still being counted: workers on the
+ * table before @p old may open flows on it until the grace period ends),
+ * and every older tombstone that conntrack still holds a flow of; at most
+ * FG_TOMBSTONE_MAX, the ones with the most flows.  Fills @p keep (free()
+ * it) and returns how many; -ENOMEM.
+ */
+static int tombstones_pick(const struct fg_lb_service *old_s,
+			   const struct fg_lb_table *old,
+			   const struct fg_service_cfg *sc, struct tomb **keep)
+{
+	struct tomb *v;
+	uint32_t n = 0, evicted = 0;
+	uint64_t lost = 0;
+
+	*keep = NULL;
+	if (old_s == NULL)
+		return 0;
+	v = calloc(RTE_MAX(1u, old_s->n_backends), sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < old_s->n_backends; i++) {
+		const struct fg_lb_backend *ob = &old_s->backends[i];
+		bool listed = false;
+
+		for (uint32_t j = 0; j < sc->n_backends && !listed; j++)
+			listed = sc->backends[j].id == ob->id;
+		if (listed)
+			continue;
+		v[n].i = i;
+		v[n].flows = backend_flows(old, ob);
+		v[n].gone_tsc = ob->gone ? ob->gone_tsc : UINT64_MAX;
+		if (ob->gone && v[n].flows == 0)
+			continue;   /* its last flow has left conntrack */
+		n++;
+	}
+	if (n > FG_TOMBSTONE_MAX) {
+		qsort(v, n, sizeof(*v), tomb_cmp);
+		for (uint32_t k = FG_TOMBSTONE_MAX; k < n; k++) {
+			evicted++;
+			lost += v[k].flows;
+		}
+		n = FG_TOMBSTONE_MAX;
+		FG_LOG(WARNING, "service %s: %u removed backends dropped from the "
+		       "table with %" PRIu64 " flows (more than %u tombstones); "
+		       "their packets drop (tombstone_evicted)", sc->name, evicted,
+		       lost, FG_TOMBSTONE_MAX);
+	}
+	*keep = v;   /* in any order: build_service sorts by id */
+	return (int)n;
 }
 
 /* The service's Maglev table over its usable backends (the first @p n of
@@ -299,10 +384,13 @@ out:
 static int build_service(struct fg_lb_service *s,
 			 const struct fg_service_cfg *sc,
 			 const struct fg_lb_service *old_s,
+			 const struct fg_lb_table *old,
 			 const struct fg_config *cfg, uint64_t now,
-			 uint64_t hz, char *err, size_t err_len)
+			 char *err, size_t err_len)
 {
-	uint32_t n_tomb = 0, n = sc->n_backends;
+	uint32_t n = sc->n_backends;
+	struct tomb *tombs;
+	int n_tomb;
 
 	s->id = sc->id;
 	snprintf(s->name, sizeof(s->name), "%s", sc->name);
@@ -316,22 +404,18 @@ static int build_service(struct fg_lb_service *s,
 					  (cfg->gue_port ? cfg->gue_port : FG_GUE_DEFAULT_PORT));
 
 	/* tombstones: backends of the old service that are not in the new
-	 * one, and old tombstones that have not timed out */
-	if (old_s != NULL) {
-		for (uint32_t i = 0; i < old_s->n_backends; i++) {
-			const struct fg_lb_backend *ob = &old_s->backends[i];
-
-			if (!tombstone_kept(ob, sc, now, hz))
-				continue;
-			n_tomb++;
-		}
-	}
+	 * one, while conntrack holds flows of them */
+	n_tomb = tombstones_pick(old_s, old, sc, &tombs);
+	if (n_tomb < 0)
+		return n_tomb;
 	s->n_live = n;
-	s->n_backends = n + n_tomb;
+	s->n_backends = n + (uint32_t)n_tomb;
 	s->backends = rte_zmalloc("fg_lb_be",
 				  RTE_MAX(1u, s->n_backends) * sizeof(*s->backends), 0);
-	if (s->backends == NULL)
+	if (s->backends == NULL) {
+		free(tombs);
 		return -ENOMEM;
+	}
 	for (uint32_t j = 0; j < n; j++) {
 		const struct fg_backend_cfg *bc = &sc->backends[j];
 		struct fg_lb_backend *b = &s->backends[j];
@@ -340,6 +424,7 @@ static int build_service(struct fg_lb_service *s,
 			snprintf(err, err_len, "service %s: backend %u family differs "
 				 "from the VIP (DSR encapsulates in the VIP's family)",
 				 sc->name, bc->id);
+			free(tombs);
 			return -EINVAL;
 		}
 		b->addr = bc->addr;
@@ -354,23 +439,18 @@ static int build_service(struct fg_lb_service *s,
 		b->usable = bc->weight > 0 && !bc->drained && !bc->health_down;
 		b->src = bc->src;
 	}
-	if (old_s != NULL) {
-		uint32_t k = n;
+	for (int k = 0; k < n_tomb; k++) {
+		const struct fg_lb_backend *ob = &old_s->backends[tombs[k].i];
+		struct fg_lb_backend *b = &s->backends[n + (uint32_t)k];
 
-		for (uint32_t i = 0; i < old_s->n_backends; i++) {
-			const struct fg_lb_backend *ob = &old_s->backends[i];
-
-			if (!tombstone_kept(ob, sc, now, hz))
-				continue;
-			s->backends[k] = *ob;
-			s->backends[k].usable = false;
-			if (!ob->gone) {
-				s->backends[k].gone = true;
-				s->backends[k].gone_tsc = now;
-			}
-			k++;
+		*b = *ob;
+		b->usable = false;
+		if (!ob->gone) {
+			b->gone = true;
+			b->gone_tsc = now;
 		}
 	}
+	free(tombs);
 	qsort(s->backends, s->n_backends, sizeof(*s->backends), cmp_backend_id);
 	for (uint32_t j = 1; j < n; j++)
 		if (s->backends[j].id == s->backends[j - 1].id) {
@@ -522,7 +602,7 @@ int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old
 		      struct fg_lb_table **out, char *err, size_t err_len)
 {
 	struct fg_lb_table *t;
-	uint64_t now = rte_rdtsc(), hz = rte_get_tsc_hz();
+	uint64_t now = rte_rdtsc();
 	uint32_t n_addr = 0, n_be = 0;
 	int rc = -ENOMEM;
 
@@ -577,7 +657,7 @@ int fg_lb_table_build(const struct fg_config *cfg, const struct fg_lb_table *old
 			rc = -EINVAL;
 			goto fail;
 		}
-		rc = build_service(s, sc, old_service(old, sc->id), cfg, now, hz,
+		rc = build_service(s, sc, old_service(old, sc->id), old, cfg, now,
 				   err, err_len);
 		if (rc < 0)
 			goto fail;

@@ -414,9 +414,25 @@ static void test_stable_ids(void **state)
 	assert_int_equal(fg_config_parse(t1, strlen(t1), "c", &c, NULL), 0);
 	assert_int_equal(fg_config_assign_ids(&c, &b), 0);
 	assert_int_not_equal(c.services[0].backends[1].id, a.services[0].backends[1].id);
+	/* the backend with the highest id removed, then a backend added: it
+	 * never gets the removed one's id (the dataplane keeps that id for
+	 * the removed backend's flows, fg_lb.c tombstones) */
+	const char *t3 = "service 10.0.0.1:80/tcp {\n backend 10.1.0.1;\n backend 10.1.0.2;\n"
+			 " backend 10.1.0.3;\n}\n";
+	struct fg_config d, e;
+	assert_int_equal(fg_config_parse(t3, strlen(t3), "d", &d, NULL), 0);
+	assert_int_equal(fg_config_assign_ids(&d, &c), 0);
+	assert_int_equal(fg_config_parse(t1, strlen(t1), "e", &e, NULL), 0);
+	assert_int_equal(fg_config_assign_ids(&e, &d), 0);
+	for (uint32_t s = 0; s < c.n_services; s++)
+		for (uint32_t k = 0; k < c.services[s].n_backends; k++)
+			assert_int_not_equal(e.services[1].backends[0].id,
+					     c.services[s].backends[k].id);
 	fg_config_free(&a);
 	fg_config_free(&b);
 	fg_config_free(&c);
+	fg_config_free(&d);
+	fg_config_free(&e);
 }
 
 static void test_edit_helpers(void **state)
