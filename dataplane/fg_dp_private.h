@@ -60,6 +60,12 @@ extern "C" {
 /** Addresses each worker remembers having solicited: sets x ways. */
 #define FG_SOLICIT_SETS 256
 #define FG_SOLICIT_WAYS 4
+/** A learned neighbour answered less than this long ago (ms) keeps its
+ *  MAC: a later answer with another MAC is not learned (neigh_locked),
+ *  as Linux's ARP locktime (1 s): the first answer to a solicitation
+ *  wins, not the last (an on-link host answering for a NAT client took
+ *  its replies). */
+#define FG_NEIGH_LOCKTIME_MS 1000
 /** Backends removed by an apply stay in the table (tombstones) while
  *  conntrack tracks flows of them, so those flows are still forwarded
  *  (FG_FAIL_KEEP) until they end; a service keeps at most this many.
@@ -80,6 +86,7 @@ extern "C" {
 	X(neigh_learn_full,  "learned neighbour not posted: learn ring full") \
 	X(neigh_table_full,  "neighbour not learned: the table holds FG_NEIGH_MAX entries") \
 	X(neigh_unsolicited, "ARP replies / neighbour advertisements for addresses nobody solicited (not learned)") \
+	X(neigh_locked,      "ARP replies / neighbour advertisements with another MAC for an address answered less than FG_NEIGH_LOCKTIME_MS ago (not learned)") \
 	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
 	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
 	X(host_to_wire,      "--host-tap: packets from the host kernel's TAP sent out of their port") \
@@ -267,6 +274,7 @@ struct fg_neigh_learn {
 	uint8_t family, port;
 	uint8_t addr[16];
 	struct rte_ether_addr mac;
+	uint64_t tsc;           /**< when the worker took the answer (locktime) */
 };
 
 const struct fg_neigh_entry *fg_neigh_lookup(const struct fg_neigh_table *t,

@@ -14,6 +14,10 @@
  * them again (fg_neigh_next_hop_slow below), so a live neighbour is
  * confirmed before it expires.  The ageing check runs on the main lcore
  * and rebuilds the table only when an entry is due.
+ *
+ * What an on-link attacker cannot do (issue 34): take over an address
+ * answered less than FG_NEIGH_LOCKTIME_MS ago (the first answer wins, as
+ * with Linux's locktime; neigh_locked).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -188,12 +192,30 @@ void fg_neigh_table_free(struct fg_neigh_table *t)
 	rte_free(t);
 }
 
+/* @p e (learned) was answered less than @p lock ticks from @p now (either
+ * way: workers' clocks are read at their own burst starts) with another
+ * MAC or port than @p mac, @p port. */
+static inline bool neigh_fresh_other(uint64_t tsc, const uint8_t *e_mac,
+				     uint8_t e_port, const uint8_t *mac,
+				     uint16_t port, uint64_t now, uint64_t lock)
+{
+	int64_t d = (int64_t)(now - tsc);
+
+	return d < (int64_t)lock && d > -(int64_t)lock &&
+	       (memcmp(e_mac, mac, 6) != 0 || e_port != port);
+}
+
+static inline uint64_t neigh_lock_ticks(const struct fg_dp *dp)
+{
+	return dp->hz * FG_NEIGH_LOCKTIME_MS / 1000;
+}
+
 void fg_dp_neigh_poll(struct fg_dp *dp)
 {
 	struct fg_neigh_learn msgs[64];
 	struct fg_neigh_learn add[64];
 	unsigned int n, k = 0;
-	uint64_t now = rte_rdtsc();
+	uint64_t now = rte_rdtsc(), lock = neigh_lock_ticks(dp);
 	bool age_due = false;
 
 	/* ageing: look at the table 16 times per age, rebuild when due */
@@ -204,15 +226,28 @@ void fg_dp_neigh_poll(struct fg_dp *dp)
 	n = rte_ring_dequeue_burst_elem(dp->learn_ring, msgs, sizeof(msgs[0]),
 					RTE_DIM(msgs), NULL);
 	for (unsigned int i = 0; i < n; i++) {
+		const struct fg_neigh_learn *l = &msgs[i];
 		const struct fg_neigh_entry *e =
-			fg_neigh_lookup(dp->neigh, msgs[i].family, msgs[i].addr);
+			fg_neigh_lookup(dp->neigh, l->family, l->addr);
+		/* locktime again: two answers can cross on their way here
+		 * (each worker's own check passed); the first stays */
+		bool locked = e != NULL && !e->is_static &&
+			      neigh_fresh_other(e->learned_tsc, e->mac.addr_bytes,
+						e->port, l->mac.addr_bytes, l->port,
+						l->tsc, lock);
 
+		for (unsigned int j = 0; j < k && !locked; j++)
+			locked = add[j].family == l->family &&
+				 memcmp(add[j].addr, l->addr, 16) == 0 &&
+				 neigh_fresh_other(add[j].tsc, add[j].mac.addr_bytes,
+						   add[j].port, l->mac.addr_bytes,
+						   l->port, l->tsc, lock);
 		/* only republish for news (new, moved, or a stale entry
 		 * confirmed): a worker may post the same entry several times
 		 * before the new table reaches it */
-		if (e == NULL || (!e->is_static &&
+		if (!locked && (e == NULL || (!e->is_static &&
 				  (!rte_is_same_ether_addr(&e->mac, &msgs[i].mac) ||
-				   e->port != msgs[i].port || e->stale)))
+				   e->port != msgs[i].port || e->stale))))
 			add[k++] = msgs[i];
 	}
 	if (k == 0 && !age_due)
@@ -368,12 +403,42 @@ static bool is_gateway(const struct fg_worker *w, uint8_t af, const uint8_t *add
 	return gw->family == af && memcmp(gw->bytes, addr, af == AF_INET6 ? 16 : 4) == 0;
 }
 
+/* True when @p addr was answered less than FG_NEIGH_LOCKTIME_MS ago with
+ * another MAC or port: the published entry @p e, or an answer a worker
+ * posted that the main lcore may not have published yet. */
+static bool neigh_locked(const struct fg_worker *w, const struct fg_neigh_entry *e,
+			 uint8_t af, const uint8_t *addr, const uint8_t *mac,
+			 uint16_t port, uint64_t now)
+{
+	uint64_t lock = neigh_lock_ticks(w->dp);
+	uint32_t alen = af == AF_INET6 ? 16 : 4;
+	uint32_t set = ct_hash_crc(addr, alen) & (FG_SOLICIT_SETS - 1);
+
+	if (e != NULL && !e->is_static &&
+	    neigh_fresh_other(e->learned_tsc, e->mac.addr_bytes, e->port, mac, port,
+			      now, lock))
+		return true;
+	for (unsigned int i = 0; i < w->dp->n_workers; i++) {
+		const struct fg_worker *o = w->dp->workers[i];
+		const struct fg_neigh_posted *q;
+
+		if (o == NULL)
+			continue;
+		q = &o->neigh_posted[set];
+		if (q->family == af && memcmp(q->addr, addr, alen) == 0 &&
+		    neigh_fresh_other(q->tsc, q->mac, q->port, mac, port, now, lock))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Posts a neighbour for the main lcore to publish, if it may be learned:
  * a reply (@p reply: ARP reply / NA) to our own solicitation, or anything
- * from a configured gateway.  Requests from other hosts are answered but
- * never learned: 5,000 spoofed requests used to fill the table for good
- * (issue 9, defect 4).
+ * from a configured gateway, unless the address was answered with another
+ * MAC less than FG_NEIGH_LOCKTIME_MS ago.  Requests from other hosts are
+ * answered but never learned: 5,000 spoofed requests used to fill the
+ * table for good (issue 9, defect 4).
  */
 static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 		  uint8_t af, const uint8_t *addr, const uint8_t *mac,
@@ -394,6 +459,10 @@ static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 			return;
 		}
 	}
+	if (neigh_locked(w, e, af, addr, mac, port, now)) {
+		w->dc[FG_DC_neigh_locked]++;
+		return;
+	}
 	if (e == NULL && nt != NULL && nt->count >= FG_NEIGH_MAX) {
 		w->dc[FG_DC_neigh_table_full]++;
 		return;
@@ -403,10 +472,21 @@ static void learn(struct fg_worker *w, const struct fg_neigh_table *nt,
 	l.port = (uint8_t)port;
 	memcpy(l.addr, addr, af == AF_INET6 ? 16 : 4);
 	memcpy(l.mac.addr_bytes, mac, 6);
-	if (rte_ring_enqueue_elem(w->dp->learn_ring, &l, sizeof(l)) == 0)
-		w->dc[FG_DC_neigh_learned]++;
-	else
+	l.tsc = now;
+	if (rte_ring_enqueue_elem(w->dp->learn_ring, &l, sizeof(l)) != 0) {
 		w->dc[FG_DC_neigh_learn_full]++;
+		return;
+	}
+	w->dc[FG_DC_neigh_learned]++;
+	struct fg_neigh_posted *q = &w->neigh_posted[ct_hash_crc(addr, af == AF_INET6 ?
+								   16 : 4) &
+						     (FG_SOLICIT_SETS - 1)];
+
+	q->tsc = now;
+	memcpy(q->addr, l.addr, sizeof(q->addr));
+	memcpy(q->mac, mac, 6);
+	q->family = af;
+	q->port = (uint8_t)port;
 }
 
 void fg_neigh_arp_input(struct fg_worker *w, const struct fg_lb_table *lb,

@@ -165,6 +165,16 @@ struct fg_worker {
 	 * came (neigh_unsolicited), and their first replies dropped. */
 	uint64_t solicit_tsc[FG_SOLICIT_SETS][FG_SOLICIT_WAYS];
 	uint8_t solicit_addr[FG_SOLICIT_SETS][FG_SOLICIT_WAYS][16];
+	/* the neighbour answers this worker posted to be learned, one per
+	 * solicit set (newest): an address answered less than
+	 * FG_NEIGH_LOCKTIME_MS ago keeps that MAC, also before the main
+	 * lcore publishes it (other workers read these racily, as above) */
+	struct fg_neigh_posted {
+		uint64_t tsc;
+		uint8_t addr[16];
+		uint8_t mac[6];
+		uint8_t family, port;
+	} neigh_posted[FG_SOLICIT_SETS];
 	/* token bucket of generated ICMP errors / RSTs (fg_dp::icmp_rate):
 	 * credit in TSC ticks, one packet costs hz / rate */
 	uint64_t icmp_credit;
