@@ -66,6 +66,17 @@ extern "C" {
  *  wins, not the last (an on-link host answering for a NAT client took
  *  its replies). */
 #define FG_NEIGH_LOCKTIME_MS 1000
+/** ARP requests / neighbour solicitations for addresses we hold no entry
+ *  for, per port and second, all workers together (each worker gets its
+ *  share), in bursts of up to FG_SOLICIT_BURST: a flood of spoofed
+ *  on-link NAT sources made one broadcast request each (2,400 a second
+ *  measured).  Beyond it they are not sent (arp_ratelimited); the address
+ *  is asked for again at its next packet.  Requests for a configured
+ *  gateway and re-solicitations of entries the table holds are not
+ *  limited.  The burst lets 256 on-link clients that connect at once be
+ *  asked for at once. */
+#define FG_SOLICIT_RATE 256
+#define FG_SOLICIT_BURST 256
 /** Backends removed by an apply stay in the table (tombstones) while
  *  conntrack tracks flows of them, so those flows are still forwarded
  *  (FG_FAIL_KEEP) until they end; a service keeps at most this many.
@@ -87,6 +98,7 @@ extern "C" {
 	X(neigh_table_full,  "neighbour not learned: the table holds FG_NEIGH_MAX entries") \
 	X(neigh_unsolicited, "ARP replies / neighbour advertisements for addresses nobody solicited (not learned)") \
 	X(neigh_locked,      "ARP replies / neighbour advertisements with another MAC for an address answered less than FG_NEIGH_LOCKTIME_MS ago (not learned)") \
+	X(arp_ratelimited,   "ARP requests / neighbour solicitations for unknown addresses not sent: the port's FG_SOLICIT_RATE was spent") \
 	X(tx_flushes,        "TX buffer flushes by the 100 us timer") \
 	X(watch_dropped,     "flows watch events dropped: event ring full (watcher too slow)") \
 	X(host_to_wire,      "--host-tap: packets from the host kernel's TAP sent out of their port") \

@@ -17,7 +17,9 @@
  *
  * What an on-link attacker cannot do (issue 34): take over an address
  * answered less than FG_NEIGH_LOCKTIME_MS ago (the first answer wins, as
- * with Linux's locktime; neigh_locked).
+ * with Linux's locktime; neigh_locked), or make us broadcast a request
+ * per spoofed source: requests for addresses the table does not hold
+ * share a token bucket per port (FG_SOLICIT_RATE; arp_ratelimited).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -277,8 +279,31 @@ static inline bool solicit_recent(const struct fg_worker *w, uint8_t af,
 	return false;
 }
 
+/* This worker's share of port @p port's FG_SOLICIT_RATE: true when one
+ * request may go now (and takes its token). */
+static bool solicit_budget(struct fg_worker *w, uint16_t port, uint64_t now)
+{
+	uint64_t nw = RTE_MAX(1u, w->dp->n_workers);
+	uint64_t cost = w->dp->hz * nw / FG_SOLICIT_RATE;
+	uint64_t full = cost * RTE_MAX(1u, FG_SOLICIT_BURST / nw);
+	uint64_t credit = w->solicit_credit[port] + (now - w->solicit_last[port]);
+
+	w->solicit_last[port] = now;
+	if (credit > full || credit < w->solicit_credit[port])
+		credit = full;   /* full, the first call, or the clock went back */
+	if (credit < cost) {
+		w->solicit_credit[port] = credit;
+		return false;
+	}
+	w->solicit_credit[port] = credit - cost;
+	return true;
+}
+
+/* Asks @p port who has @p addr, at most once a second per address and,
+ * when @p limited (an address the table does not hold and no gateway),
+ * within the port's request budget. */
 static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
-		    const uint8_t *addr, uint64_t now)
+		    const uint8_t *addr, bool limited, uint64_t now)
 {
 	struct fg_port *pt = &w->dp->ports[port];
 	uint32_t alen = af == AF_INET6 ? 16 : 4;
@@ -297,6 +322,10 @@ static void solicit(struct fg_worker *w, uint16_t port, uint8_t af,
 		}
 		if (w->solicit_tsc[set][i] < w->solicit_tsc[set][way])
 			way = i;   /* else the oldest */
+	}
+	if (limited && !solicit_budget(w, port, now)) {
+		w->dc[FG_DC_arp_ratelimited]++;
+		return;
 	}
 	memcpy(w->solicit_addr[set][way], addr, alen);
 	w->solicit_tsc[set][way] = now;
@@ -341,7 +370,7 @@ bool fg_neigh_next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt
 		/* ageing: confirm it before it expires (once per table
 		 * generation and worker: this runs on next-hop cache misses) */
 		if (unlikely(e->stale))
-			solicit(w, e->port, af, addr, now);
+			solicit(w, e->port, af, addr, false, now);
 		*port = e->port;
 		*mac = &e->mac;
 		return true;
@@ -355,17 +384,18 @@ bool fg_neigh_next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt
 		e = fg_neigh_lookup(nt, af, gw->bytes);
 		if (e != NULL) {
 			if (unlikely(e->stale))
-				solicit(w, e->port, af, gw->bytes, now);
+				solicit(w, e->port, af, gw->bytes, false, now);
 			*port = e->port;
 			*mac = &e->mac;
 			return true;
 		}
-		solicit(w, p, af, gw->bytes, now);
+		solicit(w, p, af, gw->bytes, false, now);
 		return false;
 	}
-	/* on-link guess: ask on every port */
+	/* on-link guess: ask on every port (a spoofed NAT source lands
+	 * here: each port's budget) */
 	for (unsigned int p = 0; p < w->dp->n_ports; p++)
-		solicit(w, p, af, addr, now);
+		solicit(w, p, af, addr, true, now);
 	return false;
 }
 

@@ -165,6 +165,10 @@ struct fg_worker {
 	 * came (neigh_unsolicited), and their first replies dropped. */
 	uint64_t solicit_tsc[FG_SOLICIT_SETS][FG_SOLICIT_WAYS];
 	uint8_t solicit_addr[FG_SOLICIT_SETS][FG_SOLICIT_WAYS][16];
+	/* ARP/NS requests for unknown addresses, a token bucket per port
+	 * (this worker's share of FG_SOLICIT_RATE): credit in TSC ticks */
+	uint64_t solicit_credit[FG_MAX_PORTS];
+	uint64_t solicit_last[FG_MAX_PORTS];
 	/* the neighbour answers this worker posted to be learned, one per
 	 * solicit set (newest): an address answered less than
 	 * FG_NEIGH_LOCKTIME_MS ago keeps that MAC, also before the main

@@ -9,7 +9,11 @@
  *  - t_locktime: two answers for a solicited client in one burst, the
  *    first MAC is learned and the second counted neigh_locked; another
  *    within FG_NEIGH_LOCKTIME_MS is refused too; one after it updates the
- *    entry (as Linux's locktime).
+ *    entry (as Linux's locktime);
+ *  - t_solicit_rate: SYNs from hundreds of spoofed on-link sources make at
+ *    most FG_SOLICIT_BURST ARP requests at one instant, and at most
+ *    FG_SOLICIT_RATE a second more after it; the rest count
+ *    arp_ratelimited.
  */
 #include <unistd.h>
 #include <limits.h>
@@ -269,6 +273,45 @@ static void t_locktime(void **state)
 	assert_int_equal(mac_of("10.0.0.50", NULL), 0xbb);
 }
 
+#define SPOOFED 300
+
+/* SYNs from SPOOFED new on-link sources 10.@p net.x.y, in bursts of 32
+ * at @p now; the ARP requests that left. */
+static unsigned int spoof_round(unsigned int net, uint64_t now)
+{
+	struct rte_mbuf *m[32];
+	char ip[32];
+	unsigned int k = 0;
+
+	arp_out = 0;
+	for (unsigned int i = 0; i < SPOOFED; i++) {
+		snprintf(ip, sizeof(ip), "10.%u.%u.%u", net, i / 250, 1 + i % 250);
+		m[k++] = syn_from(ip, 2000);
+		if (k == RTE_DIM(m) || i == SPOOFED - 1) {
+			burst(m, (uint16_t)k, now);
+			k = 0;
+		}
+	}
+	return arp_out;
+}
+
+static void t_solicit_rate(void **state)
+{
+	struct fg_worker *w = dp->workers[0];
+	uint64_t hz = rte_get_tsc_hz(), now = rte_rdtsc() + 100 * hz;
+	uint64_t req0 = w->dc[FG_DC_arp_requests], lim0 = w->dc[FG_DC_arp_ratelimited];
+	unsigned int a = spoof_round(1, now), b;
+
+	/* one instant: one bucket's worth (this worker is all the port's) */
+	assert_int_equal(a, FG_SOLICIT_BURST);
+	assert_int_equal(w->dc[FG_DC_arp_requests] - req0, a);
+	assert_int_equal(w->dc[FG_DC_arp_ratelimited] - lim0, SPOOFED - a);
+	/* 1/16 s later: 8 more at 128 a second */
+	b = spoof_round(2, now + hz / 16);
+	assert_int_equal(b, FG_SOLICIT_RATE / 16);
+	assert_int_equal(w->dc[FG_DC_arp_ratelimited] - lim0, 2 * SPOOFED - a - b);
+}
+
 int main(void)
 {
 	char prefix[64];	/* its own runtime directory, removed at exit */
@@ -294,6 +337,7 @@ int main(void)
 	int rc = _cmocka_run_group_tests("neigh", tests, n, NULL, NULL);
 	const struct CMUnitTest wtests[] = {
 		cmocka_unit_test(t_locktime),
+		cmocka_unit_test(t_solicit_rate),
 	};
 
 	rc |= cmocka_run_group_tests_name("neigh_worker", wtests, dp_setup, dp_teardown);
