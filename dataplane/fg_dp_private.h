@@ -91,6 +91,7 @@ extern "C" {
 	X(backend_gone_fwd,  "packets of flows whose backend left the config, sent to its last address") \
 	X(backend_gone_drop, "packets of flows whose backend left the config, dropped (on_fail=reset)") \
 	X(service_gone,      "packets of flows whose service left the config, dropped") \
+	X(nat_rst_sent,      "NAT: RSTs sent for TCP segments of flows the balancer does not know (the segment counts as nat_not_syn; --icmp-rate limits them)") \
 	X(tombstone_evicted, "packets of flows whose removed backend the table no longer holds (more than FG_TOMBSTONE_MAX removed backends with flows), dropped as no_backend") \
 	X(arp_requests,      "ARP requests / neighbour solicitations sent for unknown next hops") \
 	X(neigh_learned,     "neighbour entries learned from ARP / NDP") \

@@ -155,6 +155,35 @@ static void refuse(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf 
 	fg_worker_tx(w, m->port, m);
 }
 
+/*
+ * A TCP segment (not a RST) for a NAT service with no flow: the flow was
+ * lost (a restart, another node, an expiry) or never was.  Counted as
+ * nat_not_syn and, within the rate limit, answered with the RST that
+ * makes the client's TCP give up at once (RFC 793 reset generation, from
+ * the VIP:port; fg_xlate_tcp_rst) instead of retransmitting into silence
+ * until its own timeout.
+ */
+static void nat_reset(struct fg_worker *w, struct fg_burst_out *o, struct rte_mbuf *m,
+		      const struct fg_pkt *p, uint64_t now)
+{
+	if (p->kind != FG_PK_FLOW || (p->tcp_flags & CT_TCP_RST) || !gen_budget(w, now)) {
+		fg_worker_drop(w, o, m, FG_DROP_nat_not_syn);
+		return;
+	}
+	struct fg_frame f = {rte_pktmbuf_mtod(m, uint8_t *), m->data_len,
+			     rte_pktmbuf_headroom(m), rte_pktmbuf_tailroom(m)};
+	int len = fg_xlate_tcp_rst(&f, p, w->dp->ports[m->port].mac.addr_bytes);
+
+	if (len < 0) {
+		fg_worker_drop(w, o, m, FG_DROP_nat_not_syn);
+		return;
+	}
+	fg_worker_count_drop(w, FG_DROP_nat_not_syn);
+	frame_commit(m, &f, len);
+	w->dc[FG_DC_nat_rst_sent]++;
+	fg_worker_tx(w, m->port, m);
+}
+
 static inline enum fg_drop xlate_err(int rc)
 {
 	switch (rc) {
@@ -1150,7 +1179,7 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		 * SYN may have created the flow earlier in this burst. */
 		if (!late_hit(w, lb, nt, o, m, p, key, sig, now)) {
 			svc_count(w, lb, s, FG_SC_drops, 1);
-			fg_worker_drop(w, o, m, FG_DROP_nat_not_syn);
+			nat_reset(w, o, m, p, now);
 		}
 		return;
 	}

@@ -28,6 +28,8 @@
  *   - no_backend_rst / no_backend_unreach: TCP RST / ICMP unreachable to a
  *     client whose service has no usable backend; the packet counts as
  *     no_backend;
+ *   - nat_rst_sent (daemon counter): TCP RST to a client whose NAT flow
+ *     the balancer does not know; the packet counts as nat_not_syn;
  *   - arp_requests (daemon counter): ARP / NS the workers solicit.
  * Errors not generated because of the per-worker rate limit are counted
  * in icmp_ratelimited (the packet still counts as its drop).

@@ -55,7 +55,8 @@ def seg(client, cport, vip, flags, seq, payload=b""):
 
 
 def parse_out(fr):
-    """(outer dst, tcp sport, tcp seq) of an output frame, or None."""
+    """(outer dst, tcp sport, tcp seq) of an output frame, or None (also for
+    the RSTs the balancer sends back for spoofed NAT ACKs: issue 34)."""
     if len(fr) < 34 or fr[12:14] != b"\x08\x00":
         return None
     ihl = (fr[14] & 15) * 4
@@ -64,7 +65,7 @@ def parse_out(fr):
     if proto == 4:           # IPIP: the inner header follows
         proto = fr[l4 + 9]
         l4 += (fr[l4] & 15) * 4
-    if proto != 6 or len(fr) < l4 + 8:
+    if proto != 6 or len(fr) < l4 + 14 or fr[l4 + 13] & 0x04:
         return None
     sport, _, seq = struct.unpack("!HHI", fr[l4:l4 + 8])
     return dst, sport, seq
