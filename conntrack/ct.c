@@ -547,33 +547,46 @@ ct_ed_list(const struct ct_entry *e)
 	return (e->flags & CT_F_NAT) ? 1 : 0;
 }
 
-/* Takes @p pos off its early-drop list; true if it was on it. */
+/* An entry's eight td/ed bytes, cleared: no window known, no links. */
+static inline void
+ct_td_clear(struct ct_entry *e)
+{
+	e->ed_prev = 0;
+	e->ed_next = 0;
+}
+
+/* Takes @p pos off its early-drop list; true if it was on it.  Its eight
+ * bytes then hold no window (CT_TD_VALID clear) until one is set. */
 static inline bool
 ct_ed_unlink(struct ct_fam *f, uint32_t pos)
 {
 	struct ct_entry *e = ct_ent(f, pos);
 	unsigned int l = ct_ed_list(e);
 
+	if (!(e->flags & CT_F_LISTED))
+		return false;
 	if (e->ed_prev != CT_NONE)
 		ct_ent(f, e->ed_prev)->ed_next = e->ed_next;
-	else if (f->ed_head[l] == pos)
-		f->ed_head[l] = e->ed_next;
 	else
-		return false; /* not on the list */
+		f->ed_head[l] = e->ed_next;
 	if (e->ed_next != CT_NONE)
 		ct_ent(f, e->ed_next)->ed_prev = e->ed_prev;
 	else
 		f->ed_tail[l] = e->ed_prev;
-	e->ed_prev = e->ed_next = CT_NONE;
+	e->flags &= (uint8_t)~CT_F_LISTED;
+	ct_td_clear(e);
 	return true;
 }
 
+/* Puts @p pos at the tail of its early-drop list (it must not be on one):
+ * its window, if it had one, is gone. */
 static inline void
 ct_ed_push(struct ct_fam *f, uint32_t pos)
 {
 	struct ct_entry *e = ct_ent(f, pos);
 	unsigned int l = ct_ed_list(e);
 
+	e->flags |= CT_F_LISTED;
 	e->ed_next = CT_NONE;
 	e->ed_prev = f->ed_tail[l];
 	if (f->ed_tail[l] != CT_NONE)
@@ -1017,6 +1030,14 @@ ct_state_assured(enum ct_state st)
 	       : st == CT_ST_UDP_STREAM;
 }
 
+/* A TCP state after a FIN or RST: evictable again, whatever the flow
+ * earned (nf_conntrack's tcp_can_early_drop). */
+static inline bool
+ct_state_closing(enum ct_state st)
+{
+	return st >= CT_ST_FIN_WAIT && st <= CT_ST_CLOSE;
+}
+
 /* ct_insert(), never evicting the flow at @p keep (CT_NONE: any), into
  * the reply region (@p reply) or the flows'; the key looked for in both
  * regions, or only in the flows' (@p flow_only: ct_insert_flow). */
@@ -1082,14 +1103,13 @@ ct_insert_keep(struct ct_shard *s, enum ct_family fam, const void *key,
 	e->state = (uint8_t)state;
 	e->proto = proto;
 	e->peer = CT_NONE;
-	e->ed_prev = e->ed_next = CT_NONE;
 	e->last_seen = now;
 	f->born[pos] = ct_born_stamp(s, now);
 	e->flags = (fam == CT_V6 ? CT_F_V6 : 0) |
 		   (assured || ct_state_assured(state) ? CT_F_ASSURED : 0);
-	if (unlikely(state == CT_ST_PICKUP))
-		e->pickup_t = ct_pickup_clock(s, now);
-	if (!(e->flags & CT_F_ASSURED))
+	/* a DSR flow's probation starts now (NAT overwrites it: nat_port) */
+	e->pickup_t = ct_pickup_clock(s, now);
+	if (!(e->flags & CT_F_ASSURED) || ct_state_closing(state))
 		ct_ed_push(f, pos);
 	if (reply)
 		f->rcount++;
@@ -1294,51 +1314,267 @@ ct_tcp_next(enum ct_state cur, bool reply, uint8_t fl)
 	}
 }
 
+/* ---- TCP windows (ct.h, "TCP windows") ---------------------------- */
+
+/* Whether entry @p e holds its direction's window (not on a list). */
+static inline bool
+ct_td_valid(const struct ct_entry *e)
+{
+	return !(e->flags & CT_F_LISTED) && (e->td_flags & CT_TD_VALID);
+}
+
+/* The window a segment of the direction of @p x may move in: the
+ * receiver's (@p y: the other entry of a NAT flow) largest, or DSR's
+ * bound; 0 when it cannot be told (the receiver's window unknown). */
+static inline uint32_t
+ct_td_span(const struct ct_entry *x, const struct ct_entry *y)
+{
+	uint32_t w;
+
+	if (!(x->flags & CT_F_NAT))
+		return CT_TD_WIN_DSR;
+	if (y == NULL || !ct_td_valid(y))
+		return 0;
+	w = (uint32_t)y->td_win << (y->td_wscale & 0x0F);
+	return w > CT_TD_WIN_MIN ? w : CT_TD_WIN_MIN;
+}
+
+static inline bool
+ct_td_near(const struct ct_entry *x, uint32_t seq, uint32_t w)
+{
+	int64_t d = (int32_t)(seq - x->td_end);
+
+	return d >= -(int64_t)w && d <= (int64_t)w;
+}
+
+/* The other entry of a NAT flow, NULL for DSR. */
+static inline struct ct_entry *
+ct_other(struct ct_fam *f, const struct ct_entry *e)
+{
+	return (e->flags & CT_F_NAT) && e->peer != CT_NONE ? ct_ent(f, e->peer) : NULL;
+}
+
+bool
+ct_tcp_seq_plausible(struct ct_shard *s, const struct ct_entry *e, uint32_t seq)
+{
+	struct ct_fam *f = ct_fam_of(s, e);
+	uint32_t w;
+
+	if (e->proto != IPPROTO_TCP || !ct_td_valid(e))
+		return true;
+	w = ct_td_span(e, ct_other(f, e));
+	return w == 0 || ct_td_near(e, seq, w);
+}
+
+/* What a TCP segment of direction @p e (@p h: the flow's forward entry)
+ * does to the flow: the next state, or the current one when the segment
+ * proves nothing (g->oow set).  *assure: the flow earned assurance with
+ * this segment; *reopen: a new connection on a closing flow's tuple. */
+static enum ct_state
+ct_tcp_step(struct ct_shard *s, struct ct_fam *f, struct ct_entry *h,
+	    struct ct_entry *e, bool reply, struct ct_seg *g, uint64_t now,
+	    bool *assure, bool *reopen)
+{
+	enum ct_state cur = (enum ct_state)h->state, st;
+	uint8_t fl = g->flags;
+	bool seq = g->wscale != CT_SEG_NO_SEQ;
+	bool nat = h->flags & CT_F_NAT;
+	struct ct_entry *r = ct_other(f, h);
+
+	/* a SYN from the client on a closing flow: the client opened a new
+	 * connection on the tuple (it reused its port) */
+	if (!reply && (fl & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST)) == CT_TCP_SYN &&
+	    ct_state_closing(cur)) {
+		*reopen = true;
+		if (r != NULL && seq) {
+			r->td_end = g->seq + 1;
+			r->td_win = 0;
+			r->td_wscale = (uint8_t)(g->wscale << 4 | CT_SEG_NO_WSCALE);
+			r->td_flags = CT_TD_HS;
+		}
+		return CT_ST_SYN_SENT;
+	}
+	if (nat && r != NULL) {
+		switch (cur) {
+		case CT_ST_SYN_SENT:
+			if (!reply && (fl & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN) {
+				/* the client's (first or retransmitted) SYN:
+				 * the SYN-ACK must ack its ISN */
+				if (seq) {
+					r->td_end = g->seq + 1;
+					r->td_win = 0;
+					r->td_wscale = (uint8_t)(g->wscale << 4 | CT_SEG_NO_WSCALE);
+					r->td_flags = CT_TD_HS;
+				}
+				return cur;
+			}
+			if (reply && (fl & (CT_TCP_SYN | CT_TCP_ACK)) == (CT_TCP_SYN | CT_TCP_ACK)) {
+				if (seq && (r->td_flags & CT_TD_HS)) {
+					uint8_t cs = r->td_wscale >> 4;
+					bool both = cs != CT_SEG_NO_WSCALE &&
+						    g->wscale != CT_SEG_NO_WSCALE;
+
+					/* it acks the SYN (or, TCP Fast Open,
+					 * data the SYN carried) */
+					if ((uint32_t)(g->ack - r->td_end) > CT_TD_WIN_MIN)
+						goto hs_bad;
+					uint8_t bs = both ? g->wscale : 0;
+
+					r->td_end = g->seq + 1;
+					/* a SYN's window is never scaled */
+					r->td_win = (uint16_t)((g->win + (1u << bs) - 1) >> bs);
+					r->td_wscale = both ? (uint8_t)(bs | cs << 4) : 0;
+					r->td_flags = CT_TD_VALID;
+				}
+				return CT_ST_SYN_RECV;
+			}
+			if (reply && (fl & CT_TCP_RST)) {
+				/* RFC 793: an RST in SYN-SENT is acceptable
+				 * when it acks the SYN */
+				if (seq && (r->td_flags & CT_TD_HS) &&
+				    (!(fl & CT_TCP_ACK) || g->ack != r->td_end))
+					goto hs_bad;
+				return CT_ST_CLOSE;
+			}
+			if (!reply && (fl & CT_TCP_ACK) && !(fl & (CT_TCP_SYN | CT_TCP_RST)))
+				goto hs_bad; /* an ACK of a SYN-ACK never sent */
+			break;
+		case CT_ST_SYN_RECV:
+			if (!reply && (fl & CT_TCP_ACK) && !(fl & (CT_TCP_SYN | CT_TCP_RST))) {
+				/* the handshake's last ACK acks the backend's
+				 * ISN (or data the backend sent since) */
+				if (seq && ct_td_valid(r) &&
+				    (uint32_t)(g->ack - r->td_end) > CT_TD_WIN_MIN)
+					goto hs_bad;
+				*assure = true;
+				return (fl & CT_TCP_FIN) ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	/* the window of the direction that sent it, where known */
+	if (seq) {
+		struct ct_entry *x = reply ? e : h, *y = reply ? h : r;
+
+		if (ct_td_valid(x) && !(fl & CT_TCP_SYN)) {
+			uint32_t w = ct_td_span(x, y);
+
+			if (w != 0 && !ct_td_near(x, g->seq, w)) {
+				s->st.tcp_oow++;
+				g->oow = (nat && (fl & CT_TCP_RST)) ? CT_OOW_DROP : CT_OOW_PASS;
+				return cur;
+			}
+			if ((int32_t)(g->seq - x->td_end) > 0)
+				x->td_end = g->seq;
+			if (g->win > x->td_win)
+				x->td_win = g->win;
+		}
+	}
+	st = ct_tcp_next(cur, reply, fl);
+	if (nat && cur == CT_ST_SYN_SENT && !reply && st != CT_ST_CLOSE)
+		return cur; /* NAT: ESTABLISHED only after the SYN-ACK */
+	if (st == CT_ST_PICKUP || (st == CT_ST_ESTABLISHED && !nat &&
+				   !(h->flags & CT_F_ASSURED))) {
+		/* DSR: a pickup, and a handshake the balancer saw one side
+		 * of, prove themselves by persistence: enough packets over
+		 * enough time (a spoofed SYN+ACK is two packets per tuple) */
+		if (h->packets + (e != h ? e->packets : 0) + 1 >= s->cfg.pickup_pkts &&
+		    (uint16_t)(ct_pickup_clock(s, now) - h->pickup_t) >= s->pickup_units) {
+			*assure = true;
+			return CT_ST_ESTABLISHED;
+		}
+		return st;
+	}
+	if (cur == CT_ST_PICKUP && st == CT_ST_ESTABLISHED)
+		*assure = true; /* the other side answered (a reply) */
+	return st;
+hs_bad:
+	s->st.tcp_hs_bad++;
+	g->oow = CT_OOW_PASS;
+	return cur;
+}
+
 enum ct_state
-ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
-	  uint8_t tcp_flags, uint32_t bytes, uint64_t now)
+ct_update_seg(struct ct_shard *s, struct ct_entry *e, bool reply,
+	      struct ct_seg *g, uint32_t bytes, uint64_t now)
 {
 	struct ct_fam *f = ct_fam_of(s, e);
 	struct ct_entry *h = ct_flow_head(f, e);
 	enum ct_state old = h->state, st = old;
+	bool assure = false, reopen = false;
+	uint32_t hpos;
 
+	if (h->proto == IPPROTO_TCP) {
+		st = ct_tcp_step(s, f, h, e, reply, g, now, &assure, &reopen);
+		if (unlikely(g->oow != 0))
+			return st; /* proved nothing: not even that the flow lives */
+	} else if (h->proto == IPPROTO_UDP && old == CT_ST_UDP &&
+		   (reply || h->packets + (e != h ? e->packets : 0) + 1 >= 2)) {
+		st = CT_ST_UDP_STREAM;
+		assure = true;
+	}
 	e->packets++;
 	e->bytes += bytes;
 	e->last_seen = now;
 	h->last_seen = now;
 	if (reply)
 		h->flags |= CT_F_SEEN_REPLY;
-	if (h->proto == IPPROTO_TCP) {
-		st = ct_tcp_next(old, reply, tcp_flags);
-		/* a pickup proves itself by persistence: enough packets over
-		 * enough time (a spoofed ACK is one packet per tuple) */
-		if (unlikely(st == CT_ST_PICKUP) &&
-		    h->packets + (e != h ? e->packets : 0) >= s->cfg.pickup_pkts &&
-		    (uint16_t)(ct_pickup_clock(s, now) - h->pickup_t) >= s->pickup_units)
-			st = CT_ST_ESTABLISHED;
-	} else if (h->proto == IPPROTO_UDP && old == CT_ST_UDP &&
-		 (reply || h->packets + (e != h ? e->packets : 0) >= 2))
-		st = CT_ST_UDP_STREAM;
-	if (likely(st == old))
+	if (likely(st == old && !assure))
 		return st;
-	s->st.live[old]--;
-	s->st.live[st]++;
-	h->state = (uint8_t)st;
-	if (h != e)
-		e->state = (uint8_t)st;
-	else if (h->peer != CT_NONE)
-		ct_ent(f, h->peer)->state = (uint8_t)st;
-	if (!(h->flags & CT_F_ASSURED) && ct_state_assured(st)) {
-		h->flags |= CT_F_ASSURED;
-		ct_ed_unlink(f, ct_pos_of(f, h));
+	hpos = ct_pos_of(f, h);
+	if (st != old) {
+		s->st.live[old]--;
+		s->st.live[st]++;
+		h->state = (uint8_t)st;
+		if (h != e)
+			e->state = (uint8_t)st;
+		else if (h->peer != CT_NONE)
+			ct_ent(f, h->peer)->state = (uint8_t)st;
 	}
-	if (unlikely(s->state_fn != NULL)) {
+	if (assure && !(h->flags & CT_F_ASSURED)) {
+		struct ct_entry *r = ct_other(f, h);
+
+		h->flags |= CT_F_ASSURED;
+		if (!ct_state_closing(st)) {
+			ct_ed_unlink(f, hpos);
+			/* the flow's own direction's window starts here */
+			if (h->proto == IPPROTO_TCP && g->wscale != CT_SEG_NO_SEQ && !reply) {
+				h->td_end = g->seq;
+				h->td_win = (h->flags & CT_F_NAT) ? g->win : 0;
+				h->td_wscale = r != NULL && ct_td_valid(r) ? r->td_wscale >> 4 : 0;
+				h->td_flags = CT_TD_VALID;
+			}
+		}
+	}
+	if (unlikely(reopen)) {
+		/* a new connection: unassured, its window unknown (NAT: the
+		 * SYN-ACK must ack the new ISN, kept by the reply entry) */
+		s->st.tcp_reopen++;
+		h->flags &= (uint8_t)~CT_F_ASSURED;
+		h->flags &= (uint8_t)~CT_F_SEEN_REPLY;
+		h->pickup_t = (h->flags & CT_F_NAT) ? h->pickup_t : ct_pickup_clock(s, now);
+	}
+	if ((ct_state_closing(st) || !(h->flags & CT_F_ASSURED)) &&
+	    !(h->flags & CT_F_LISTED))
+		ct_ed_push(f, hpos);
+	if (unlikely(s->state_fn != NULL) && st != old) {
 		struct ct_key6 k;
 
-		ct_key_copy(f, ct_pos_of(f, h), &k);
+		ct_key_copy(f, hpos, &k);
 		s->state_fn(s->state_arg, (enum ct_family)(f - s->fam), &k, h, old, now);
 	}
 	return st;
+}
+
+enum ct_state
+ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
+	  uint8_t tcp_flags, uint32_t bytes, uint64_t now)
+{
+	struct ct_seg g = {.flags = tcp_flags, .wscale = CT_SEG_NO_SEQ};
+
+	return ct_update_seg(s, e, reply, &g, bytes, now);
 }
 
 /* ---- expiry --------------------------------------------------------- */
@@ -1480,7 +1716,17 @@ ct_check(const struct ct_shard *s)
 					goto bad;
 				continue;
 			}
-			unassured += !(ct_ent(f, p)->flags & (CT_F_REPLY | CT_F_ASSURED));
+			/* every unassured or closing forward entry is
+			 * evictable; a reply entry never is (its flow is) */
+			if (ct_ent(f, p)->flags & CT_F_REPLY) {
+				if (ct_ent(f, p)->flags & CT_F_LISTED)
+					goto bad;
+			} else if (!(ct_ent(f, p)->flags & CT_F_ASSURED) ||
+				   ct_state_closing((enum ct_state)ct_ent(f, p)->state)) {
+				if (!(ct_ent(f, p)->flags & CT_F_LISTED))
+					goto bad;
+			}
+			unassured += !!(ct_ent(f, p)->flags & CT_F_LISTED);
 			if (p < f->fsize)
 				live++;
 			else if (rlive++, !(ct_ent(f, p)->flags & CT_F_REPLY) ||
@@ -1511,7 +1757,8 @@ ct_check(const struct ct_shard *s)
 			     prev = v, v = ct_ent(f, v)->ed_next) {
 				const struct ct_entry *e = ct_live_at(f, v);
 
-				if (e == NULL || (e->flags & (CT_F_REPLY | CT_F_ASSURED)) ||
+				if (e == NULL || (e->flags & CT_F_REPLY) ||
+				    !(e->flags & CT_F_LISTED) ||
 				    ct_ed_list(e) != l || e->ed_prev != prev || ++n > f->count)
 					return -EILSEQ;
 			}

@@ -147,6 +147,14 @@ enum ct_state {
  *  non-first fragment has), created by a first fragment, so later
  *  fragments reach the same backend; state OTHER, not assured */
 #define CT_F_FRAG     0x40
+/** on an early-drop list (evictable): ct_entry's ed_prev/ed_next are the
+ *  list's links, not a TCP window */
+#define CT_F_LISTED   0x80
+
+/** ct_entry::td_flags */
+#define CT_TD_VALID 0x01 /**< td_end / td_win / td_wscale hold a window */
+#define CT_TD_HS    0x02 /**< NAT reply entry, handshake: td_end is the
+			      client's ISN + 1 (the SYN-ACK must ack it) */
 
 /**
  * One tracked direction of a flow: 48 bytes.  Written by the owning lcore
@@ -169,8 +177,30 @@ struct ct_entry {
 		 *  in units of 2^(tshift+6) ticks (~32-64 ms), wrapping. */
 		uint16_t pickup_t;
 	};
-	uint32_t ed_prev;   /**< early-drop list links (unassured entries). */
-	uint32_t ed_next;
+	/** Eight bytes with two uses, told apart by CT_F_LISTED: the
+	 *  early-drop list's links while the entry is on it (unassured or
+	 *  closing forward entries), else the TCP window of the direction
+	 *  this entry tracks ("TCP windows" below). */
+	union {
+		struct {
+			uint32_t ed_prev; /**< early-drop list links */
+			uint32_t ed_next;
+		};
+		struct {
+			/** the highest sequence number this direction sent
+			 *  (host order); NAT reply entry in the handshake
+			 *  (CT_TD_HS): the client's ISN + 1 */
+			uint32_t td_end;
+			/** the largest window this direction advertised,
+			 *  as on the wire (scaled by td_wscale's low nibble) */
+			uint16_t td_win;
+			/** low nibble: this direction's window scale (RFC
+			 *  7323, 0..14); high nibble: the client's, kept by a
+			 *  NAT reply entry until the handshake completes */
+			uint8_t td_wscale;
+			uint8_t td_flags;  /**< CT_TD_* */
+		};
+	};
 	uint64_t packets;   /**< packets seen in this direction. */
 	uint64_t bytes;     /**< bytes seen in this direction (L3 length). */
 };
@@ -194,7 +224,13 @@ struct ct_entry {
 #define CT_COUNTER_LIST(X) \
 	X(lookups) X(hits) X(misses) X(expired_on_lookup) \
 	X(inserts) X(insert_fail) X(deletes) \
-	X(flood_windows)
+	X(flood_windows) \
+	X(tcp_oow)        /* TCP segment outside its direction's window: \
+			     no state change (ct.h, "TCP windows") */ \
+	X(tcp_hs_bad)     /* SYN-ACK or handshake ACK that acks nothing \
+			     sent: no state change */ \
+	X(tcp_reopen)     /* a SYN on a closing flow: a new connection on \
+			     the tuple (SYN_SENT, unassured) */
 
 enum ct_evict {
 #define CT_X(n, ...) CT_EVICT_##n,
@@ -238,12 +274,21 @@ extern const char *const ct_insfail_names[CT_INSFAIL_MAX];
  *
  * | how the flow started          | assured when                            |
  * |-------------------------------|-----------------------------------------|
- * | TCP SYN (SYN_SENT)            | the handshake completes (ESTABLISHED)   |
+ * | TCP SYN, full NAT             | the handshake completes, proven: the    |
+ * |                               | SYN-ACK acked the SYN, the ACK acked    |
+ * |                               | the SYN-ACK ("TCP windows")             |
+ * | TCP SYN, DSR                  | ESTABLISHED and >= pickup_pkts packets  |
+ * |                               | over >= pickup_ms (probation, as PICKUP)|
  * | TCP without SYN (PICKUP)      | it has sent >= pickup_pkts packets over |
  * |                               | >= pickup_ms (DSR), or a reply was seen |
  * | UDP                           | second packet or a reply (UDP_STREAM)   |
- * | NAT reply entry               | at once (half of an admitted flow)      |
+ * | NAT reply entry               | at once (its flow is what is evicted)   |
  * | other protocols, fragments    | never                                   |
+ *
+ * Evictable (on an early-drop list, CT_F_LISTED) are the unassured flows
+ * and, assured or not, the closing ones (FIN_WAIT .. CLOSE), as
+ * nf_conntrack's early drop takes them; a SYN from the client on a closing
+ * flow makes it a new, unassured connection (SYN_SENT, tcp_reopen).
  *
  * nf_conntrack assures a TCP flow when it has seen traffic both ways and
  * the handshake completed; a flow picked up mid-stream (tcp_loose) stays
@@ -503,8 +548,85 @@ const void *ct_key_at(const struct ct_shard *s, enum ct_family fam,
 #define CT_TCP_ACK 0x10
 
 /**
+ * One TCP segment as conntrack needs it, in host order (pkt/fg_pkt.h's
+ * fg_pkt_tcp_seg() fills it from a parsed packet).  For other protocols
+ * only @c flags (0) is read.
+ */
+struct ct_seg {
+	uint32_t seq;
+	uint32_t ack;
+	uint16_t win;     /**< window field as on the wire (unscaled) */
+	uint8_t flags;    /**< TCP flags byte (CT_TCP_*) */
+	/** window scale option of a SYN (0..14), CT_SEG_NO_WSCALE when the
+	 *  segment has none (or is no SYN), CT_SEG_NO_SEQ when the caller
+	 *  has no sequence numbers at all (tests: no window checks) */
+	uint8_t wscale;
+	/** out: set by ct_update_seg() / ct_touch() when the segment fell
+	 *  outside its direction's window (or acked nothing sent) and so
+	 *  changed nothing; CT_OOW_DROP when the caller should drop it (an
+	 *  out-of-window RST of a NAT flow: both endpoints would) */
+	uint8_t oow;
+};
+#define CT_SEG_NO_WSCALE 0x0F
+#define CT_SEG_NO_SEQ    0xFF
+#define CT_OOW_PASS 1
+#define CT_OOW_DROP 2
+
+/**
+ * ## TCP windows: what each packet proves (nf_conntrack's tcp_in_window,
+ * pf's state tracking, sized to the 8 bytes an entry has for it)
+ * Each direction's entry keeps the highest sequence number it sent
+ * (td_end) and the largest window it advertised (td_win, td_wscale).
+ * A segment from direction S is in window when its sequence number lies
+ * within W of S's td_end, W being the receiver's largest advertised
+ * window (scaled; at least CT_TD_WIN_MIN); a segment can be neither
+ * further ahead (the receiver would not accept it) nor further behind
+ * (everything further back was acknowledged).  Full NAT sees the
+ * receiver; DSR does not, and takes W = CT_TD_WIN_DSR.
+ *
+ * - Full NAT: ESTABLISHED only after the backend's SYN-ACK acked the
+ *   client's SYN and the client's ACK acked the SYN-ACK (a blind attacker
+ *   never sees the backend's ISN).  RST and FIN change the state only in
+ *   window; an RST out of window is dropped (CT_OOW_DROP: both endpoints'
+ *   TCP would reject it), other segments out of window pass unchanged.
+ * - DSR (client side only): a handshake is evidence, not proof.  SYN_SENT
+ *   + ACK gives ESTABLISHED on probation: unassured, evictable, assured
+ *   only after pickup_pkts packets over pickup_ms (as a PICKUP).  An
+ *   assured flow's RST/FIN changes the state only within CT_TD_WIN_DSR of
+ *   what the client sent; out of window it passes (the server judges).
+ * - Closing states (FIN_WAIT .. CLOSE) are evictable again, as in
+ *   nf_conntrack's early drop; a SYN from the client on a closing flow
+ *   opens a new connection on the tuple (SYN_SENT, unassured,
+ *   tcp_reopen).
+ * - A blind attacker must guess a sequence number within 2W of 2^32 per
+ *   packet (1 in 32,768 for a 64 KB window; 1 in 2,048 for DSR's 1 MB) to
+ *   reset or close a flow; spoofed handshakes cost it an evictable entry.
+ */
+#define CT_TD_WIN_MIN 65535u
+#define CT_TD_WIN_DSR (1u << 20)
+
+/**
+ * ct_update() for a packet whose TCP sequence numbers the caller has
+ * (@p g; see "TCP windows").  Sets g->oow when the segment changed nothing
+ * for being out of window.  Owner only.
+ * @return the new state.
+ */
+enum ct_state ct_update_seg(struct ct_shard *s, struct ct_entry *e, bool reply,
+			    struct ct_seg *g, uint32_t bytes, uint64_t now);
+
+/**
+ * Whether @p seq, the sequence number of a segment sent by the direction
+ * of entry @p e (quoted in an ICMP error, say), lies in that direction's
+ * window.  True for a flow that is not TCP or whose window is not known
+ * (handshake, probation).  Owner only.
+ */
+bool ct_tcp_seq_plausible(struct ct_shard *s, const struct ct_entry *e,
+			  uint32_t seq);
+
+/**
  * Advances an entry's state for one packet and refreshes last_seen and
- * counters.  @p reply says the packet travels backend->client (NAT only;
+ * counters, without sequence numbers (no window checks: tests and callers
+ * that have none; the dataplane uses ct_update_seg).  @p reply says the packet travels backend->client (NAT only;
  * DSR passes false).  Promotes to assured when the flow is established
  * (TCP ESTABLISHED, UDP seen twice or both ways, a PICKUP that proved
  * itself: see "Assured"); keeps the live-by-state
@@ -515,25 +637,42 @@ enum ct_state ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 			uint8_t tcp_flags, uint32_t bytes, uint64_t now);
 
 /**
- * ct_update with the common case inline: a packet of the forward direction
- * that cannot change the state (TCP ESTABLISHED without SYN/FIN/RST, an
- * assured UDP stream, other protocols) only refreshes last_seen and the
- * counters.  Everything else goes to ct_update.  Owner only.
+ * ct_update_seg with the common case inline: a packet of the forward
+ * direction that cannot change the state (an assured TCP ESTABLISHED flow
+ * without SYN/FIN/RST whose sequence number is near what this direction
+ * sent, an assured UDP stream, other protocols) only refreshes last_seen,
+ * the counters and the window.  Everything else goes to ct_update_seg.
+ * Owner only.
  */
 static inline enum ct_state
-ct_touch(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t tcp_flags,
+ct_touch(struct ct_shard *s, struct ct_entry *e, bool reply, struct ct_seg *g,
 	 uint32_t bytes, uint64_t now)
 {
-	if (__builtin_expect(!reply && !(e->flags & CT_F_REPLY) &&
-			     ((e->state == CT_ST_ESTABLISHED &&
-			       !(tcp_flags & (CT_TCP_SYN | CT_TCP_FIN | CT_TCP_RST))) ||
-			      e->state == CT_ST_UDP_STREAM || e->state == CT_ST_OTHER), 1)) {
-		e->packets++;
-		e->bytes += bytes;
-		e->last_seen = now;
-		return (enum ct_state)e->state;
+	if (__builtin_expect(!reply && !(e->flags & CT_F_REPLY), 1)) {
+		if (__builtin_expect(e->state == CT_ST_ESTABLISHED &&
+				     !(g->flags & (CT_TCP_SYN | CT_TCP_FIN | CT_TCP_RST)) &&
+				     (e->flags & (CT_F_ASSURED | CT_F_LISTED)) == CT_F_ASSURED &&
+				     (e->td_flags & CT_TD_VALID), 1)) {
+			int32_t d = (int32_t)(g->seq - e->td_end);
+
+			if (__builtin_expect((uint32_t)d + CT_TD_WIN_MIN <= 2 * CT_TD_WIN_MIN, 1)) {
+				if (d > 0)
+					e->td_end = g->seq;
+				if (g->win > e->td_win)
+					e->td_win = g->win;
+				e->packets++;
+				e->bytes += bytes;
+				e->last_seen = now;
+				return CT_ST_ESTABLISHED;
+			}
+		} else if (e->state == CT_ST_UDP_STREAM || e->state == CT_ST_OTHER) {
+			e->packets++;
+			e->bytes += bytes;
+			e->last_seen = now;
+			return (enum ct_state)e->state;
+		}
 	}
-	return ct_update(s, e, reply, tcp_flags, bytes, now);
+	return ct_update_seg(s, e, reply, g, bytes, now);
 }
 
 /**

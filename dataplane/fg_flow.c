@@ -550,7 +550,14 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 			 NULL, now);
 		return;
 	}
-	ct_update(w->ct, e, true, p->tcp_flags, p->l3_len, now);
+	struct ct_seg g;
+
+	fg_pkt_tcp_seg(rte_pktmbuf_mtod(m, const uint8_t *), p, &g);
+	ct_update_seg(w->ct, e, true, &g, p->l3_len, now);
+	if (unlikely(g.oow == CT_OOW_DROP)) {
+		fg_worker_drop(w, o, m, FG_DROP_tcp_rst_oow);
+		return;
+	}
 	fg_key_reverse(&to, p->family, fk);
 	client = fg_key_saddr(fk, p->family);
 	uint16_t sid = lb->svc_by_id[e->service];
@@ -688,24 +695,29 @@ void fg_flow_on_state(void *arg, enum ct_family fam, const void *key,
 }
 
 /* A first fragment of a DSR flow: later fragments carry no ports, so they
- * look up the flow's 3-tuple with ports 0 (their parsed key).  Insert or
- * refresh that entry with the flow's service and backend (state OTHER:
- * 30 s by default, as Linux's ipfrag_time).  Two flows of one 3-tuple
- * fragmenting at the same time share it: the last first fragment wins, as
- * with Maglev's 3-tuple rule for fragments. */
-static void frag_follow(struct fg_worker *w, const struct fg_pkt *p,
-			const struct fg_lb_service *s,
+ * look up their datagram's key, (source, destination, protocol, IP ID) as
+ * the kernel's reassembly keys it (fg_pkt_frag_key(): the ID in the
+ * ports).  Insert or refresh that entry with the flow's service and
+ * backend (state OTHER: 30 s by default, as Linux's ipfrag_time).  Each
+ * datagram has its own entry: concurrent datagrams of one client follow
+ * their own first fragments, and a first fragment spoofed from the
+ * client's address re-points only a datagram whose ID it guessed (one in
+ * 65,536 for IPv4).  An ICMP echo flow whose id equals the IP ID holds the
+ * same key: that flow is left alone and the later fragments follow it. */
+static void frag_follow(struct fg_worker *w, struct rte_mbuf *m,
+			const struct fg_pkt *p, const struct fg_lb_service *s,
 			const struct fg_lb_backend *b, uint64_t now)
 {
-	struct fg_pkt f = *p;
+	struct fg_pkt f;
 	struct ct_entry *e;
 	uint32_t pos, sig;
 	int err = 0;
 
-	if (f.family == CT_V4)
-		f.key.k4.sport = f.key.k4.dport = 0;
-	else
-		f.key.k6.sport = f.key.k6.dport = 0;
+	if (unlikely(fg_pkt_frag_key(rte_pktmbuf_mtod(m, const uint8_t *),
+				     m->data_len, p, &f) < 0)) {
+		w->dc[FG_DC_frag_follow_fail]++; /* the parser said FRAG */
+		return;
+	}
 	sig = fg_pkt_sig(&f);
 	e = ct_lookup(w->ct, f.family, &f.key, sig, now, &pos);
 	if (e == NULL) {
@@ -729,25 +741,44 @@ static void frag_follow(struct fg_worker *w, const struct fg_pkt *p,
 /* A request-direction packet's counters (service row @p sc, backend row
  * @p bc) and, for a tracked flow's TCP/UDP packet, its conntrack state; a
  * flow that closes leaves least-connections' count (@p lc_b: the backend
- * when its service schedules by least connections, else NULL). */
-static __rte_always_inline void
+ * when its service schedules by least connections, else NULL), and a SYN
+ * that reopens a closing flow's tuple counts as a new flow.  True when
+ * the packet must be dropped (an RST outside a NAT flow's window). */
+static __rte_always_inline bool
 flow_account(struct fg_worker *w, uint64_t *sc, uint64_t *bc,
 	     const struct fg_lb_backend *lc_b, struct ct_entry *e,
-	     const struct fg_pkt *p, uint64_t now)
+	     const struct fg_pkt *p, struct rte_mbuf *m, uint64_t now)
 {
+	if (e != NULL && p->kind == FG_PK_FLOW) {
+		struct ct_seg g;
+		uint8_t before = e->state, after;
+
+		fg_pkt_tcp_seg(rte_pktmbuf_mtod(m, const uint8_t *), p, &g);
+		after = ct_touch(w->ct, e, false, &g, p->l3_len, now);
+		if (unlikely(g.oow == CT_OOW_DROP))
+			return true; /* counted by conntrack: tcp_oow */
+		if (unlikely(after != before)) {
+			if (lc_b != NULL && !state_closed(before) && state_closed(after) &&
+			    lc_b->stat_idx < w->lc_size && w->lc_active[lc_b->stat_idx] > 0)
+				w->lc_active[lc_b->stat_idx]--;
+			if (after == CT_ST_SYN_SENT && before != CT_ST_SYN_SENT) {
+				/* the client reopened its tuple: a new flow,
+				 * on the backend it had (still usable:
+				 * fg_flow_syn_reopens) */
+				w->cc[FG_CC_new_flows]++;
+				sc[FG_SC_new_flows]++;
+				bc[FG_BC_new_flows]++;
+				if (lc_b != NULL && state_closed(before) &&
+				    lc_b->stat_idx < w->lc_size)
+					w->lc_active[lc_b->stat_idx]++;
+			}
+		}
+	}
 	sc[FG_SC_packets]++;
 	sc[FG_SC_bytes] += p->l3_len;
-	if (e != NULL && p->kind == FG_PK_FLOW) {
-		uint8_t before = e->state;
-		uint8_t after = ct_touch(w->ct, e, false, p->tcp_flags, p->l3_len, now);
-
-		if (unlikely(lc_b != NULL && !state_closed(before) &&
-			     state_closed(after) && lc_b->stat_idx < w->lc_size &&
-			     w->lc_active[lc_b->stat_idx] > 0))
-			w->lc_active[lc_b->stat_idx]--;
-	}
 	bc[FG_BC_packets]++;
 	bc[FG_BC_bytes] += p->l3_len;
+	return false;
 }
 
 /* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
@@ -788,8 +819,11 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		if (unlikely(b->gone))
 			w->dc[FG_DC_backend_gone_fwd]++;
 	}
-	flow_account(w, svc_row(w, lb, s), be_row(w, lb, b),
-		     s->sched == FG_SCHED_LC ? b : NULL, e, p, now);
+	if (unlikely(flow_account(w, svc_row(w, lb, s), be_row(w, lb, b),
+				  s->sched == FG_SCHED_LC ? b : NULL, e, p, m, now))) {
+		fg_worker_drop(w, o, m, FG_DROP_tcp_rst_oow);
+		return;
+	}
 	if (p->kind == FG_PK_ICMP_ERR)
 		w->cc[FG_CC_icmp_err_fwd]++;
 	else if (p->kind == FG_PK_FRAG_LATER)
@@ -797,7 +831,7 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 
 	if (s->mode != FG_MODE_NAT) {
 		if (unlikely(p->flags & FG_PF_FRAG) && p->kind == FG_PK_FLOW)
-			frag_follow(w, p, s, b, now);
+			frag_follow(w, m, p, s, b, now);
 		send_dsr(w, nt, o, m, p, e, s, b, c, now);
 		return;
 	}
@@ -878,7 +912,11 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 		fg_flow_forward(w, lb, nt, o, m, p, e, NULL, NULL, now);
 		return true;
 	}
-	flow_account(w, c->svc_ctr, c->be_ctr, c->lc ? c->b : NULL, e, p, now);
+	if (unlikely(flow_account(w, c->svc_ctr, c->be_ctr, c->lc ? c->b : NULL, e, p,
+				  m, now))) {
+		fg_worker_drop(w, o, m, FG_DROP_tcp_rst_oow);
+		return false;
+	}
 	if (!c->nat) {
 		dsr_send(w, o, m, p, &c->t, c->port, now);
 		return false;

@@ -97,6 +97,7 @@ extern "C" {
 	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \
 	X(nat_no_port,            "NAT: no local port steers the reply to this core") \
 	X(nat_not_syn,            "NAT: TCP packet other than a SYN with no tracked flow (creates none)") \
+	X(tcp_rst_oow,            "NAT: TCP RST outside its direction's window (both endpoints would reject it; the flow's state is unchanged)") \
 	X(encap_too_big,          "encapsulated packet exceeds the egress MTU (sender gets ICMP frag-needed / packet-too-big: icmp_too_big_sent)") \
 	X(mtu_exceeded,           "NAT: packet exceeds the egress port MTU (sender gets ICMP frag-needed / packet-too-big: icmp_too_big_sent)") \
 	X(no_headroom,            "mbuf has no headroom/tailroom for the rewrite") \

@@ -131,15 +131,53 @@ int fg_pkt_icmp_inner(const uint8_t *frame, uint32_t len,
 	} else {
 		uint32_t l4 = in + 40;
 		uint8_t nh, fl = 0;
+		uint32_t frag = 0;
 
 		if (l4 > end)
 			return -EINVAL;
 		nh = frame[in + 6];
-		if (fg_pkt__v6_walk(frame, &l4, end, &nh, &fl) != FG_PKT__V6W_OK)
+		if (fg_pkt__v6_walk(frame, &l4, end, &nh, &fl, &frag) != FG_PKT__V6W_OK)
 			return -EINVAL;
 		*inner_l4_off = (uint16_t)l4;
 		return 0;
 	}
+}
+
+int fg_pkt_frag_key(const uint8_t *frame, uint32_t len, const struct fg_pkt *p,
+		    struct fg_pkt *later)
+{
+	uint32_t ip, end, l4, frag = 0;
+	uint8_t nh, fl = 0;
+
+	if (frame == NULL || p == NULL || later == NULL ||
+	    p->kind != FG_PK_FLOW || !(p->flags & FG_PF_FRAG))
+		return -EINVAL;
+	ip = p->l3_off;
+	end = ip + (uint32_t)p->l3_len;
+	if (end > len)
+		return -EINVAL;
+	*later = *p;
+	later->kind = FG_PK_FRAG_LATER;
+	later->flags &= (uint8_t)~(FG_PF_FRAG | FG_PF_ECHO_REPLY);
+	later->tcp_flags = 0;
+	if (p->family == CT_V4) {
+		later->key.k4.sport = later->key.k4.dport = 0;
+		fg_pkt__key_frag_id(later, frame, ip + FG_IP4_ID_OFF, 0);
+		return 0;
+	}
+	/* the fragment header may sit anywhere in the chain: walk it again
+	 * (first fragments are rare, and struct fg_pkt has no room for it) */
+	l4 = ip + FG_IP6_HLEN;
+	nh = frame[ip + FG_IP6_NXT_OFF];
+	if (l4 > end ||
+	    fg_pkt__v6_walk(frame, &l4, end, &nh, &fl, &frag) != FG_PKT__V6W_OK ||
+	    frag == 0)
+		return -EINVAL;
+	/* a later fragment's protocol is its fragment header's next header
+	 * (a destination options header may follow it in the first one) */
+	later->key.k6.proto = frame[frag];
+	fg_pkt__key_frag_id(later, frame, frag + FG_IP6_FRAG_ID_OFF, 1);
+	return 0;
 }
 
 uint32_t fg_pkt_sig(const struct fg_pkt *p)
@@ -156,4 +194,26 @@ const char *fg_pkt_kind_name(unsigned int kind)
 	};
 
 	return kind < FG_PK_MAX ? names[kind] : "?";
+}
+
+uint8_t fg_pkt_tcp_wscale(const uint8_t *th, uint32_t hlen)
+{
+	uint32_t o = FG_TCP_MIN_HLEN;
+
+	while (o < hlen) {
+		uint8_t kind = th[o];
+
+		if (kind == 0) /* end of options */
+			break;
+		if (kind == 1) { /* no-op */
+			o++;
+			continue;
+		}
+		if (o + 1 >= hlen || th[o + 1] < 2 || o + th[o + 1] > hlen)
+			break; /* malformed: no scale read from it */
+		if (kind == 3 && th[o + 1] == 3)
+			return th[o + 2] > 14 ? 14 : th[o + 2];
+		o += th[o + 1];
+	}
+	return CT_SEG_NO_WSCALE;
 }

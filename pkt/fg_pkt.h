@@ -42,7 +42,7 @@
  * | kind              | key |
  * |-------------------|-----|
  * | FG_PK_FLOW        | the packet's 5-tuple. ICMP echo request: sport = id, dport = 0; echo reply: sport = 0, dport = id (so a reply's key is the request key reversed). |
- * | FG_PK_FRAG_LATER  | non-first fragment: addresses + proto, ports 0 (the daemon follows a tracked 3-tuple or counts `frag_later_untracked`). |
+ * | FG_PK_FRAG_LATER  | non-first fragment: addresses + proto (IPv6: the fragment header's next header) and its datagram's IP ID in the ports: IPv4 sport = the 16-bit identification, dport 0; IPv6 sport:dport = the fragment header's 32-bit identification, all as on the wire (the daemon follows the key its first fragment armed, fg_pkt_frag_key(), or counts `frag_later_untracked`). |
  * | FG_PK_ICMP_ERR    | ICMP dest-unreachable (incl. frag-needed) / time-exceeded / parameter-problem, ICMPv6 dest-unreachable / packet-too-big / time-exceeded / parameter-problem: the key of the EMBEDDED flow, REVERSED.  The embedded header is a packet we (or a DSR backend on our behalf) sent, e.g. VIP:80->client:p; reversing it gives the tracked key client:p->VIP:80 (or, for NAT, backend->local). key.proto is the embedded protocol; fg_pkt::proto is ICMP/ICMPv6. |
  * | FG_PK_ARP         | ARP request or reply (flags FG_PF_ARP_REPLY): k4.saddr = sender IP, k4.daddr = target IP. |
  * | FG_PK_ND          | IPv6 neighbour solicitation (or advertisement: FG_PF_ND_ADVERT): k6.saddr = IPv6 source, k6.daddr = the TARGET address from the ND body. |
@@ -52,9 +52,15 @@
  * ## Fragments
  * A first fragment (IPv4 MF=1 offset 0; IPv6 fragment header offset 0 and
  * M=1) is parsed like a whole packet (its L4 header is there) and flagged
- * FG_PF_FRAG.  Non-first fragments carry no ports: FG_PK_FRAG_LATER with a
- * 3-tuple key (ports 0).  The daemon may forward them to the backend of a
- * tracked 3-tuple, or count `frag_later_untracked` and drop them.
+ * FG_PF_FRAG.  Non-first fragments carry no ports: FG_PK_FRAG_LATER,
+ * keyed like the kernel's reassembly queue (source, destination, protocol,
+ * IP ID; the ID in the port fields, see the table).  A first fragment's
+ * fg_pkt_frag_key() is the key its later fragments parse to: the daemon
+ * arms a fragment-follow entry under it, so each datagram's later
+ * fragments reach its first fragment's backend, and a first fragment with
+ * another ID (another datagram, or a spoof from the client's address)
+ * cannot re-point them.  Later fragments without such an entry count
+ * `frag_later_untracked` and drop.
  */
 #ifndef FLOWGATE_FG_PKT_H
 #define FLOWGATE_FG_PKT_H
@@ -126,6 +132,22 @@ int fg_pkt_parse_ex(const uint8_t *frame, uint32_t len, struct fg_pkt *out,
 int fg_pkt_icmp_inner(const uint8_t *frame, uint32_t len,
 		      const struct fg_pkt *p, uint16_t *inner_l4_off);
 
+/**
+ * Fragment-follow key of a first fragment: a copy of @p p as its later
+ * fragments parse (kind FG_PK_FRAG_LATER, key = addresses, the protocol
+ * the fragment header names (IPv6) and the IP ID in the ports, see the
+ * kinds table), so fg_pkt_sig(@p later) is their signature.  Reads the ID
+ * from @p frame again (IPv6: walks the extension chain to the fragment
+ * header): struct fg_pkt keeps no room for it, and first fragments are
+ * rare.
+ * Thread safety: pure; any thread.
+ * @param p      fg_pkt_parse() of @p frame: FG_PK_FLOW with FG_PF_FRAG.
+ * @param later  filled on success.
+ * @return 0, or -EINVAL when @p p is not a first fragment of @p frame.
+ */
+int fg_pkt_frag_key(const uint8_t *frame, uint32_t len, const struct fg_pkt *p,
+		    struct fg_pkt *later);
+
 /** Length of the L4 part (l3_off + l3_len - l4_off). */
 static inline uint32_t fg_pkt_l4_len(const struct fg_pkt *p)
 {
@@ -138,6 +160,44 @@ static inline uint32_t fg_pkt_l4_len(const struct fg_pkt *p)
  * Maglev slot source.  Thread safety: pure.
  */
 uint32_t fg_pkt_sig(const struct fg_pkt *p);
+
+/**
+ * Window scale option (RFC 7323) of the TCP header at @p th with @p hlen
+ * bytes of header (data offset * 4, already checked against the packet):
+ * 0..14 (larger values read as 14), or CT_SEG_NO_WSCALE when absent or
+ * the options are malformed.  Thread safety: pure.
+ */
+uint8_t fg_pkt_tcp_wscale(const uint8_t *th, uint32_t hlen);
+
+/**
+ * The TCP segment of a parsed FG_PK_FLOW packet as conntrack needs it
+ * (struct ct_seg: sequence and acknowledgement numbers, window, flags; a
+ * SYN's window scale).  Other packets: flags 0 and no sequence numbers.
+ * @p frame: the frame fg_pkt_parse() read.  Thread safety: pure.
+ */
+static inline void fg_pkt_tcp_seg(const uint8_t *frame, const struct fg_pkt *p,
+				  struct ct_seg *g)
+{
+	const uint8_t *th = frame + p->l4_off;
+	uint32_t v;
+	uint16_t w;
+
+	g->flags = p->tcp_flags;
+	g->oow = 0;
+	if (p->proto != 6 /* IPPROTO_TCP */ || p->kind != FG_PK_FLOW) {
+		g->wscale = CT_SEG_NO_SEQ;
+		return;
+	}
+	__builtin_memcpy(&v, th + 4, 4);
+	g->seq = __builtin_bswap32(v);
+	__builtin_memcpy(&v, th + 8, 4);
+	g->ack = __builtin_bswap32(v);
+	__builtin_memcpy(&w, th + 14, 2);
+	g->win = __builtin_bswap16(w);
+	g->wscale = CT_SEG_NO_WSCALE;
+	if (__builtin_expect(p->tcp_flags & CT_TCP_SYN, 0))
+		g->wscale = fg_pkt_tcp_wscale(th, (uint32_t)(th[12] >> 4) * 4);
+}
 
 /** Name of a kind ("flow", "frag_later", ...); "?" when out of range. */
 const char *fg_pkt_kind_name(unsigned int kind);

@@ -110,6 +110,34 @@ get4(struct ct_shard *s, uint32_t i, uint64_t now)
 	return ct_lookup(s, CT_V4, &k, ct_key4_hash(s, &k), now, NULL);
 }
 
+/* ct_touch without sequence numbers (no window checks) */
+static enum ct_state
+touch(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t flags,
+      uint32_t bytes, uint64_t now)
+{
+	struct ct_seg g = {.flags = flags, .wscale = CT_SEG_NO_SEQ};
+
+	return ct_touch(s, e, reply, &g, bytes, now);
+}
+
+/* ct_touch / ct_update_seg with a segment: sequence and ack numbers,
+ * window (CT_SEG_NO_WSCALE: a SYN without the option); @p oow receives
+ * g.oow (may be NULL) */
+static enum ct_state
+seg(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t flags,
+    uint32_t seq, uint32_t ack, uint16_t win, uint8_t wscale, uint64_t now,
+    uint8_t *oow)
+{
+	struct ct_seg g = {.seq = seq, .ack = ack, .win = win, .flags = flags,
+			   .wscale = wscale};
+	enum ct_state st = reply ? ct_update_seg(s, e, true, &g, 60, now) :
+				   ct_touch(s, e, false, &g, 60, now);
+
+	if (oow)
+		*oow = g.oow;
+	return st;
+}
+
 /* ---- basic operations ---------------------------------------------- */
 
 static void
@@ -436,7 +464,9 @@ test_tcp_transition(void **state)
 	assert_int_equal(ct_tcp_next(c->cur, c->reply, c->flags), c->want);
 }
 
-/* Transitions through ct_update keep live-by-state and assured right. */
+/* Transitions through ct_update keep live-by-state and assured right: a
+ * DSR handshake is probation (unassured, evictable) until the flow has
+ * sent pickup_pkts packets over pickup_ms; closing makes it evictable. */
 static void
 test_update_live_counts_and_assured(void **state)
 {
@@ -445,17 +475,29 @@ test_update_live_counts_and_assured(void **state)
 	const struct ct_stats *st = ct_stats_get(s);
 
 	assert_false(e->flags & CT_F_ASSURED);
+	assert_true(e->flags & CT_F_LISTED);
 	assert_int_equal(st->live[CT_ST_SYN_SENT], 1);
 	ct_update(s, e, false, CT_TCP_ACK, 40, 1);
-	assert_true(e->flags & CT_F_ASSURED);
+	assert_int_equal(e->state, CT_ST_ESTABLISHED);
+	assert_false(e->flags & CT_F_ASSURED);   /* two packets prove nothing */
+	assert_true(e->flags & CT_F_LISTED);
 	assert_int_equal(st->live[CT_ST_SYN_SENT], 0);
 	assert_int_equal(st->live[CT_ST_ESTABLISHED], 1);
-	ct_update(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 40, 2);
+	ct_update(s, e, false, CT_TCP_ACK, 40, 2);
+	ct_update(s, e, false, CT_TCP_ACK, 40, 3);
+	assert_false(e->flags & CT_F_ASSURED);   /* 4 packets, but in 3 ms */
+	ct_update(s, e, false, CT_TCP_ACK, 40, 2500);
+	assert_true(e->flags & CT_F_ASSURED);
+	assert_false(e->flags & CT_F_LISTED);
+	assert_int_equal(ct_check(s), 0);
+	ct_update(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 40, 2501);
 	assert_int_equal(st->live[CT_ST_FIN_WAIT], 1);
-	assert_true(e->flags & CT_F_ASSURED); /* stays assured while closing */
-	assert_int_equal(e->packets, 2);
-	assert_int_equal(e->bytes, 80);
-	assert_int_equal(e->last_seen, 2);
+	assert_true(e->flags & CT_F_ASSURED); /* earned, but evictable again */
+	assert_true(e->flags & CT_F_LISTED);
+	assert_int_equal(e->packets, 5);
+	assert_int_equal(e->bytes, 200);
+	assert_int_equal(e->last_seen, 2501);
+	assert_int_equal(ct_check(s), 0);
 	ct_shard_free(s);
 }
 
@@ -467,19 +509,290 @@ test_touch_fast_path(void **state)
 	struct ct_entry *e = ins4(s, 1, CT_ST_ESTABLISHED, true, 0, NULL);
 	const struct ct_stats *st = ct_stats_get(s);
 
-	assert_int_equal(ct_touch(s, e, false, CT_TCP_ACK, 100, 5), CT_ST_ESTABLISHED);
+	assert_int_equal(touch(s, e, false, CT_TCP_ACK, 100, 5), CT_ST_ESTABLISHED);
 	assert_int_equal(e->packets, 1);
 	assert_int_equal(e->bytes, 100);
 	assert_int_equal(e->last_seen, 5);
 	/* a FIN leaves the fast path and changes state and counts */
-	assert_int_equal(ct_touch(s, e, false, CT_TCP_ACK | CT_TCP_FIN, 40, 6), CT_ST_FIN_WAIT);
+	assert_int_equal(touch(s, e, false, CT_TCP_ACK | CT_TCP_FIN, 40, 6), CT_ST_FIN_WAIT);
 	assert_int_equal(st->live[CT_ST_ESTABLISHED], 0);
 	assert_int_equal(st->live[CT_ST_FIN_WAIT], 1);
 	assert_int_equal(e->packets, 2);
 	/* SYN_SENT never takes the fast path */
 	struct ct_entry *f = ins4(s, 2, CT_ST_SYN_SENT, false, 0, NULL);
-	assert_int_equal(ct_touch(s, f, false, CT_TCP_ACK, 40, 7), CT_ST_ESTABLISHED);
-	assert_true(f->flags & CT_F_ASSURED);
+	assert_int_equal(touch(s, f, false, CT_TCP_ACK, 40, 7), CT_ST_ESTABLISHED);
+	assert_false(f->flags & CT_F_ASSURED);
+	/* with sequence numbers: the fast path follows the window */
+	struct ct_entry *g = ins4(s, 3, CT_ST_SYN_SENT, false, 0, NULL);
+	seg(s, g, false, CT_TCP_SYN, 1000, 0, 512, 7, 0, NULL);
+	for (uint32_t i = 0; i < 4; i++)
+		seg(s, g, false, CT_TCP_ACK, 1001 + i * 100, 1, 512, CT_SEG_NO_WSCALE,
+		    1 + i * 1000, NULL);
+	assert_true(g->flags & CT_F_ASSURED);
+	assert_true(g->td_flags & CT_TD_VALID);
+	assert_int_equal(g->td_end, 1301);
+	seg(s, g, false, CT_TCP_ACK, 1401, 1, 512, CT_SEG_NO_WSCALE, 5000, NULL);
+	assert_int_equal(g->td_end, 1401);
+	assert_int_equal(g->last_seen, 5000);
+	seg(s, g, false, CT_TCP_ACK, 1201, 1, 512, CT_SEG_NO_WSCALE, 5001, NULL);
+	assert_int_equal(g->td_end, 1401);  /* a retransmission moves nothing */
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* ---- a blind attacker (issue 34) ------------------------------------ */
+
+static uint64_t
+xs(uint64_t *r)
+{
+	*r ^= *r << 13;
+	*r ^= *r >> 7;
+	*r ^= *r << 17;
+	return *r;
+}
+
+/* A NAT flow as the dataplane makes it: forward entry k4(i), reply entry
+ * k4(i + 1000000), a SYN (ISN @p ci, window scale 7), the backend's SYN-ACK
+ * (ISN @p bi, scale 7, window 500 << 7), the client's ACK. */
+static struct ct_entry *
+nat_flow(struct ct_shard *s, uint32_t i, uint32_t ci, uint32_t bi, uint64_t now,
+	 struct ct_entry **rep)
+{
+	struct ct_key4 rk = k4(i + 1000000);
+	uint32_t pos, rpos;
+	struct ct_key4 k = k4(i);
+	struct ct_entry *e = ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k), IPPROTO_TCP,
+				       CT_ST_SYN_SENT, false, now, &pos, NULL);
+	struct ct_entry *re;
+
+	assert_non_null(e);
+	re = ct_insert_reply(s, CT_V4, &rk, ct_key4_hash(s, &rk), pos, now, &rpos, NULL);
+	assert_non_null(re);
+	assert_int_equal(seg(s, e, false, CT_TCP_SYN, ci, 0, 64240, 7, now, NULL),
+			 CT_ST_SYN_SENT);
+	assert_int_equal(seg(s, re, true, CT_TCP_SYN | CT_TCP_ACK, bi, ci + 1, 65160, 7,
+			     now, NULL), CT_ST_SYN_RECV);
+	assert_int_equal(seg(s, e, false, CT_TCP_ACK, ci + 1, bi + 1, 502, CT_SEG_NO_WSCALE,
+			     now, NULL), CT_ST_ESTABLISHED);
+	seg(s, re, true, CT_TCP_ACK, bi + 1, ci + 1, 500, CT_SEG_NO_WSCALE, now, NULL);
+	assert_true(e->flags & CT_F_ASSURED);
+	if (rep)
+		*rep = re;
+	return e;
+}
+
+/* NAT: ESTABLISHED only after the backend's SYN-ACK acked the client's SYN
+ * and the client's ACK acked the SYN-ACK; a blind attacker's SYN then ACK
+ * (it never saw the backend's ISN) leaves an unassured, evictable entry. */
+static void
+test_nat_handshake_proves_both_sides(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+	struct ct_key4 k = k4(1), rk = k4(1000001);
+	uint32_t pos, rpos;
+	struct ct_entry *e = ct_insert(s, CT_V4, &k, ct_key4_hash(s, &k), IPPROTO_TCP,
+				       CT_ST_SYN_SENT, false, 0, &pos, NULL);
+	struct ct_entry *re = ct_insert_reply(s, CT_V4, &rk, ct_key4_hash(s, &rk), pos,
+					      0, &rpos, NULL);
+	uint8_t oow;
+
+	assert_non_null(re);
+	seg(s, e, false, CT_TCP_SYN, 5000, 0, 64240, 7, 1, NULL);
+	/* the attacker's ACK before any SYN-ACK: nothing */
+	assert_int_equal(seg(s, e, false, CT_TCP_ACK, 5001, 777, 502, CT_SEG_NO_WSCALE, 2,
+			     &oow), CT_ST_SYN_SENT);
+	assert_int_equal(oow, CT_OOW_PASS);
+	/* a SYN-ACK that acks another ISN: nothing */
+	assert_int_equal(seg(s, re, true, CT_TCP_SYN | CT_TCP_ACK, 9000, 1234, 65160, 7, 3,
+			     &oow), CT_ST_SYN_SENT);
+	assert_int_equal(oow, CT_OOW_PASS);
+	assert_int_equal(seg(s, re, true, CT_TCP_SYN | CT_TCP_ACK, 9000, 5001, 65160, 7, 4,
+			     NULL), CT_ST_SYN_RECV);
+	/* the attacker's ACK of a SYN-ACK it never saw: still nothing */
+	assert_int_equal(seg(s, e, false, CT_TCP_ACK, 5001, 123456, 502, CT_SEG_NO_WSCALE, 5,
+			     &oow), CT_ST_SYN_RECV);
+	assert_false(e->flags & CT_F_ASSURED);
+	assert_true(e->flags & CT_F_LISTED);
+	assert_int_equal(st->tcp_hs_bad, 3);
+	/* the client's own ACK */
+	assert_int_equal(seg(s, e, false, CT_TCP_ACK, 5001, 9001, 502, CT_SEG_NO_WSCALE, 6,
+			     NULL), CT_ST_ESTABLISHED);
+	assert_true(e->flags & CT_F_ASSURED);
+	assert_false(e->flags & CT_F_LISTED);
+	assert_int_equal(e->td_end, 5001);
+	assert_int_equal(e->td_wscale & 0x0f, 7);
+	assert_int_equal(re->td_end, 9001);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* A blind RST or FIN spray over a NAT flow's tuple (random sequence
+ * numbers) changes nothing: the RSTs are to be dropped, the FINs pass;
+ * the endpoints' own RST and FIN, in window, close it. */
+static void
+test_nat_blind_rst_fin_spray(void **state)
+{
+	struct ct_shard *s = mk_shard(256, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+	uint64_t r = 0x5eed0034;
+	struct ct_entry *e[100], *re[100];
+	uint32_t ci[100], bi[100], moved = 0, drops = 0;
+
+	for (uint32_t i = 0; i < 100; i++) {
+		ci[i] = (uint32_t)xs(&r);
+		bi[i] = (uint32_t)xs(&r);
+		e[i] = nat_flow(s, i, ci[i], bi[i], 10, &re[i]);
+		/* some data both ways */
+		seg(s, e[i], false, CT_TCP_ACK | 0x08, ci[i] + 1, bi[i] + 1, 502,
+		    CT_SEG_NO_WSCALE, 11, NULL);
+		seg(s, re[i], true, CT_TCP_ACK | 0x08, bi[i] + 1, ci[i] + 301, 500,
+		    CT_SEG_NO_WSCALE, 11, NULL);
+	}
+	for (uint32_t n = 0; n < 100 * 50; n++) {
+		uint32_t i = n % 100;
+		uint8_t fl = (n / 100) & 1 ? CT_TCP_FIN | CT_TCP_ACK : CT_TCP_RST;
+		uint8_t oow = 0;
+
+		seg(s, e[i], false, fl, (uint32_t)xs(&r), (uint32_t)xs(&r), 512,
+		    CT_SEG_NO_WSCALE, 12, &oow);
+		drops += oow == CT_OOW_DROP;
+		if (e[i]->state != CT_ST_ESTABLISHED)
+			moved++;
+	}
+	assert_int_equal(moved, 0);
+	assert_int_equal(drops, 100 * 25);
+	assert_int_equal(st->tcp_oow, 100 * 50);
+	/* the client's own FIN (at what it sent) and the backend's RST */
+	assert_int_equal(seg(s, e[0], false, CT_TCP_FIN | CT_TCP_ACK, ci[0] + 301,
+			     bi[0] + 1, 502, CT_SEG_NO_WSCALE, 13, NULL), CT_ST_FIN_WAIT);
+	assert_int_equal(seg(s, re[1], true, CT_TCP_RST, bi[1] + 1, 0, 0,
+			     CT_SEG_NO_WSCALE, 13, NULL), CT_ST_CLOSE);
+	assert_true(e[0]->flags & CT_F_LISTED);   /* closing: evictable */
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* DSR, capacity 1024: 1,100 spoofed SYN + ACK pairs leave no assured
+ * entry, and a new flow (a NAT connection's) is admitted by evicting one
+ * of theirs, never a real, assured connection. */
+static void
+test_spoofed_handshakes_evictable(void **state)
+{
+	struct ct_shard *s = mk_shard(1024, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+	uint32_t cap = ct_slots(s, CT_V4);
+	uint64_t r = 0x5eed1100;
+
+	/* 20 real DSR connections that have lived a while */
+	for (uint32_t i = 0; i < 20; i++) {
+		struct ct_entry *e = ins4(s, i, CT_ST_SYN_SENT, false, 0, NULL);
+
+		seg(s, e, false, CT_TCP_SYN, 100, 0, 512, 7, 0, NULL);
+		for (uint32_t p = 0; p < 4; p++)
+			seg(s, e, false, CT_TCP_ACK, 101 + p, 1, 512, CT_SEG_NO_WSCALE,
+			    1 + p * 1000, NULL);
+		assert_true(e->flags & CT_F_ASSURED);
+	}
+	for (uint32_t i = 0; i < 1100; i++) {
+		int err = 0;
+		struct ct_entry *e = ins4(s, 5000 + i, CT_ST_SYN_SENT, false, 4000 + i, &err);
+		uint32_t isn = (uint32_t)xs(&r);
+
+		assert_non_null(e);
+		seg(s, e, false, CT_TCP_SYN, isn, 0, 512, 7, 4000 + i, NULL);
+		seg(s, e, false, CT_TCP_ACK, isn + 1, (uint32_t)xs(&r), 512,
+		    CT_SEG_NO_WSCALE, 4000 + i, NULL);
+		assert_int_equal(e->state, CT_ST_ESTABLISHED);
+		assert_false(e->flags & CT_F_ASSURED);
+	}
+	assert_int_equal(ct_count(s), cap);
+	/* a NAT connection's SYN */
+	struct ct_entry *n = ins4(s, 9999, CT_ST_SYN_SENT, false, 6000, NULL);
+
+	assert_non_null(n);
+	for (uint32_t i = 0; i < 20; i++)
+		assert_non_null(get4(s, i, 6000));
+	assert_true(st->evictions[CT_EVICT_EARLY_DROP] >= 1100 + 20 - cap);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* The client reuses its port: FIN (and the connection's end), then a SYN
+ * on the tuple is a new connection (SYN_SENT, unassured, tcp_reopen),
+ * whatever closing state the flow was in. */
+static void
+test_fin_then_syn_reopens(void **state)
+{
+	static const uint8_t closing[] = {CT_TCP_FIN | CT_TCP_ACK, CT_TCP_RST};
+
+	for (unsigned int c = 0; c < RTE_DIM(closing); c++) {
+		struct ct_shard *s = mk_shard(64, 0, NULL);
+		const struct ct_stats *st = ct_stats_get(s);
+		struct ct_entry *e = ins4(s, 1, CT_ST_SYN_SENT, false, 0, NULL);
+
+		seg(s, e, false, CT_TCP_SYN, 100, 0, 512, 7, 0, NULL);
+		for (uint32_t p = 0; p < 4; p++)
+			seg(s, e, false, CT_TCP_ACK, 101 + p, 1, 512, CT_SEG_NO_WSCALE,
+			    1 + p * 1000, NULL);
+		assert_true(e->flags & CT_F_ASSURED);
+		seg(s, e, false, closing[c], 104, 1, 512, CT_SEG_NO_WSCALE, 4000, NULL);
+		assert_true(e->state == CT_ST_FIN_WAIT || e->state == CT_ST_CLOSE);
+		assert_int_equal(seg(s, e, false, CT_TCP_SYN, 77777, 0, 512, 7, 5000, NULL),
+				 CT_ST_SYN_SENT);
+		assert_false(e->flags & CT_F_ASSURED);
+		assert_true(e->flags & CT_F_LISTED);
+		assert_int_equal(st->tcp_reopen, 1);
+		assert_int_equal(st->live[CT_ST_SYN_SENT], 1);
+		/* and it proves itself afresh */
+		for (uint32_t p = 0; p < 4; p++)
+			seg(s, e, false, CT_TCP_ACK, 77778 + p, 1, 512, CT_SEG_NO_WSCALE,
+			    5001 + p * 1000, NULL);
+		assert_true(e->flags & CT_F_ASSURED);
+		assert_int_equal(e->state, CT_ST_ESTABLISHED);
+		assert_int_equal(ct_check(s), 0);
+		ct_shard_free(s);
+	}
+}
+
+/* DSR: an assured flow's RST or FIN outside CT_TD_WIN_DSR of what the
+ * client sent changes nothing (and passes: the server judges it). */
+static void
+test_dsr_blind_rst_keeps_flow(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_entry *e = ins4(s, 1, CT_ST_SYN_SENT, false, 0, NULL);
+	uint8_t oow;
+
+	seg(s, e, false, CT_TCP_SYN, 100, 0, 512, 7, 0, NULL);
+	for (uint32_t p = 0; p < 4; p++)
+		seg(s, e, false, CT_TCP_ACK, 101 + p * 10, 1, 512, CT_SEG_NO_WSCALE,
+		    1 + p * 1000, NULL);
+	assert_true(e->flags & CT_F_ASSURED);
+	assert_int_equal(seg(s, e, false, CT_TCP_RST, 131 + CT_TD_WIN_DSR + 1, 0, 0,
+			     CT_SEG_NO_WSCALE, 4000, &oow), CT_ST_ESTABLISHED);
+	assert_int_equal(oow, CT_OOW_PASS);
+	assert_int_equal(e->last_seen, 3001);     /* nor refreshes it */
+	assert_int_equal(seg(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 131 - CT_TD_WIN_DSR - 1,
+			     0, 0, CT_SEG_NO_WSCALE, 4000, &oow), CT_ST_ESTABLISHED);
+	assert_int_equal(seg(s, e, false, CT_TCP_RST, 131, 0, 0, CT_SEG_NO_WSCALE, 4001,
+			     &oow), CT_ST_CLOSE);
+	assert_int_equal(oow, 0);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* ct_tcp_seq_plausible: an ICMP error's quoted sequence number */
+static void
+test_seq_plausible(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_entry *re, *e = nat_flow(s, 1, 1000, 2000000, 1, &re);
+
+	assert_true(ct_tcp_seq_plausible(s, e, 1001));
+	assert_true(ct_tcp_seq_plausible(s, re, 2000001));
+	assert_false(ct_tcp_seq_plausible(s, e, 1001 + 0x40000000u));
+	assert_false(ct_tcp_seq_plausible(s, re, 2000001 - 0x40000000u));
 	ct_shard_free(s);
 }
 
@@ -835,7 +1148,7 @@ test_deadline_follows_state_and_activity(void **state)
 	for (uint64_t t = 20; t <= 1200; t += 20) {
 		struct ct_entry *g = get4(s, 2, t * HZ);
 		assert_ptr_equal(g, f);
-		ct_touch(s, g, false, 0, 10, t * HZ);
+		touch(s, g, false, 0, 10, t * HZ);
 	}
 	assert_null(get4(s, 2, (1200 + 121) * HZ));
 	ct_shard_free(s);
@@ -1093,14 +1406,20 @@ test_spoofed_ack_flood(void **state)
 	const struct ct_stats *st = ct_stats_get(s);
 	uint64_t now = 10;
 
-	/* 100 real connections: SYN, then the client's ACK */
+	/* 100 real connections: SYN, the client's ACK, and the requests
+	 * that prove them (pickup_pkts packets over pickup_ms) */
 	for (uint32_t i = 0; i < 100; i++) {
 		struct ct_entry *e = ins4(s, i, ct_state_initial(IPPROTO_TCP, CT_TCP_SYN),
 					  false, now, NULL);
 		assert_non_null(e);
 		assert_int_equal(ct_update(s, e, false, CT_TCP_ACK, 40, now + 1),
 				 CT_ST_ESTABLISHED);
+		ct_update(s, e, false, CT_TCP_ACK, 40, now + 2);
+		ct_update(s, e, false, CT_TCP_ACK, 40, now + 3);
+		ct_update(s, e, false, CT_TCP_ACK, 40, now + 2500);
+		assert_true(e->flags & CT_F_ASSURED);
 	}
+	now += 2500;
 	/* 10 x capacity spoofed ACKs, each on a new tuple, as the dataplane
 	 * handles them: insert with the initial state, then the packet */
 	for (uint32_t i = 0; i < 10 * cap; i++) {
@@ -1156,13 +1475,13 @@ test_pickup_probation(void **state)
 	assert_non_null(e);
 	assert_int_equal(e->state, CT_ST_PICKUP);
 	assert_int_equal(st->live[CT_ST_PICKUP], 1);
-	ct_touch(s, e, false, CT_TCP_ACK, 40, now);
+	touch(s, e, false, CT_TCP_ACK, 40, now);
 	for (uint32_t i = 1; i < c->pkts; i++) {
 		now += c->gap_ms;
 		e = get4(s, 1, now);
 		if (e == NULL)
 			break;
-		ct_touch(s, e, false, CT_TCP_ACK, 40, now);
+		touch(s, e, false, CT_TCP_ACK, 40, now);
 	}
 	e = get4(s, 1, now);
 	if (c->want == CT_ST_NONE) {
@@ -1477,7 +1796,7 @@ test_state_hook_and_life(void **state)
 	assert_int_equal(log.old[1], CT_ST_SYN_RECV);
 	assert_int_equal(log.now[1], CT_ST_ESTABLISHED);
 	/* data: no change, whatever the direction */
-	ct_touch(s, e, false, CT_TCP_ACK, 1000, 500);
+	touch(s, e, false, CT_TCP_ACK, 1000, 500);
 	ct_update(s, re, true, CT_TCP_ACK, 1000, 600);
 	assert_int_equal(log.n, 2);
 	ct_update(s, e, false, CT_TCP_RST, 40, 700);
@@ -1687,7 +2006,11 @@ test_churn_model(void **state)
 					assert_int_equal(pos, c->pos[i]);
 					/* a reply half carries its flow's backend */
 					assert_int_equal(e->backend, c->reply[i] ? c->peer[i] : i);
-					ct_update(s, e, (e->flags & CT_F_REPLY) != 0, CT_TCP_ACK, 60, c->now);
+					/* a segment without flags: no state to
+					 * prove (a NAT flow's ACK before its
+					 * SYN-ACK would prove nothing, and not
+					 * refresh it) */
+					ct_update(s, e, (e->flags & CT_F_REPLY) != 0, 0, 60, c->now);
 					c->seen[i] = c->now;   /* the flow's clock */
 					if (c->peer[i] != UINT32_MAX)
 						c->seen[c->peer[i]] = c->now;
@@ -1892,6 +2215,12 @@ main(void)
 	}
 	ADD(test_update_live_counts_and_assured);
 	ADD(test_touch_fast_path);
+	ADD(test_nat_handshake_proves_both_sides);
+	ADD(test_nat_blind_rst_fin_spray);
+	ADD(test_spoofed_handshakes_evictable);
+	ADD(test_fin_then_syn_reopens);
+	ADD(test_dsr_blind_rst_keeps_flow);
+	ADD(test_seq_plausible);
 	ADD(test_initial_states);
 	ADD(test_udp_becomes_stream);
 	for (size_t i = 0; i < RTE_DIM(timeout_states); i++) {

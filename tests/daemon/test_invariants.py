@@ -243,7 +243,7 @@ ANSWERED = {"oversize": "encap_too_big", "SYN to drained service": "no_backend"}
 class Flow:
     __slots__ = ("fid", "svc", "cl", "cport", "kind", "steps", "backend", "nat", "owner_ok",
                  "established", "closed", "closed_at", "epoch", "wait_nat", "name", "icmp_router",
-                 "bport")
+                 "bport", "cnxt", "bnxt", "csyn", "bsyn")
 
     def __init__(self, fid, svc, cl, cport, kind):
         self.fid, self.svc, self.cl, self.cport, self.kind = fid, svc, cl, cport, kind
@@ -256,6 +256,11 @@ class Flow:
         self.closed_at = None
         self.epoch = 0
         self.wait_nat = False
+        # TCP sequence numbers as the two endpoints keep them (conntrack
+        # checks them: issue 34): each side's next sequence number, set
+        # from an ISN by its SYN
+        self.cnxt = self.bnxt = 0
+        self.csyn = self.bsyn = None   # the ISN of a SYN just sent
 
     def desc(self):
         s = self.svc
@@ -336,8 +341,32 @@ class Checker:
         pid = self.new_pid(f, expect, reasons, note)
         s = f.svc
         pay = tag(pid) + (b"\x5a" * size)
+        flags = flags or (PSH | ACK)
+        sq, ak = self.tcp_seq(f, True, flags, len(pay))
         return frame(ipx(f.cl, s.vip, s.proto, l4seg(s.proto, f.cl, s.vip, f.cport, s.port, pay,
-                                                      flags or (PSH | ACK), seq)))
+                                                      flags, sq, ak)))
+
+    def tcp_seq(self, f, client, flags, plen):
+        """(seq, ack) of the next segment of @f's client (or backend), as
+        the endpoint's TCP numbers it: a SYN takes a new ISN (its
+        retransmission the same), data and FIN advance the sender's next
+        number, an ACK acks what the other side sent."""
+        if f.svc.proto != 6:
+            return 1, 0
+        nxt, syn = (f.cnxt, f.csyn) if client else (f.bnxt, f.bsyn)
+        if flags & SYN:
+            if syn is None:
+                syn = self.rng.randrange(1 << 32)
+            sq, nxt = syn, (syn + 1) & 0xFFFFFFFF
+        else:
+            sq, syn = nxt, None
+            nxt = (nxt + plen + (1 if flags & FIN else 0)) & 0xFFFFFFFF
+        ak = (f.bnxt if client else f.cnxt) if flags & ACK else 0
+        if client:
+            f.cnxt, f.csyn = nxt, syn
+        else:
+            f.bnxt, f.bsyn = nxt, syn
+        return sq, ak
 
     def rpkt(self, f, flags=0, expect=OUT, note="reply"):
         """backend -> local:nat_port (NAT reply direction)"""
@@ -349,8 +378,11 @@ class Checker:
         pid = self.new_pid(f, expect, reasons, note)
         s = f.svc
         local, port = f.nat
+        flags = flags or (PSH | ACK)
+        pay = tag(pid)
+        sq, ak = self.tcp_seq(f, False, flags, len(pay))
         return frame(ipx(f.backend, local, s.proto, l4seg(s.proto, f.backend, local, f.bport, port,
-                                                          tag(pid), flags or (PSH | ACK))))
+                                                          pay, flags, sq, ak)))
 
     def icmp_client_side(self, f, expect=OUT, note="icmp-err client side"):
         """a router near the client: VIP -> client did not fit"""

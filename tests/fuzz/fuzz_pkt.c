@@ -283,7 +283,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (e->backend == 0 && e->packets == 0)
 				e->backend = backend;
 			backend = e->backend;
-			ct_update(shard, e, false, p.tcp_flags, p.l3_len, now);
+			struct ct_seg g;
+
+			/* the segment as the dataplane reads it (the window
+			 * option parser on SYNs), half the time as a reply */
+			fg_pkt_tcp_seg(copy, &p, &g);
+			ct_touch(shard, e, (size & 1) && (e->flags & CT_F_NAT), &g,
+				 p.l3_len, now);
 		}
 	} else if (kind == FG_PK_ICMP_ERR || kind == FG_PK_FRAG_LATER) {
 		e = ct_lookup(shard, fam, &p.key, sig, now, &pos);
