@@ -7,11 +7,12 @@
 #   scripts/netns-teardown.sh --sweep    those of every run whose owner is gone
 #
 # A run (demo, e2e test) names everything after PREFIX = KIND + OWNER_PID
-# (KIND: fgdemo, fge2e, fghc, fgh, fgw, fgm, fgecmp; OWNER_PID: the demo's or test's
+# (KIND: fgdemo, fge2e, fghc, fgh, fgw, fgm, fgecmp, fgba; OWNER_PID: the demo's or test's
 # own PID), so two runs never share a name and a run killed by SIGKILL
 # (meson's timeout) is cleaned up by the next one's --sweep:
 #   namespaces  PREFIX-sw, PREFIX-lb, PREFIX-c, PREFIX-bN, PREFIX-r,
-#               PREFIX-nN (e2e-ecmp's router and nodes) (or PREFIX alone)
+#               PREFIX-nN (e2e-ecmp's router and nodes), PREFIX-a (e2e-blind-attack's
+#               attacker) (or PREFIX alone)
 #               with their veths and TAPs, and the processes inside them
 #   run dir     /tmp/flowgate-PREFIX (logs, control socket, pid files)
 #   DPDK        /var/run/dpdk/PREFIX (EAL runtime dir, sockets),
@@ -20,10 +21,10 @@
 # Safe to call twice.  Exit status 1, with a sentence, if something could
 # not be removed.
 set -u
-KINDS='fgdemo|fge2e|fghc|fgh|fgw|fgm|fgecmp'
+KINDS='fgdemo|fge2e|fghc|fgh|fgw|fgm|fgecmp|fgba'
 rc=0
 
-ns_of() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$1(-(sw|lb|c|r|b[0-9]+|n[0-9]+))?\$"; }
+ns_of() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$1(-(sw|lb|c|r|a|b[0-9]+|n[0-9]+))?\$"; }
 
 teardown() { # PREFIX
 	local P=$1 ns pid nss killed=0
@@ -58,7 +59,7 @@ if [ "${1:-}" = --sweep ]; then
 		ip netns list 2>/dev/null | awk '{print $1}'
 		ls /tmp /var/run/dpdk 2>/dev/null | sed 's/^flowgate-//'
 		ls /dev/hugepages 2>/dev/null | sed 's/map_.*//'
-	} | sed 's/-\(sw\|lb\|c\|r\|b[0-9]*\|n[0-9]*\)$//' | grep -E "^($KINDS)[0-9]*\$" | sort -u)
+	} | sed 's/-\(sw\|lb\|c\|r\|a\|b[0-9]*\|n[0-9]*\)$//' | grep -E "^($KINDS)[0-9]*\$" | sort -u)
 	for P in $prefixes; do
 		owner=${P##*[a-z]}
 		if [ -n "$owner" ] && alive "$owner"; then continue; fi
