@@ -637,40 +637,74 @@ enum ct_state ct_update(struct ct_shard *s, struct ct_entry *e, bool reply,
 			uint8_t tcp_flags, uint32_t bytes, uint64_t now);
 
 /**
- * ct_update_seg with the common case inline: a packet of the forward
- * direction that cannot change the state (an assured TCP ESTABLISHED flow
- * without SYN/FIN/RST whose sequence number is near what this direction
+ * The common case of a forward-direction packet, inline: one that cannot
+ * change the state (an assured TCP ESTABLISHED flow without SYN/FIN/RST
+ * whose sequence number is within CT_TD_WIN_MIN of what this direction
  * sent, an assured UDP stream, other protocols) only refreshes last_seen,
- * the counters and the window.  Everything else goes to ct_update_seg.
- * Owner only.
+ * the counters and the window.  @p th: the packet's TCP header as on the
+ * wire (sequence number at 4, window at 14), read only for such a TCP
+ * flow.  Owner only.
+ * @return true when done; false: the packet needs ct_update_seg() (with
+ *   its struct ct_seg), nothing was changed.
+ */
+static inline bool
+ct_touch_fast(struct ct_entry *e, uint8_t tcp_flags, const uint8_t *th,
+	      uint32_t bytes, uint64_t now)
+{
+	if (__builtin_expect(e->state == CT_ST_ESTABLISHED, 1)) {
+		uint32_t v, seq;
+		int32_t d;
+
+		if (__builtin_expect((tcp_flags & (CT_TCP_SYN | CT_TCP_FIN | CT_TCP_RST)) ||
+				     (e->flags & (CT_F_ASSURED | CT_F_LISTED | CT_F_REPLY)) !=
+					     CT_F_ASSURED ||
+				     !(e->td_flags & CT_TD_VALID), 0))
+			return false;
+		__builtin_memcpy(&v, th + 4, 4);
+		seq = __builtin_bswap32(v);
+		d = (int32_t)(seq - e->td_end);
+		if (__builtin_expect((uint32_t)d + CT_TD_WIN_MIN > 2 * CT_TD_WIN_MIN, 0))
+			return false;
+		if (d > 0)
+			e->td_end = seq;
+		if (e->flags & CT_F_NAT) {
+			uint16_t w;
+
+			__builtin_memcpy(&w, th + 14, 2);
+			w = __builtin_bswap16(w);
+			if (w > e->td_win)
+				e->td_win = w;
+		}
+	} else if ((e->state != CT_ST_UDP_STREAM && e->state != CT_ST_OTHER) ||
+		   (e->flags & CT_F_REPLY)) {
+		return false;
+	}
+	e->packets++;
+	e->bytes += bytes;
+	e->last_seen = now;
+	return true;
+}
+
+/**
+ * ct_update_seg with ct_touch_fast's common case first, for callers that
+ * have the segment at hand (tests).  Owner only.
  */
 static inline enum ct_state
 ct_touch(struct ct_shard *s, struct ct_entry *e, bool reply, struct ct_seg *g,
 	 uint32_t bytes, uint64_t now)
 {
-	if (__builtin_expect(!reply && !(e->flags & CT_F_REPLY), 1)) {
-		if (__builtin_expect(e->state == CT_ST_ESTABLISHED &&
-				     !(g->flags & (CT_TCP_SYN | CT_TCP_FIN | CT_TCP_RST)) &&
-				     (e->flags & (CT_F_ASSURED | CT_F_LISTED)) == CT_F_ASSURED &&
-				     (e->td_flags & CT_TD_VALID), 1)) {
-			int32_t d = (int32_t)(g->seq - e->td_end);
+	if (!reply && g->wscale != CT_SEG_NO_SEQ) {
+		uint8_t th[16];
+		uint32_t v = __builtin_bswap32(g->seq);
+		uint16_t w = __builtin_bswap16(g->win);
 
-			if (__builtin_expect((uint32_t)d + CT_TD_WIN_MIN <= 2 * CT_TD_WIN_MIN, 1)) {
-				if (d > 0)
-					e->td_end = g->seq;
-				if (g->win > e->td_win)
-					e->td_win = g->win;
-				e->packets++;
-				e->bytes += bytes;
-				e->last_seen = now;
-				return CT_ST_ESTABLISHED;
-			}
-		} else if (e->state == CT_ST_UDP_STREAM || e->state == CT_ST_OTHER) {
-			e->packets++;
-			e->bytes += bytes;
-			e->last_seen = now;
+		__builtin_memcpy(th + 4, &v, 4);
+		__builtin_memcpy(th + 14, &w, 2);
+		if (ct_touch_fast(e, g->flags, th, bytes, now))
 			return (enum ct_state)e->state;
-		}
+	} else if (!reply && e->state != CT_ST_ESTABLISHED &&
+		   ct_touch_fast(e, g->flags, NULL, bytes, now)) {
+		return (enum ct_state)e->state;
 	}
 	return ct_update_seg(s, e, reply, g, bytes, now);
 }

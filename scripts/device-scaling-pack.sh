@@ -23,10 +23,13 @@ cp /usr/bin/dpdk-testpmd "$out/stage/"
 # l3fwd: a run needs mbufs >= its pcap + 65536, entries >= 1.25 x flows,
 # and its mbuf size (headroom + 256 for 64 B, DPDK's default for IMIX)
 hr=$(awk '/define RTE_PKTMBUF_HEADROOM/{print $3}' /usr/include/*/dpdk/rte_config.h | head -1)
-"$B/bench/flowgate-bench" l3fwd --mbufs 10100000 --mbuf-size $((hr + 256)) \
-	--entries $((16 << 20)) --out "$out/stage/l3fwd-64"
-"$B/bench/flowgate-bench" l3fwd --mbufs 1100000 --mbuf-size 0 \
-	--entries $((4 << 20)) --out "$out/stage/l3fwd-imix"
+# NO_L3FWD=1: a pack for scripts/device-ab.sh, which runs without baselines
+if [ -z "${NO_L3FWD:-}" ]; then
+	"$B/bench/flowgate-bench" l3fwd --mbufs 10100000 --mbuf-size $((hr + 256)) \
+		--entries $((16 << 20)) --out "$out/stage/l3fwd-64"
+	"$B/bench/flowgate-bench" l3fwd --mbufs 1100000 --mbuf-size 0 \
+		--entries $((4 << 20)) --out "$out/stage/l3fwd-imix"
+fi
 echo none > "$out/before.commit"
 if [ -n "${BEFORE_SRC:-}" ]; then
 	BB=$BEFORE_SRC/build-static
@@ -44,8 +47,8 @@ pmdir=/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0
 for p in librte_net_pcap.so.23 librte_net_null.so.23 librte_mempool_ring.so.23; do
 	cp -L "$pmdir/$p" "$out/pmds/${p%.23}"   # EAL -d DIR loads *.so only
 done
-ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/stage/l3fwd-64 "$out"/stage/l3fwd-imix \
-	"$out"/pmds/*.so |
+{ ldd "$B/bench/flowgate-bench" /usr/bin/dpdk-testpmd "$out"/stage/l3fwd-* \
+	"$out"/pmds/*.so 2>/dev/null || true; } |
 	awk '/=> \//{print $3}' | sort -u |
 	grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
 	xargs -r -I{} cp -L {} "$out/lib/"
