@@ -519,6 +519,40 @@ static void nat_fwd_key(struct fg_worker *w, const struct fg_pkt *p,
 		    b->port_be, fg_key_proto(&p->key, p->family));
 }
 
+/*
+ * Whether an ICMP error about a NAT flow may be translated and passed on
+ * (docs/DESIGN.md, "ICMP errors about NAT flows"): it comes from the
+ * endpoint its quoted packet was sent to (the key's source: the backend
+ * for an error about local:P -> backend, the client for one about VIP ->
+ * client), or it is a path-MTU message (IPv4 frag-needed, ICMPv6 packet
+ * too big) from any router, whose quoted TCP sequence number lies in the
+ * window of the direction that sent it (@p sender, its entry).  Anything
+ * else would let anyone who guesses a tuple reset or shrink a client's
+ * connection.
+ */
+static bool nat_icmp_err_ok(struct fg_worker *w, const struct rte_mbuf *m,
+			    const struct fg_pkt *p, const struct ct_entry *sender)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	bool v6 = p->family == CT_V6;
+	const uint8_t *ic = d + p->l4_off;
+	uint16_t il4;
+	uint32_t seq;
+
+	if (memcmp(d + p->l3_off + (v6 ? 8 : 12), fg_key_saddr(&p->key, p->family),
+		   v6 ? 16 : 4) == 0)
+		return true;
+	if (v6 ? ic[0] != 2 : (ic[0] != 3 || ic[1] != 4))
+		return false;
+	if (fg_key_proto(&p->key, p->family) != IPPROTO_TCP)
+		return true;   /* no sequence number to prove anything */
+	if (sender == NULL || fg_pkt_icmp_inner(d, m->data_len, p, &il4) < 0 ||
+	    il4 + 8u > m->data_len)
+		return false;
+	memcpy(&seq, d + il4 + 4, 4);
+	return ct_tcp_seq_plausible(w->ct, sender, rte_be_to_cpu_32(seq));
+}
+
 /* A packet of the reply direction of a NAT flow: backend -> local.  The
  * forward entry's key (client -> VIP) gives the tuple to restore. */
 void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
@@ -541,6 +575,11 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 		 * client:cp -> VIP:vp, sent from the VIP */
 		union fg_key outer;
 
+		if (unlikely(!nat_icmp_err_ok(w, m, p, ct_entry_at(w->ct, p->family,
+								    e->peer)))) {
+			fg_worker_drop(w, o, m, FG_DROP_icmp_err_foreign);
+			return;
+		}
 		/* only the addresses of the outer key count: from the VIP
 		 * to the client */
 		fg_key_reverse(&outer, p->family, fk);
@@ -818,6 +857,14 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		}
 		if (unlikely(b->gone))
 			w->dc[FG_DC_backend_gone_fwd]++;
+	}
+	if (unlikely(p->kind == FG_PK_ICMP_ERR && s->mode == FG_MODE_NAT && e != NULL &&
+		     !nat_icmp_err_ok(w, m, p, e->peer == CT_NONE ? NULL :
+				      ct_entry_at(w->ct, p->family, e->peer)))) {
+		/* about VIP -> client: the reply direction sent it */
+		fg_worker_drop(w, o, m, FG_DROP_icmp_err_foreign);
+		svc_count(w, lb, s, FG_SC_drops, 1);
+		return;
 	}
 	if (unlikely(flow_account(w, svc_row(w, lb, s), be_row(w, lb, b),
 				  s->sched == FG_SCHED_LC ? b : NULL, e, p, m, now))) {

@@ -92,6 +92,7 @@ extern "C" {
 	X(frag_later_untracked,   "non-first fragment of a flow the core does not track") \
 	X(unknown_vip,            "destination is not a configured VIP:port/proto") \
 	X(src_own_addr,           "new flow whose source is one of the balancer's own addresses (a VIP or a port's local address)") \
+	X(icmp_err_foreign,       "NAT: ICMP error about a flow from neither the endpoint its quoted packet went to nor a router's path-MTU message quoting an in-window sequence number") \
 	X(no_backend,             "service has no usable backend (all drained/weight 0/down); a new flow's client gets a RST / ICMP unreachable") \
 	X(ct_full,                "conntrack full and nothing evictable") \
 	X(ct_flood,               "flood mode: new unassured flow not tracked and not routable") \

@@ -391,7 +391,11 @@ class Checker:
         pid = self.new_pid(f, expect, ("icmp_unrelated",) + (MAY_DROP if expect == ANY else ()),
                            note)
         s = f.svc
-        q = ipx(s.vip, f.cl, s.proto, l4seg(s.proto, s.vip, f.cl, s.port, f.cport, tag(pid), ACK), 60)
+        # the backend's data (its next sequence number): a router's PMTU
+        # message quoting a sequence number out of the flow's window is
+        # dropped (icmp_err_foreign, issue 34)
+        q = ipx(s.vip, f.cl, s.proto, l4seg(s.proto, s.vip, f.cl, s.port, f.cport, tag(pid), ACK,
+                                             seq=f.bnxt), 60)
         r = A("2001:db8:ffff::1") if s.v6 else A("198.51.100.1")
         return frame(icmp_err(r, s.vip, q, s.v6))
 
@@ -406,7 +410,8 @@ class Checker:
         pid = self.new_pid(f, expect, reasons, note)
         s = f.svc
         local, port = f.nat
-        q = ipx(local, f.backend, s.proto, l4seg(s.proto, local, f.backend, port, f.bport, tag(pid), ACK), 60)
+        q = ipx(local, f.backend, s.proto, l4seg(s.proto, local, f.backend, port, f.bport, tag(pid), ACK,
+                                                 seq=f.cnxt), 60)
         r = A("fd00:1::fe") if s.v6 else A("10.1.0.254")
         return frame(icmp_err(r, local, q, s.v6))
 
@@ -526,6 +531,7 @@ class Checker:
                 syn_seen.add(f.fid)
             elif note == "pipelined data" and f.fid not in syn_seen:
                 self.pkts[pid] = (f, DROP, ("nat_not_syn",), "pipelined data before its SYN")
+        self.stale_icmp(frames)
 
     def close(self, f):
         f.closed = True
@@ -967,7 +973,30 @@ class Checker:
                 still.append(f)
         active[:] = still
         r.shuffle(groups)
-        return [x for g in groups for x in g]
+        frames = [x for g in groups for x in g]
+        self.stale_icmp(frames)
+        return frames
+
+    def stale_icmp(self, frames):
+        """After a shuffle: an ICMP error about a NAT TCP flow quotes the
+        sequence numbers of the connection it was made in; behind a SYN
+        that reopened the tuple later it quotes an older connection than
+        the one tracked, and a router's PMTU message quoting a sequence
+        number out of the window drops as icmp_err_foreign (issue 34)."""
+        syn = {}
+        for fr in frames:
+            i = fr.find(MAGIC)
+            if i < 0:
+                continue
+            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
+            f, expect, reasons, note = self.pkts[pid]
+            if f is None or f.fid < 0 or not f.svc.nat or f.svc.proto != 6:
+                continue
+            if note in ("SYN", "SYN retransmit"):
+                syn[f.fid] = max(syn.get(f.fid, -1), pid)
+            elif note.startswith("icmp-err") and syn.get(f.fid, -1) > pid and \
+                    "icmp_err_foreign" not in reasons:
+                self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
 
     # ----------------------------------------------------------- final
     def final_check(self, st):

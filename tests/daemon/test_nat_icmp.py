@@ -17,6 +17,17 @@ so the backend is known), one pcap of:
   quoting VIP -> client                -> local -> backend quoting backend -> local:P
   ICMP errors quoting untracked tuples -> dropped, icmp_unrelated
 
+and who may send them (issue 34, docs/DESIGN.md "ICMP errors about NAT
+flows"), after the client's ACK completes the handshake:
+
+  port unreachable from the backend itself -> VIP -> client (translated)
+  port unreachable from the client itself  -> local -> backend
+  host unreachable from any other host, either side -> dropped,
+                                          icmp_err_foreign
+  frag-needed / packet-too-big from a router quoting a sequence number
+  2^31 away from the flow's                -> dropped, icmp_err_foreign
+                            ... quoting one in the flow's window -> passed
+
 and a NAT service whose VIP is the local address itself (10.0.0.1:8080):
 its client's packets go to a local address, as replies do, so the worker
 hints them as replies (the reply region looked up first, then the flows'):
@@ -65,9 +76,10 @@ def family(v6, port):
         def l3(s, d, seg, ttl):
             return ipv6(s, d, 6, seg, hlim=ttl)
 
-        def err(s, d, quote, ttl=64, o=False):
+        def err(s, d, quote, ttl=64, o=False, kind="ptb"):
             f = out if o else pkt
-            return f(s, d, 58, icmp6_err(s, d, 2, 0, 1280, quote), ttl)
+            t, c, r = {"ptb": (2, 0, 1280), "port": (1, 4, 0), "host": (1, 3, 0)}[kind]
+            return f(s, d, 58, icmp6_err(s, d, t, c, r, quote), ttl)
         qlen = 40 + 40
     else:
         C, V, L, B = ip("192.0.2.10"), ip("10.100.0.3"), ip("10.0.0.1"), ip("10.1.0.1")
@@ -82,10 +94,11 @@ def family(v6, port):
         def l3(s, d, seg, ttl):
             return ipv4(s, d, 6, seg, ttl=ttl)
 
-        def err(s, d, quote, ttl=64, o=False):
+        def err(s, d, quote, ttl=64, o=False, kind="ptb"):
             f = out if o else pkt
-            # frag-needed, next-hop MTU 1400
-            return f(s, d, 1, icmp4_err(3, 4, 1400, quote), ttl)
+            # frag-needed, next-hop MTU 1400 / port / host unreachable
+            t, c, r = {"ptb": (3, 4, 1400), "port": (3, 3, 0), "host": (3, 1, 0)}[kind]
+            return f(s, d, 1, icmp4_err(t, c, r, quote), ttl)
         qlen = 20 + 40
     cp, vp, bp = 40000, 80, 80
     data = bytes(range(256)) * 6
@@ -113,7 +126,37 @@ def family(v6, port):
     ins.append((f"{fam} PTB untracked local port", err(R1, L, other[:qlen])))
     other = l3(V, C, tcp(V, C, vp, cp + 1, ACK, data[:100]), 60)
     ins.append((f"{fam} PTB untracked client port", err(R2, V, other[:qlen])))
-    return ins, exp, 2
+    # 7. the client's ACK: the handshake is complete, the windows known
+    ins.append((f"{fam} ACK", pkt(C, V, 6, tcp(C, V, cp, vp, ACK, seq=1001, ack=1001))))
+    exp.append((f"{fam} ACK", out(L, B, 6, tcp(L, B, port, bp, ACK, seq=1001, ack=1001))))
+    # 8. the backend itself: its port is closed -> to the client
+    sent = l3(L, B, tcp(L, B, port, bp, ACK, data[:100], seq=1001), 63)
+    seen = l3(C, V, tcp(C, V, cp, vp, ACK, data[:100], seq=1001), 63)
+    ins.append((f"{fam} unreachable from the backend", err(B, L, sent[:qlen], kind="port")))
+    exp.append((f"{fam} unreachable from the backend",
+                err(V, C, seen[:qlen], 63, True, kind="port")))
+    # 9. the client itself -> to the backend
+    sent = l3(V, C, tcp(V, C, vp, cp, ACK, data[:100], seq=1001), 60)
+    seen = l3(B, L, tcp(B, L, bp, port, ACK, data[:100], seq=1001), 60)
+    ins.append((f"{fam} unreachable from the client", err(C, V, sent[:qlen], kind="port")))
+    exp.append((f"{fam} unreachable from the client",
+                err(L, B, seen[:qlen], 63, True, kind="port")))
+    # 10./11. anyone else's non-PMTU error, either side: dropped
+    sent = l3(L, B, tcp(L, B, port, bp, ACK, data[:100], seq=1001), 63)
+    ins.append((f"{fam} host unreachable from a stranger, backend side",
+                err(R1, L, sent[:qlen], kind="host")))
+    sent = l3(V, C, tcp(V, C, vp, cp, ACK, data[:100], seq=1001), 60)
+    ins.append((f"{fam} host unreachable from a stranger, client side",
+                err(R2, V, sent[:qlen], kind="host")))
+    # 12. a router's PMTU message quoting a sequence number far out of
+    # the window: dropped; 13. one in the window: passed on
+    sent = l3(L, B, tcp(L, B, port, bp, ACK, data[:1400], seq=1001 + (1 << 31)), 63)
+    ins.append((f"{fam} PTB quoting an out-of-window seq", err(R1, L, sent[:qlen])))
+    sent = l3(L, B, tcp(L, B, port, bp, ACK, data[:1400], seq=1001), 63)
+    seen = l3(C, V, tcp(C, V, cp, vp, ACK, data[:1400], seq=1001), 63)
+    ins.append((f"{fam} PTB quoting an in-window seq", err(R1, L, sent[:qlen])))
+    exp.append((f"{fam} PTB quoting an in-window seq", err(V, C, seen[:qlen], 63, True)))
+    return ins, exp, 2, 3
 
 
 def vip_local(port):
@@ -142,9 +185,9 @@ def main():
     build = os.path.abspath(sys.argv[1])
     # one burst; NAT ports from 1024 in the order of its flows, IPv4's
     # first (a burst that mixes families is looked up a family at a time)
-    ins4, exp4, d4 = family(False, 1024)
+    ins4, exp4, d4, f4 = family(False, 1024)
     insl, expl = vip_local(1025)
-    ins6, exp6, d6 = family(True, 1026)
+    ins6, exp6, d6, f6 = family(True, 1026)
     ins, exp = ins4 + ins6 + insl, exp4 + exp6 + expl
     work = tempfile.mkdtemp(prefix="flowgate-naticmp.")
     try:
@@ -174,13 +217,15 @@ def main():
     by = tot["drops_by_reason"]
     if by.get("icmp_unrelated") != d4 + d6:
         errs.append(f"icmp_unrelated {by.get('icmp_unrelated')}, expected {d4 + d6}")
+    if by.get("icmp_err_foreign") != f4 + f6:
+        errs.append(f"icmp_err_foreign {by.get('icmp_err_foreign')}, expected {f4 + f6}")
     if by.get("reply_untracked") != 1:
         errs.append(f"reply_untracked {by.get('reply_untracked')}, expected 1 (SSH)")
-    if tot["drops"] != d4 + d6 + 1:
-        errs.append(f"drops {tot['drops']}, expected {d4 + d6 + 1}: "
+    if tot["drops"] != d4 + d6 + f4 + f6 + 1:
+        errs.append(f"drops {tot['drops']}, expected {d4 + d6 + f4 + f6 + 1}: "
                     f"{ {k: v for k, v in by.items() if v} }")
-    if tot["icmp_err_fwd"] != 4:
-        errs.append(f"icmp_err_fwd {tot['icmp_err_fwd']}, expected 4")
+    if tot["icmp_err_fwd"] != 10:
+        errs.append(f"icmp_err_fwd {tot['icmp_err_fwd']}, expected 10")
     for e in errs:
         print("FAIL:", e)
     print(f"nat icmp errors through flowgate: {sum(used)}/{len(exp)} expected "
