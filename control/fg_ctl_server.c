@@ -36,20 +36,28 @@ const char *const fg_ctl_counter_names[] = {
 #define READ_CHUNK 65536
 #define WATCH_BATCH 256
 #define WATCH_POLL_MS 50
+/* An emptied output buffer larger than this is freed (an idle client does
+ * not keep the peak of its biggest reply). */
+#define OUT_KEEP_BYTES (256u << 10)
 
 struct client {
 	int fd;
 	char *in;
 	size_t in_len, in_cap;
 	size_t scan;              /* bytes of in already searched for '\n' */
+	bool backlog;             /* a complete line waits (output was full) */
 	struct fg_json_writer out;
 	size_t out_off;           /* bytes of out already sent */
+	uint64_t sent_total;      /* bytes ever sent */
+	/* write window: sent_total must reach drain_mark by drain_deadline_ms
+	 * (0: no window open, nothing queued) */
+	uint64_t drain_mark, drain_deadline_ms;
 	bool closing;             /* close once out is flushed */
 	bool dead;                /* close now */
 	bool watching;
 	uint64_t watch_id;
 	struct fg_flow_filter watch_filter; /* events this watcher gets */
-	uint64_t last_active_ms;  /* last byte received or sent */
+	uint64_t last_active_ms;  /* last request, or last reply fully read */
 	struct ucred cred;        /* peer, for the audit trail (-1: unknown) */
 };
 
@@ -131,7 +139,11 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 		s->p.write_timeout_ms = 15000;
 	if (!s->p.idle_timeout_ms)
 		s->p.idle_timeout_ms = FG_CTL_DEFAULT_IDLE_MS;
-	s->clients = calloc(s->p.max_clients, sizeof(*s->clients));
+	if (!s->p.max_watchers)
+		s->p.max_watchers = FG_CTL_DEFAULT_WATCHERS;
+	/* ordinary and watcher slots: accept_clients and h_flows_watch keep
+	 * each kind under its cap, so n_clients never exceeds the sum */
+	s->clients = calloc(s->p.max_clients + s->p.max_watchers, sizeof(*s->clients));
 	s->evbuf = calloc(WATCH_BATCH, sizeof(*s->evbuf));
 	if (!s->clients || !s->evbuf) {
 		rc = -ENOMEM;
@@ -230,7 +242,9 @@ static int client_send(struct client *c)
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			c->out_off += (size_t)n;
-			c->last_active_ms = now_ms();
+			c->sent_total += (uint64_t)n;
+			if (!out_pending(c))
+				c->last_active_ms = now_ms(); /* the reply is read */
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -241,6 +255,8 @@ static int client_send(struct client *c)
 	}
 	if (!out_pending(c)) {
 		fg_jw_reset(&c->out);
+		if (c->out.cap > OUT_KEEP_BYTES)
+			fg_jw_fini(&c->out);
 		c->out_off = 0;
 	} else if (c->out_off > c->out.len / 2 && c->out.depth == 0) {
 		/* between messages: drop what was sent */
@@ -252,24 +268,20 @@ static int client_send(struct client *c)
 }
 
 /* During a stream: waits (bounded) until pending output drops below
- * @p below.  The bound is on a reader that takes nothing at all for
- * write_timeout_ms, not on the whole transfer: a slow but live reader (a
- * `fgctl flows list | ...` pipeline on a busy host) gets every flow.
- * @return 0, -ETIMEDOUT (reader stuck), -EPIPE. */
+ * @p below.  The reader gets write_timeout_ms for this window as a whole:
+ * progress does not restart the clock, or a reader taking a byte at a time
+ * would hold the control thread (and every other client) for ever.  A
+ * pipeline (`fgctl flows list | ...`) takes a window in milliseconds.
+ * @return 0, -ETIMEDOUT (reader stuck or too slow), -EPIPE. */
 static int client_drain(struct fg_ctl_server *s, struct client *c, size_t below)
 {
 	uint64_t deadline = now_ms() + s->p.write_timeout_ms;
-	size_t last = out_pending(c);
 	for (;;) {
 		if (client_send(c))
 			return -EPIPE;
 		if (out_pending(c) <= below)
 			return 0;
 		uint64_t t = now_ms();
-		if (out_pending(c) < last) {
-			last = out_pending(c);
-			deadline = t + s->p.write_timeout_ms;
-		}
 		if (t >= deadline)
 			return -ETIMEDOUT;
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
@@ -528,6 +540,18 @@ static int h_ping(struct req_ctx *x)
 #undef FG_X
 	fg_jw_u64(w, "clients", x->s->n_clients);
 	fg_jw_u64(w, "watchers", x->s->watchers);
+	/* what the other clients hold now: unread replies, and their buffers
+	 * (the bound of "Isolation" in fg_ctl_server.h) */
+	uint64_t queued = 0, held = 0;
+	for (unsigned int i = 0; i < x->s->n_clients; i++) {
+		const struct client *c = x->s->clients[i];
+		if (c == x->c)
+			continue;
+		queued += out_pending(c);
+		held += sizeof(*c) + c->in_cap + c->out.cap;
+	}
+	fg_jw_u64(w, "queued_bytes", queued);
+	fg_jw_u64(w, "buffer_bytes", held);
 	fg_jw_obj_close(w);
 	fg_jw_obj_close(w);
 	fg_proto_reply_end(w);
@@ -984,6 +1008,11 @@ static int h_flows_watch(struct req_ctx *x)
 		return -1;
 	if (x->c->watch_filter.limit)
 		return fail(x, NULL, "flows.watch: \"limit\" is for listings");
+	if (x->s->watchers >= x->s->p.max_watchers) {
+		x->s->cnt.watch_rejected++;
+		return fail(x, "stop another 'fgctl flows watch', or retry later",
+			    "too many flows watch clients (max %u)", x->s->p.max_watchers);
+	}
 	if (x->s->watchers == 0) {
 		int rc = x->s->ops.watch_set(true, x->s->p.ctx);
 		if (rc)
@@ -1227,7 +1256,9 @@ static void audit(struct fg_ctl_server *s, const struct client *c,
 	fg_jw_fini(&w);
 }
 
-static void handle_line(struct fg_ctl_server *s, struct client *c, const char *line, size_t len)
+/* Handles one request line.  @return true if it was a well-formed
+ * request (what counts as activity), false if it was refused unparsed. */
+static bool handle_line(struct fg_ctl_server *s, struct client *c, const char *line, size_t len)
 {
 	struct fg_proto_req r;
 	char err[256];
@@ -1241,13 +1272,13 @@ static void handle_line(struct fg_ctl_server *s, struct client *c, const char *l
 			"send one JSON object per line: {\"v\":1,\"id\":N,\"cmd\":\"...\",\"args\":{}}";
 		fg_proto_reply_error(&c->out, r.id, err, hint);
 		fg_proto_req_free(&r);
-		return;
+		return false;
 	}
 	struct req_ctx *x = calloc(1, sizeof(*x));
 	if (!x) {
 		fg_proto_reply_error(&c->out, r.id, "out of memory", NULL);
 		fg_proto_req_free(&r);
-		return;
+		return true;
 	}
 	x->s = s;
 	x->c = c;
@@ -1261,12 +1292,85 @@ static void handle_line(struct fg_ctl_server *s, struct client *c, const char *l
 	audit(s, c, &r, drc == 0, x->err);
 	free(x);
 	fg_proto_req_free(&r);
+	return true;
 }
 
-/* Reads what is there and handles complete lines. */
+/* true while the client's unread replies stop its requests being read */
+static bool client_paused(const struct client *c)
+{
+	return out_pending(c) >= FG_CTL_QUEUE_MAX;
+}
+
+/* The output checks after a request or an event batch: one reply or a
+ * watcher's backlog over max_outbuf, or a failed writer, drops the
+ * client.  @return true if it did. */
+static bool client_out_over(struct fg_ctl_server *s, struct client *c)
+{
+	if (out_pending(c) <= s->p.max_outbuf && !fg_jw_error(&c->out))
+		return false;
+	s->cnt.dropped_slow++;
+	c->dead = true;
+	return true;
+}
+
+static void client_oversized(struct fg_ctl_server *s, struct client *c)
+{
+	char msg[128];
+
+	s->cnt.oversized++;
+	s->cnt.bad_requests++;
+	snprintf(msg, sizeof(msg), "request exceeds %zu bytes", s->p.max_request);
+	fg_proto_reply_error(&c->out, 0, msg, "split the change into smaller requests");
+	c->in_len = 0;
+	c->scan = 0;
+	c->backlog = false;
+	c->closing = true;
+}
+
+/* Handles the complete lines buffered, until the client's unread replies
+ * reach FG_CTL_QUEUE_MAX (the rest wait: c->backlog). */
+static void client_process(struct fg_ctl_server *s, struct client *c)
+{
+	size_t start = 0, i;
+
+	c->backlog = false;
+	for (i = c->scan; i < c->in_len; i++) {
+		if (c->in[i] != '\n')
+			continue;
+		if (i - start > s->p.max_request) {
+			client_oversized(s, c);
+			return;
+		}
+		if (client_paused(c)) {
+			c->backlog = true;
+			break;
+		}
+		if (handle_line(s, c, c->in + start, i - start))
+			c->last_active_ms = now_ms();
+		start = i + 1;
+		if (c->dead || client_out_over(s, c))
+			return;
+	}
+	memmove(c->in, c->in + start, c->in_len - start);
+	c->in_len -= start;
+	c->scan = i - start;
+	if (!c->backlog && c->in_len > s->p.max_request) {
+		client_oversized(s, c);
+		return;
+	}
+	if (!c->in_len && c->in_cap > 2 * READ_CHUNK) {
+		/* after a big request: back to the usual size */
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
+	}
+}
+
+/* Reads what is there and handles complete lines; reads nothing while
+ * the client's replies are unread (client_paused). */
 static void client_read(struct fg_ctl_server *s, struct client *c)
 {
-	for (;;) {
+	while (!c->dead && !c->closing && !client_paused(c) && !c->backlog) {
 		if (c->in_cap - c->in_len < READ_CHUNK) {
 			size_t nc = c->in_cap ? c->in_cap * 2 : 2 * READ_CHUNK;
 			char *n = realloc(c->in, nc);
@@ -1291,59 +1395,44 @@ static void client_read(struct fg_ctl_server *s, struct client *c)
 			break;
 		}
 		c->in_len += (size_t)n;
-		c->last_active_ms = now_ms();
-		/* handle complete lines */
-		size_t start = 0;
-		for (size_t i = c->scan; i < c->in_len; i++) {
-			if (c->in[i] != '\n')
-				continue;
-			if (i - start > s->p.max_request) {
-				s->cnt.oversized++;
-				s->cnt.bad_requests++;
-				goto oversized;
-			}
-			handle_line(s, c, c->in + start, i - start);
-			start = i + 1;
-			if (c->dead)
-				return;
-		}
-		memmove(c->in, c->in + start, c->in_len - start);
-		c->in_len -= start;
-		c->scan = c->in_len;
-		if (c->in_len > s->p.max_request) {
-			s->cnt.oversized++;
-			s->cnt.bad_requests++;
-			goto oversized;
-		}
-		if (out_pending(c) > s->p.max_outbuf || fg_jw_error(&c->out)) {
-			s->cnt.dropped_slow++;
-			c->dead = true;
-			return;
-		}
+		client_process(s, c);
 		if ((size_t)n < READ_CHUNK)
 			break;
 	}
-	return;
-oversized: {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "request exceeds %zu bytes", s->p.max_request);
-		fg_proto_reply_error(&c->out, 0, msg, "split the change into smaller requests");
-		c->in_len = 0;
-		c->scan = 0;
-		c->closing = true;
-	}
 }
 
-/* A client that may be closed for silence: nothing to send (a reply is
- * not lost), not a watcher.  Returns how long it has been idle, or 0. */
+/* A queued reply must be read within write_timeout_ms: everything queued
+ * when a window opens must be sent before it closes, then the next window
+ * opens on what is queued then.  A reader that keeps up never sees a
+ * deadline; one that takes nothing, or a byte now and then, is dropped.
+ * @return true if the client is past its deadline. */
+static bool client_write_expired(const struct fg_ctl_server *s, struct client *c,
+				 uint64_t now)
+{
+	if (!out_pending(c)) {
+		c->drain_deadline_ms = 0;
+		return false;
+	}
+	if (!c->drain_deadline_ms || c->sent_total >= c->drain_mark) {
+		c->drain_mark = c->sent_total + out_pending(c);
+		c->drain_deadline_ms = now + s->p.write_timeout_ms;
+		return false;
+	}
+	return now >= c->drain_deadline_ms;
+}
+
+/* How long an ordinary client has gone without a request (or without
+ * reading its last reply to the end); 0 for watchers.  Bytes of an
+ * unfinished line do not count: a drip-feeder is idle. */
 static uint64_t client_idle_ms(const struct client *c, uint64_t now)
 {
-	if (c->watching || c->dead || out_pending(c) || now < c->last_active_ms)
+	if (c->watching || c->dead || now < c->last_active_ms)
 		return 0;
 	return now - c->last_active_ms;
 }
 
-/* At the cap: closes the client idle longest if it has been idle at least
+/* At the cap: closes the ordinary client idle longest (silent,
+ * drip-feeding, or not reading its replies) if it has been idle at least
  * FG_CTL_EVICT_IDLE_MS.  @return true if a slot was freed. */
 static bool evict_idle(struct fg_ctl_server *s)
 {
@@ -1365,18 +1454,31 @@ static bool evict_idle(struct fg_ctl_server *s)
 	return true;
 }
 
-/* Closes clients silent for idle_timeout_ms.  @return ms until the next
- * one could expire (for the poll timeout), or -1 if none can. */
-static int expire_idle(struct fg_ctl_server *s)
+/* Closes clients without a request for idle_timeout_ms (nothing queued
+ * for them) and drops those whose queued output is past its write
+ * deadline.  @return ms until the next deadline (for the poll timeout), or
+ * -1 if none. */
+static int expire_clients(struct fg_ctl_server *s)
 {
-	if (s->p.idle_timeout_ms < 0)
-		return -1;
 	uint64_t now = now_ms(), limit = (uint64_t)s->p.idle_timeout_ms;
-	int next = -1;
+	uint64_t next = UINT64_MAX;
 
 	for (unsigned int i = 0; i < s->n_clients; i++) {
 		struct client *c = s->clients[i];
-		if (c->watching || c->dead || out_pending(c))
+		if (c->dead)
+			continue;
+		if (out_pending(c)) {
+			if (client_write_expired(s, c, now)) {
+				s->cnt.write_timeouts++;
+				client_close(s, i);
+				i--;
+				continue;
+			}
+			if (c->drain_deadline_ms - now < next)
+				next = c->drain_deadline_ms - now;
+			continue;
+		}
+		if (c->watching || s->p.idle_timeout_ms < 0)
 			continue;
 		uint64_t idle = client_idle_ms(c, now);
 		if (idle >= limit) {
@@ -1385,10 +1487,10 @@ static int expire_idle(struct fg_ctl_server *s)
 			i--;
 			continue;
 		}
-		if (next < 0 || limit - idle < (uint64_t)next)
-			next = (int)(limit - idle);
+		if (limit - idle < next)
+			next = limit - idle;
 	}
-	return next;
+	return next == UINT64_MAX ? -1 : next > INT_MAX ? INT_MAX : (int)next;
 }
 
 static void accept_clients(struct fg_ctl_server *s)
@@ -1397,7 +1499,7 @@ static void accept_clients(struct fg_ctl_server *s)
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
-		if (s->n_clients >= s->p.max_clients && !evict_idle(s)) {
+		if (s->n_clients - s->watchers >= s->p.max_clients && !evict_idle(s)) {
 			s->cnt.rejected_full++;
 			static const char msg[] = "{\"v\":1,\"id\":0,\"ok\":false,\"error\":\"too many "
 				"control clients\",\"hint\":\"retry later\"}\n";
@@ -1440,10 +1542,7 @@ static void watch_pump(struct fg_ctl_server *s)
 				fg_flow_info_to_json(&c->out, NULL, &s->evbuf[e].flow);
 				fg_proto_reply_end(&c->out);
 			}
-			if (out_pending(c) > s->p.max_outbuf || fg_jw_error(&c->out)) {
-				s->cnt.dropped_slow++;
-				c->dead = true;
-			}
+			(void)client_out_over(s, c);
 		}
 		if (n < WATCH_BATCH)
 			return;
@@ -1453,7 +1552,7 @@ static void watch_pump(struct fg_ctl_server *s)
 int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 {
 	/* before the snapshot below: it closes clients */
-	int idle_next = expire_idle(s);
+	int idle_next = expire_clients(s);
 	unsigned int n = s->n_clients;
 	struct pollfd *pfd = calloc(n + 2, sizeof(*pfd));
 	if (!pfd)
@@ -1471,7 +1570,11 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 		struct client *c = s->clients[i];
 		snap[i] = c;
 		pfd[i + 2].fd = c->fd;
-		pfd[i + 2].events = (c->closing ? 0 : POLLIN) | (out_pending(c) ? POLLOUT : 0);
+		/* a client behind on its replies is not read: back-pressure */
+		bool rd = !c->closing && !c->backlog && !client_paused(c);
+		pfd[i + 2].events = (rd ? POLLIN : 0) | (out_pending(c) ? POLLOUT : 0);
+		if (c->backlog && !client_paused(c))
+			timeout_ms = 0;   /* its lines wait for no event */
 	}
 	if (s->watchers && (timeout_ms < 0 || timeout_ms > WATCH_POLL_MS))
 		timeout_ms = WATCH_POLL_MS;
@@ -1500,13 +1603,28 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 			client_read(s, c);
 		if (!c->dead && (out_pending(c) || (re & POLLOUT)) && client_send(c))
 			c->dead = true;
+		/* gone while paused (nothing read): nobody to answer */
+		if (!c->dead && (re & (POLLHUP | POLLERR)) && !(re & POLLIN) &&
+		    !(pfd[i + 2].events & POLLIN))
+			c->dead = true;
 	}
 	watch_pump(s);
 	for (unsigned i = 0; i < s->n_clients; i++) {
 		struct client *c = s->clients[i];
 		if (!c->dead && out_pending(c) && client_send(c))
 			c->dead = true;
-		if (c->dead || (c->closing && !out_pending(c))) {
+		/* replies read: the lines that waited for them, then more input
+		 * (its POLLIN may have come and gone while paused); a few
+		 * rounds, then the others' turn (the poll below does not wait
+		 * while one is left like this) */
+		for (int k = 0; k < 16 && !c->dead && c->backlog && !client_paused(c); k++) {
+			client_process(s, c);
+			if (!c->dead && !c->backlog && !client_paused(c))
+				client_read(s, c);
+			if (!c->dead && out_pending(c) && client_send(c))
+				c->dead = true;
+		}
+		if (c->dead || (c->closing && !out_pending(c) && !c->backlog)) {
 			client_close(s, i);
 			i--;
 		}

@@ -13,20 +13,41 @@
  *   no network listener.
  * - poll() loop, non-blocking clients, per-client input and output
  *   buffers.  A request line over FG_PROTO_MAX_REQUEST gets an error and
- *   the client is disconnected; a client whose unread output exceeds
- *   fg_ctl_server_params::max_outbuf is dropped (counted), so a client that
- *   never reads costs memory bounded by that limit and never blocks others.
- * - A client that neither sends nor receives a byte for idle_timeout_ms
- *   (default 30 s) is closed (counted as idle_closed); flows.watch clients
- *   are exempt, they wait for events by design.  When max_clients are
- *   connected, a new client evicts the one idle longest, if it has been idle
- *   at least FG_CTL_EVICT_IDLE_MS (counted as evicted_idle); only when none
- *   is that idle is the new one refused (rejected_full).  So silent clients
- *   cannot lock fgctl out.
+ *   the client is disconnected.
+ * - Replies are bounded by back-pressure: while a client has
+ *   FG_CTL_QUEUE_MAX bytes or more of unread replies, its further requests
+ *   are not read (they wait in its socket).  Every byte queued must reach
+ *   the client within about write_timeout_ms (each "window", the bytes
+ *   queued when the previous window was sent, gets write_timeout_ms), else
+ *   the client is dropped (write_timeouts); one reply or a watcher's event
+ *   backlog over fg_ctl_server_params::max_outbuf drops it too
+ *   (dropped_slow).  Memory per client is therefore bounded: input below
+ *   2 * (max_request + 128 KiB), output below 2 * (FG_CTL_QUEUE_MAX + the
+ *   largest single reply), and an emptied output buffer over 256 KiB is
+ *   freed.  A client that never reads costs that much for at most
+ *   write_timeout_ms (or 1 s at the cap, see below) and never blocks others.
+ * - A client is idle from its last complete, well-formed request (or the
+ *   moment its last reply was fully read): bytes of an unfinished line or
+ *   a malformed line do not count, so drip-feeding a request one byte at a
+ *   time does not keep a slot.  A client idle for idle_timeout_ms (default
+ *   30 s) with nothing queued is closed (idle_closed).
+ * - Slots: max_clients ordinary clients plus max_watchers flows.watch
+ *   clients.  A connection starts ordinary; flows.watch moves it to the
+ *   watcher slots, or, when those are full, answers an error
+ *   (watch_rejected) and leaves it ordinary.  Watchers are exempt from the
+ *   idle timeout (they wait for events by design), not from the write
+ *   timeout.  When max_clients ordinary clients are connected, a new client
+ *   evicts the ordinary one idle longest (a silent, drip-feeding or
+ *   not-reading client), if it has been idle at least FG_CTL_EVICT_IDLE_MS
+ *   (evicted_idle); only when every ordinary client sent a request within
+ *   that time is the new one refused (rejected_full).  So silent,
+ *   drip-feeding, never-reading clients and watchers cannot lock fgctl out.
  * - Streaming replies (flows.list) are flushed as they are produced; the
- *   control thread waits at most write_timeout_ms for a reader that takes
- *   nothing at all (a slow one that makes progress is served), then drops
- *   it.  The dataplane never waits on a client: callbacks reach
+ *   control thread waits at most write_timeout_ms for the reader to take
+ *   each 192 KiB window (a minimum rate, not a progress test: a reader
+ *   taking one byte at a time is dropped, write_timeouts), then drops it.
+ *   During a stream the control thread serves nobody else.  The dataplane
+ *   never waits on a client: callbacks reach
  *   workers through conntrack mailboxes, which workers drain between
  *   bursts.
  *
@@ -180,11 +201,12 @@ struct fg_ctl_ops {
 	X(requests)      /* requests dispatched */                          \
 	X(bad_requests)  /* malformed / unknown version / unknown command */ \
 	X(oversized)     /* request line over the limit (client dropped) */ \
-	X(dropped_slow)  /* client dropped: output buffer over the limit */ \
-	X(write_timeouts) /* client dropped: stuck during a stream */       \
-	X(idle_closed)   /* client closed: silent for idle_timeout_ms */    \
+	X(dropped_slow)  /* client dropped: a reply or watch backlog over max_outbuf */ \
+	X(write_timeouts) /* client dropped: queued reply not read in write_timeout_ms */ \
+	X(idle_closed)   /* client closed: no request for idle_timeout_ms */ \
 	X(evicted_idle)  /* idle client closed to admit a new one at the cap */ \
-	X(errors)        /* requests answered ok:false */
+	X(errors)        /* requests answered ok:false */                   \
+	X(watch_rejected) /* flows.watch refused: max_watchers reached */
 
 struct fg_ctl_counters {
 #define FG_X(n) uint64_t n;
@@ -212,12 +234,19 @@ struct fg_ctl_server_params {
 	const struct fg_ctl_ops *ops;
 	void *ctx;                 /**< passed to every op */
 	struct fg_health *health;  /**< optional: answers "health", gets applied configs */
-	unsigned int max_clients;  /**< 0 = 64 */
+	unsigned int max_clients;  /**< ordinary clients; 0 = 64 */
+	/** flows.watch clients, in slots of their own: 0 =
+	 *  FG_CTL_DEFAULT_WATCHERS. */
+	unsigned int max_watchers;
 	size_t max_request;        /**< 0 = FG_PROTO_MAX_REQUEST */
-	size_t max_outbuf;         /**< 0 = 16 MiB of unread output per client */
-	unsigned int write_timeout_ms; /**< 0 = 15000: stuck stream reader limit (no progress) */
-	/** A client silent this long is closed (watchers excepted):
-	 *  0 = FG_CTL_DEFAULT_IDLE_MS, negative = never. */
+	/** 0 = 16 MiB: the largest single reply, and a watcher's event
+	 *  backlog; over it the client is dropped (dropped_slow). */
+	size_t max_outbuf;
+	/** 0 = 15000: queued output not read within this is a stuck reader
+	 *  (write_timeouts); see "Isolation". */
+	unsigned int write_timeout_ms;
+	/** A client without a request this long is closed (watchers
+	 *  excepted): 0 = FG_CTL_DEFAULT_IDLE_MS, negative = never. */
 	int idle_timeout_ms;
 	/** The daemon's config file (absolute), or NULL: config.show names it
 	 *  as "path" so that `fgctl config save` can write there. */
@@ -230,6 +259,10 @@ struct fg_ctl_server_params {
 #define FG_CTL_DEFAULT_IDLE_MS 30000
 /** At the client cap, a client idle at least this long may be evicted. */
 #define FG_CTL_EVICT_IDLE_MS 1000
+/** Default cap of flows.watch clients (fg_ctl_server_params). */
+#define FG_CTL_DEFAULT_WATCHERS 16
+/** Unread reply bytes at which a client's further requests wait unread. */
+#define FG_CTL_QUEUE_MAX (64u << 10)
 
 /**
  * Creates the listening socket (see "Isolation").  Does not start a thread.

@@ -78,7 +78,8 @@ enum opt_kind {
 	  "workers sleep when their polls come back empty, up to US microseconds " \
 	  "(default 200; 0 = busy polling)", "=100001") \
 	X(CTL_IDLE, "ctl-idle-timeout", 0, required_argument, K_UINT, 0, INT32_MAX / 1000, "SEC", "30", \
-	  "close control clients silent this long (0 = never; flows watch clients are exempt)", "-1") \
+	  "close control clients without a complete request this long (0 = never; flows watch " \
+	  "clients are exempt)", "-1") \
 	X(METRICS, "metrics", 0, required_argument, K_STR, 0, 0, "ADDR:PORT", "off", \
 	  "serve Prometheus GET /metrics there (bind a management address: no authentication)", "nowhere:1") \
 	X(PDUMP, "pdump", 0, no_argument, K_FLAG, 0, 0, "", "off", \

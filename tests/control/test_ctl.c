@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -878,22 +879,27 @@ static void test_bad_input(void **state)
 	close(fd);
 	assert_serving();
 
-	/* never reads: requests pile up replies until the server drops it */
+	/* never reads: its further requests wait unread (FG_CTL_QUEUE_MAX),
+	 * and it is dropped when its replies stay unread for the write
+	 * timeout (500 ms here) */
 	int slow = raw_connect();
 	int sz = 4096;
 	setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	const char *show = "{\"v\":1,\"id\":1,\"cmd\":\"config.show\"}\n";
 	for (int i = 0; i < 2000; i++)
 		send_all(slow, show, strlen(show));
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 1500; i++) {
 		fg_ctl_server_counters(e->srv, &c1);
-		if (c1.dropped_slow > c0.dropped_slow)
+		if (c1.write_timeouts > c0.write_timeouts)
 			break;
 		usleep(20000);
 	}
-	assert_true(c1.dropped_slow > c0.dropped_slow);
+	assert_true(c1.write_timeouts > c0.write_timeouts);
+	assert_true(c1.requests < c0.requests + 2000);
 	assert_serving();
 	close(slow);
+	struct fg_ctl_counters c2;
+	fg_ctl_server_counters(e->srv, &c2);
 
 	/* never reads during a stream: dropped after the write timeout */
 	fake_dp_add_flows(&e->dp, 100000);
@@ -908,7 +914,7 @@ static void test_bad_input(void **state)
 	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	assert_true(waited < 1.5);
 	fg_ctl_server_counters(e->srv, &c1);
-	assert_true(c1.write_timeouts > c0.write_timeouts);
+	assert_true(c1.write_timeouts > c2.write_timeouts);
 	close(slow);
 	struct fg_flow_filter all;
 	fg_flow_filter_init(&all);
@@ -1068,6 +1074,332 @@ static void test_idle_clients(void **state)
 	}
 }
 
+/* ---- lock-out attempts (issue 34): drip-feeders, clients that never read,
+ * watchers ----------------------------------------------------------------- */
+
+/* A field of the "control" object of a ping answered on a new connection
+ * (queued_bytes and buffer_bytes count the other clients). */
+static uint64_t ctl_gauge(const char *sock, const char *key)
+{
+	const char *ping = "{\"v\":1,\"id\":7,\"cmd\":\"ping\"}\n";
+	char line[8192], err[200];
+	int fd = connect_path(sock);
+	uint64_t v = 0;
+
+	send_all(fd, ping, strlen(ping));
+	ssize_t n = read_line(fd, line, sizeof(line));
+	close(fd);
+	if (n <= 1 || !strstr(line, "\"ok\":true"))
+		fail_msg("no ping answer for %s: %s", key, n > 0 ? line : "(none)");
+	struct fg_json_doc *d = fg_json_parse(line, (size_t)n - 1, 0, err, sizeof(err));
+	if (!d)
+		fail_msg("ping answer is not JSON (%s)", err);
+	const struct fg_json *ctl = jget(jget(fg_json_root(d), "data"), "control");
+	if (fg_json_get_u64(ctl, key, &v))
+		fail_msg("ping: no control.%s", key);
+	fg_json_free(d);
+	return v;
+}
+
+/* One byte of a request that never ends (no newline) on each open fd;
+ * a send that fails marks the fd closed by the server (-1). */
+static void drip(int *fds, int n, unsigned int k)
+{
+	static const char req[] = "{\"v\":1,\"id\":1,\"cmd\":\"ping\",\"args\":{}}";
+
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0 &&
+		    send(fds[i], &req[k % (sizeof(req) - 1)], 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+/* A client that never reads: a tiny receive buffer, then 2000 pipelined
+ * config.show requests (as many as the socket takes). */
+static int never_reader(const char *sock)
+{
+	static const char show[] = "{\"v\":1,\"id\":1,\"cmd\":\"config.show\"}\n";
+	size_t n = 2000 * (sizeof(show) - 1), off = 0;
+	char *b = malloc(n);
+	int fd = connect_path(sock), sz = 4096;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	for (size_t i = 0; i < 2000; i++)
+		memcpy(b + i * (sizeof(show) - 1), show, sizeof(show) - 1);
+	while (off < n) {
+		ssize_t k = send(fd, b + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k <= 0)
+			break;  /* the server stopped reading: fine */
+		off += (size_t)k;
+	}
+	free(b);
+	return fd;
+}
+
+/* Reads until EOF (what the server sent before closing).  @return true on
+ * EOF, false if the server keeps the connection open (2 s without data). */
+static bool read_to_eof(int fd)
+{
+	char b[65536];
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 2000) <= 0)
+			return false;
+		ssize_t k = recv(fd, b, sizeof(b), 0);
+		if (k <= 0)
+			return true;
+	}
+}
+
+#define WAIT_ROUNDS 1500  /* x 20 ms: a hang guard, not a time bound */
+
+/* fgctl ping at a full server, until it gets in (the attackers' slots age
+ * past FG_CTL_EVICT_IDLE_MS from when the server took them, which a loaded
+ * host may do late); @p drip_fds keep dripping meanwhile. */
+static void fgctl_gets_in(const char *sock, int *drip_fds, int n_drip, const char *who)
+{
+	for (int k = 0; k < 50; k++) {
+		drip(drip_fds, n_drip, (unsigned int)k);
+		if (fgctl_at(sock, "ping") == 0)
+			return;
+		usleep(200000);
+	}
+	char *err = slurp(g_err);
+	fail_msg("fgctl ping behind %s failed: %s", who, err);
+}
+
+struct lock_case {
+	const char *name;
+	struct fg_ctl_server_params p;   /* socket_path, ops, ctx filled in */
+	void (*run)(struct fg_ctl_server *srv, const char *sock,
+		    const struct fg_ctl_server_params *p);
+};
+
+/* Bytes of one request a round, never a newline: the idle timeout runs
+ * from the last complete request, so they are closed as silent ones are. */
+static void lock_drip_idle(struct fg_ctl_server *srv, const char *sock,
+			   const struct fg_ctl_server_params *p)
+{
+	int fds[3];
+	struct fg_ctl_counters c;
+
+	for (int i = 0; i < 3; i++)
+		fds[i] = connect_path(sock);
+	for (unsigned int k = 0; k < 5 * WAIT_ROUNDS; k++) {
+		drip(fds, 3, k);
+		fg_ctl_server_counters(srv, &c);
+		if (c.idle_closed >= 3)
+			break;
+		usleep(20000 / 5);
+	}
+	assert_int_equal(c.idle_closed, 3);
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] >= 0) {
+			assert_true(read_to_eof(fds[i]));
+			close(fds[i]);
+		}
+	}
+	(void)p;
+}
+
+/* Drip-feeders fill every slot: a new client evicts one of them. */
+static void lock_drip_cap(struct fg_ctl_server *srv, const char *sock,
+			  const struct fg_ctl_server_params *p)
+{
+	int fds[4];
+	struct fg_ctl_counters c;
+
+	for (int i = 0; i < 4; i++)
+		fds[i] = connect_path(sock);
+	/* a byte every 50 ms for at least FG_CTL_EVICT_IDLE_MS + 250 ms */
+	for (unsigned int k = 0; k < (FG_CTL_EVICT_IDLE_MS + 250) / 50; k++) {
+		drip(fds, 4, k);
+		usleep(50000);
+	}
+	fgctl_gets_in(sock, fds, 4, "4 drip-feeders");
+	fg_ctl_server_counters(srv, &c);
+	assert_true(c.evicted_idle >= 1);
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	(void)p;
+}
+
+/* Per-client memory bound of fg_ctl_server.h ("Isolation") for these
+ * params, with 64 KiB for the largest reply (config.show of full.conf). */
+static uint64_t client_bound(const struct fg_ctl_server_params *p)
+{
+	return 2 * (p->max_request + (128u << 10)) + 2 * (FG_CTL_QUEUE_MAX + (64u << 10)) + 4096;
+}
+
+/* 8 clients pipeline 2000 config.show each and never read: their further
+ * requests wait unread, so what the server holds stays within the bound
+ * (all 2000 answered would be ~6 MB a client). */
+static void lock_noread_bound(struct fg_ctl_server *srv, const char *sock,
+			      const struct fg_ctl_server_params *p)
+{
+	int fds[8];
+	struct fg_ctl_counters c;
+	uint64_t queued = 0;
+
+	for (int i = 0; i < 8; i++)
+		fds[i] = never_reader(sock);
+	/* every one of them paused: FG_CTL_QUEUE_MAX or more unread */
+	for (int k = 0; k < WAIT_ROUNDS; k++) {
+		queued = ctl_gauge(sock, "queued_bytes");
+		if (queued >= 8 * (uint64_t)FG_CTL_QUEUE_MAX)
+			break;
+		usleep(20000);
+	}
+	assert_true(queued >= 8 * (uint64_t)FG_CTL_QUEUE_MAX);
+	uint64_t held = ctl_gauge(sock, "buffer_bytes");
+	fg_ctl_server_counters(srv, &c);
+	print_message("8 never-reading clients: %" PRIu64 " bytes queued, %" PRIu64
+		      " held, %" PRIu64 " requests answered of 16000\n", queued, held, c.requests);
+	assert_true(queued <= 8 * (uint64_t)(FG_CTL_QUEUE_MAX + (64u << 10)));
+	assert_true(held <= 8 * client_bound(p));
+	assert_true(c.requests < 8 * 2000);
+	assert_int_equal(c.write_timeouts, 0);     /* 60 s not reached */
+	for (int i = 0; i < 8; i++)
+		close(fds[i]);
+}
+
+/* The same clients with a 300 ms write timeout: each is dropped, and the
+ * server holds nothing for them afterwards. */
+static void lock_noread_drop(struct fg_ctl_server *srv, const char *sock,
+			     const struct fg_ctl_server_params *p)
+{
+	int fds[8];
+	struct fg_ctl_counters c;
+
+	for (int i = 0; i < 8; i++)
+		fds[i] = never_reader(sock);
+	for (int k = 0; k < WAIT_ROUNDS; k++) {
+		fg_ctl_server_counters(srv, &c);
+		if (c.write_timeouts >= 8)
+			break;
+		usleep(20000);
+	}
+	assert_int_equal(c.write_timeouts, 8);
+	assert_int_equal(c.dropped_slow, 0);
+	for (int i = 0; i < 8; i++) {
+		assert_true(read_to_eof(fds[i]));
+		close(fds[i]);
+	}
+	assert_int_equal(ctl_gauge(sock, "queued_bytes"), 0);
+	assert_int_equal(ctl_gauge(sock, "buffer_bytes"), 0);
+	(void)p;
+}
+
+/* Never-reading clients fill every slot (write timeout 15 s not reached):
+ * a new client evicts one of them. */
+static void lock_noread_cap(struct fg_ctl_server *srv, const char *sock,
+			    const struct fg_ctl_server_params *p)
+{
+	int fds[4];
+	struct fg_ctl_counters c;
+
+	for (int i = 0; i < 4; i++)
+		fds[i] = never_reader(sock);
+	usleep((FG_CTL_EVICT_IDLE_MS + 250) * 1000);
+	fgctl_gets_in(sock, NULL, 0, "4 never-reading clients");
+	fg_ctl_server_counters(srv, &c);
+	assert_true(c.evicted_idle >= 1);
+	assert_int_equal(c.write_timeouts, 0);
+	for (int i = 0; i < 4; i++)
+		close(fds[i]);
+	(void)p;
+}
+
+/* 70 flows watch clients at the default caps: 16 watch, 54 are told why
+ * not (and stay ordinary clients); ordinary slots filled with silent
+ * clients then, fgctl still gets in, and no watcher is evicted. */
+static void lock_watchers(struct fg_ctl_server *srv, const char *sock,
+			  const struct fg_ctl_server_params *p)
+{
+	const char *watch = "{\"v\":1,\"id\":3,\"cmd\":\"flows.watch\"}\n";
+	int fds[70 + 10];
+	char line[4096];
+	struct fg_ctl_counters c;
+
+	for (int i = 0; i < 70; i++) {
+		fds[i] = connect_path(sock);
+		send_all(fds[i], watch, strlen(watch));
+		if (i < FG_CTL_DEFAULT_WATCHERS) {
+			/* a watcher gets no answer until events come: wait
+			 * until the server counts it */
+			int k;
+			for (k = 0; k < WAIT_ROUNDS; k++) {
+				if (ctl_gauge(sock, "watchers") == (uint64_t)i + 1)
+					break;
+				usleep(20000);
+			}
+			assert_true(k < WAIT_ROUNDS);
+			continue;
+		}
+		if (read_line(fds[i], line, sizeof(line)) <= 0)
+			fail_msg("watcher %d over the cap: no answer", i);
+		if (!strstr(line, "\"ok\":false") ||
+		    !strstr(line, "too many flows watch clients (max 16)"))
+			fail_msg("watcher %d over the cap: %s", i, line);
+	}
+	fg_ctl_server_counters(srv, &c);
+	assert_int_equal(c.watch_rejected, 70 - FG_CTL_DEFAULT_WATCHERS);
+	assert_int_equal(c.rejected_full, 0);
+	/* 54 refused watchers + 10 silent = 64 ordinary clients, the cap */
+	for (int i = 70; i < 80; i++)
+		fds[i] = connect_path(sock);
+	usleep((FG_CTL_EVICT_IDLE_MS + 250) * 1000);
+	fgctl_gets_in(sock, NULL, 0, "16 watchers and 64 idle clients");
+	fg_ctl_server_counters(srv, &c);
+	assert_true(c.evicted_idle >= 1);
+	for (int i = 0; i < FG_CTL_DEFAULT_WATCHERS; i++)
+		assert_true(still_open(fds[i]));
+	for (int i = 0; i < 80; i++)
+		close(fds[i]);
+	(void)p;
+}
+
+static const struct lock_case lock_cases[] = {
+	{ "drip-feeders, idle timeout 300 ms",
+	  { .max_clients = 8, .idle_timeout_ms = 300 }, lock_drip_idle },
+	{ "drip-feeders at the cap",
+	  { .max_clients = 4 }, lock_drip_cap },
+	{ "never-reading clients: memory bound",
+	  { .max_clients = 16, .max_request = 64 << 10, .write_timeout_ms = 60000 },
+	  lock_noread_bound },
+	{ "never-reading clients: write timeout 300 ms",
+	  { .max_clients = 16, .max_request = 64 << 10, .write_timeout_ms = 300 },
+	  lock_noread_drop },
+	{ "never-reading clients at the cap",
+	  { .max_clients = 4 }, lock_noread_cap },
+	{ "70 watchers, default caps", { 0 }, lock_watchers },
+};
+
+static void test_lockout(void **state)
+{
+	struct env *e = *state;
+
+	for (size_t i = 0; i < sizeof(lock_cases) / sizeof(lock_cases[0]); i++) {
+		const struct lock_case *lc = &lock_cases[i];
+		struct fg_ctl_server_params p = lc->p;
+		struct fg_ctl_server *srv;
+		char sock[120];
+
+		snprintf(sock, sizeof(sock), "%s/lock%zu.sock", g_dir, i);
+		p.socket_path = sock;
+		p.ops = &fake_ops;
+		p.ctx = &e->dp;
+		assert_int_equal(fg_ctl_server_create(&p, &srv), 0);
+		assert_int_equal(fg_ctl_server_start(srv), 0);
+		print_message("lock-out case: %s\n", lc->name);
+		lc->run(srv, sock, &p);
+		fg_ctl_server_destroy(srv);
+	}
+}
+
 static void test_socket_safety(void **state)
 {
 	(void)state;
@@ -1144,6 +1476,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cli_misc),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_idle_clients),
+		cmocka_unit_test(test_lockout),
 		cmocka_unit_test(test_socket_safety),
 	};
 	int rc = cmocka_run_group_tests(tests, setup, teardown);
