@@ -143,9 +143,10 @@ enum ct_state {
 #define CT_F_SEEN_REPLY 0x08 /**< a packet of the reply direction was seen */
 #define CT_F_V6       0x10 /**< entry lives in the IPv6 table */
 #define CT_F_MIDSTREAM 0x20 /**< picked up without a SYN (after flood/restart) */
-/** fragment-follow entry: the flow's 3-tuple with ports 0 (the key every
- *  non-first fragment has), created by a first fragment, so later
- *  fragments reach the same backend; state OTHER, not assured */
+/** fragment-follow entry: addresses, protocol and the datagram's IP ID in
+ *  the ports (the key its non-first fragments have: fg_pkt_frag_key()),
+ *  created by a first fragment, so its later fragments reach the same
+ *  backend; state OTHER, not assured */
 #define CT_F_FRAG     0x40
 /** on an early-drop list (evictable): ct_entry's ed_prev/ed_next are the
  *  list's links, not a TCP window */

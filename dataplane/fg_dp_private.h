@@ -106,7 +106,7 @@ extern "C" {
 	X(host_ring_full,    "--host-tap: packets for the host dropped, ring to the main lcore full") \
 	X(ct_hit_relookup,   "hits looked up again: an insert earlier in the burst evicted or deleted an entry (the hit may have lost its slot)") \
 	X(frag_follow,       "first fragments that (re)armed a fragment-follow entry for their flow's later fragments") \
-	X(frag_follow_fail,  "first fragments whose fragment-follow entry could not be inserted (table full / flood)") \
+	X(frag_follow_fail,  "first fragments whose fragment-follow entry could not be inserted (table full / flood; or their IP ID unreadable: never expected)") \
 	X(second_chance,     "--second-chance: packets of picked-up flows sent with the previous Maglev owner as a GUE hint") \
 	X(idle_sleeps,       "--idle-sleep: empty polls after which the worker slept") \
 	X(gpu_packets,       "--gpu: packets parsed and hashed by the GPU batch path") \

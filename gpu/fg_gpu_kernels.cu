@@ -167,6 +167,10 @@ __device__ __forceinline__ void fg_gpu_one(const struct fg_gpu_kparams &p,
 
 		memcpy(kw, &r.pkt.key, sizeof(kw));
 		r.sig = fg_gpu_crc32c_words(kw, nw, s->crc);
+		/* fg_rss_hash(): a later fragment's ports (its IP ID) left
+		 * out, as its first fragment is dispatched */
+		if (kind == FG_PK_FRAG_LATER)
+			kw[nw == 12 ? 8 : 2] = 0;
 		r.rss = fg_gpu_toeplitz_words(kw, nw == 12 ? 9 : 3, s->rss);
 		r.worker = s->reta[r.rss & (FG_GPU_RETA_SIZE - 1)];
 		if (kind == FG_PK_FLOW || kind == FG_PK_ICMP_ERR) {

@@ -46,6 +46,7 @@
 /* ---- IPv4 -------------------------------------------------------------- */
 #define FG_IP4_MIN_HLEN 20
 #define FG_IP4_TOTLEN_OFF 2
+#define FG_IP4_ID_OFF 4         /**< identification (fragment-follow key) */
 #define FG_IP4_FRAG_OFF 6       /**< flags + fragment offset */
 #define FG_IP4_TTL_OFF 8
 #define FG_IP4_PROTO_OFF 9
@@ -68,6 +69,7 @@
 #define FG_IP6_RH_TYPE_OFF 2    /**< routing header: routing type */
 #define FG_IP6_RH_SEGLEFT_OFF 3 /**< routing header: segments left */
 #define FG_IP6_RH_TYPE0 0       /**< deprecated source route (RFC 5095) */
+#define FG_IP6_FRAG_ID_OFF 4    /**< fragment header: 32-bit identification */
 /** Largest number of IPv6 extension headers walked (more: refused as
  *  ipv6_ext_chain_too_long). */
 #define FG_PKT_V6_EXT_MAX 8

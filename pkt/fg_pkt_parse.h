@@ -112,6 +112,23 @@ FG_PKT_HELPER void fg_pkt__key_ports(struct fg_pkt *out, int v6, uint16_t sport,
 	}
 }
 
+/* A non-first fragment's key ports, and a first fragment's follow key's:
+ * the identification of its datagram at @p id (IPv4: 16 bits in sport,
+ * dport 0; IPv6: the fragment header's 32 bits across sport and dport),
+ * as on the wire.  The kernel's reassembly tells datagrams apart the same
+ * way (source, destination, protocol, ID: RFC 791, RFC 8200 4.5), so each
+ * datagram follows its own first fragment. */
+FG_PKT_FN_INLINE void fg_pkt__key_frag_id(struct fg_pkt *out, FG_PKT_RD r,
+					  uint32_t id, int v6)
+{
+	if (v6) {
+		out->key.k6.sport = FG_PKT_LD16(r, id);
+		out->key.k6.dport = FG_PKT_LD16(r, id + 2);
+	} else {
+		out->key.k4.sport = FG_PKT_LD16(r, id);
+	}
+}
+
 enum fg_pkt__v6walk {
 	FG_PKT__V6W_OK = 0,
 	FG_PKT__V6W_LATER,   /* non-first fragment: no L4 header here */
@@ -120,10 +137,12 @@ enum fg_pkt__v6walk {
 /*
  * Walks an IPv6 extension chain starting with next header *nh at *off,
  * bounded by end.  On success *off is the upper-layer header offset and
- * *nh its protocol.  Returns FG_PKT__V6W_OK / _LATER, or -(enum fg_drop).
+ * *nh its protocol; *frag the offset of the last fragment header walked
+ * (left alone when there is none).  Returns FG_PKT__V6W_OK / _LATER, or
+ * -(enum fg_drop).
  */
 FG_PKT_FN int fg_pkt__v6_walk(FG_PKT_RD r, uint32_t *off, uint32_t end,
-			      uint8_t *nh, uint8_t *flags)
+			      uint8_t *nh, uint8_t *flags, uint32_t *frag)
 {
 	uint32_t o = *off;
 	uint8_t n = *nh;
@@ -176,6 +195,7 @@ FG_PKT_FN int fg_pkt__v6_walk(FG_PKT_RD r, uint32_t *off, uint32_t end,
 				return -FG_DROP_ipv6_ext_truncated;
 			fo = FG_PKT_BE16(r, o + 2);
 			n = FG_PKT_U8(r, o);
+			*frag = o;
 			o += FG_IP6_EXT_MIN;
 			*flags |= FG_PF_IP_OPTS;
 			if (fo & FG_IP6_FRAG_OFFMASK) {
@@ -233,6 +253,7 @@ FG_PKT_FN int fg_pkt__icmp_err(FG_PKT_RD r, uint32_t in, uint32_t end,
 		out->key.k4.daddr = FG_PKT_LD32(r, in + FG_IP4_SADDR_OFF);
 	} else {
 		uint8_t fl = 0;
+		uint32_t frag = 0;
 		int rc;
 
 		if (FG_PKT_UNLIKELY(in + FG_IP6_HLEN > end ||
@@ -240,7 +261,7 @@ FG_PKT_FN int fg_pkt__icmp_err(FG_PKT_RD r, uint32_t in, uint32_t end,
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 		l4 = in + FG_IP6_HLEN;
 		proto = FG_PKT_U8(r, in + FG_IP6_NXT_OFF);
-		rc = fg_pkt__v6_walk(r, &l4, end, &proto, &fl);
+		rc = fg_pkt__v6_walk(r, &l4, end, &proto, &fl, &frag);
 		if (FG_PKT_UNLIKELY(rc != FG_PKT__V6W_OK))
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 		FG_PKT_CP(out->key.k6.saddr, r, in + FG_IP6_DADDR_OFF, 16);
@@ -483,6 +504,7 @@ FG_PKT_FN_INLINE int fg_pkt__v4(FG_PKT_RD r, uint32_t len, uint32_t off,
 			if (FG_PKT_UNLIKELY(foff + tot - ihl > 65535))
 				return fg_pkt__drop(out, FG_DROP_ipv4_bad_frag);
 			out->key.k4.proto = FG_PKT_U8(r, off + FG_IP4_PROTO_OFF);
+			fg_pkt__key_frag_id(out, r, off + FG_IP4_ID_OFF, 0);
 			if (FG_PKT_UNLIKELY(FG_PKT_U8(r, off + FG_IP4_TTL_OFF) <= 1))
 				return fg_pkt__drop(out, FG_DROP_ttl_expired);
 			out->kind = FG_PK_FRAG_LATER;
@@ -498,7 +520,7 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 				struct fg_pkt *out)
 {
 	uint32_t avail = len - off;
-	uint32_t end, l4;
+	uint32_t end, l4, frag = 0;
 	uint8_t nh, hop;
 	int rc, src;
 
@@ -522,7 +544,7 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 	hop = FG_PKT_U8(r, off + FG_IP6_HOP_OFF);
 	l4 = off + FG_IP6_HLEN;
 	if (FG_PKT_UNLIKELY(nh != FG_IPPROTO_TCP && nh != FG_IPPROTO_UDP)) {
-		rc = fg_pkt__v6_walk(r, &l4, end, &nh, &out->flags);
+		rc = fg_pkt__v6_walk(r, &l4, end, &nh, &out->flags, &frag);
 		if (FG_PKT_UNLIKELY(rc < 0)) {
 			out->proto = nh;
 			return fg_pkt__drop(out, (enum fg_drop)-rc);
@@ -531,6 +553,7 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 			out->l4_off = (uint16_t)l4;
 			out->proto = nh;
 			out->key.k6.proto = nh;
+			fg_pkt__key_frag_id(out, r, frag + FG_IP6_FRAG_ID_OFF, 1);
 			if (FG_PKT_UNLIKELY(hop <= 1))
 				return fg_pkt__drop(out, FG_DROP_ttl_expired);
 			if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC))

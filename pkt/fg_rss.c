@@ -199,6 +199,12 @@ uint32_t fg_rss_hash_bytes(const uint8_t *in, uint32_t len)
 
 uint32_t fg_rss_hash(const struct fg_pkt *p)
 {
+	/* a later fragment's key ports hold its IP ID: its addresses alone,
+	 * as its first fragment is dispatched (and as NICs hash fragments) */
+	if (unlikely(p->kind == FG_PK_FRAG_LATER))
+		return p->family == CT_V6 ?
+		       fg_rss_hash_v6(p->key.k6.saddr, p->key.k6.daddr, 0, 0) :
+		       fg_rss_hash_v4(p->key.k4.saddr, p->key.k4.daddr, 0, 0);
 	if (p->family == CT_V6)
 		return fg_rss_hash_v6(p->key.k6.saddr, p->key.k6.daddr,
 				      p->key.k6.sport, p->key.k6.dport);

@@ -67,8 +67,10 @@ uint32_t fg_rss_hash_bytes(const uint8_t *in, uint32_t len);
 
 /**
  * Dispatch hash of a parsed packet: the 4-tuple of its key (ARP / ND /
- * HOST / FRAG_LATER: ports 0 as in the key; ICMP errors: the embedded flow,
- * i.e. the tracked key, so the error reaches the flow's worker).  Pure.
+ * HOST: ports 0 as in the key; FRAG_LATER: ports 0, not the IP ID its key
+ * holds there, so every fragment of a datagram reaches the worker of its
+ * first fragment; ICMP errors: the embedded flow, i.e. the tracked key, so
+ * the error reaches the flow's worker).  Pure.
  */
 uint32_t fg_rss_hash(const struct fg_pkt *p);
 

@@ -194,9 +194,10 @@ static __always_inline void key_ports(struct fg_pkt *o, int v6, __u16 sp,
 #define V6W_OK 0
 #define V6W_LATER 1
 
-/* fg_pkt.c's v6_walk: returns V6W_OK / V6W_LATER or -(enum fg_drop). */
+/* fg_pkt.c's v6_walk: returns V6W_OK / V6W_LATER or -(enum fg_drop);
+ * *frag: the offset of the last fragment header walked. */
 static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
-				   __u8 *nh, __u8 *flags)
+				   __u8 *nh, __u8 *flags, __u32 *frag)
 {
 	__u32 o = *off;
 	__u8 n = *nh;
@@ -241,6 +242,7 @@ static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
 				return -FG_DROP_ipv6_ext_truncated;
 			fo = rd16(h + 2);
 			n = h[0];
+			*frag = o;
 			o = OFF(o + 8);
 			*flags |= FG_PF_IP_OPTS;
 			if (fo & 0xFFF8) {
@@ -294,6 +296,7 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 		__builtin_memcpy(&o->key.k4.saddr, ip + 16, 4);
 		__builtin_memcpy(&o->key.k4.daddr, ip + 12, 4);
 	} else {
+		__u32 frag;
 		__u8 fl = 0;
 		int r;
 
@@ -303,7 +306,7 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 		proto = ip[6];
 		__builtin_memcpy(o->key.k6.saddr, ip + 24, 16);
 		__builtin_memcpy(o->key.k6.daddr, ip + 8, 16);
-		r = v6_walk(k, &l4, end, &proto, &fl);
+		r = v6_walk(k, &l4, end, &proto, &fl, &frag);
 		if (r != V6W_OK)
 			return pdrop(o, FG_DROP_icmp_unrelated);
 	}
@@ -478,6 +481,8 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 			if (foff + tot - ihl > 65535)
 				return pdrop(o, FG_DROP_ipv4_bad_frag);
 			o->key.k4.proto = ip[9];
+			/* fg_pkt__key_frag_id(): the datagram's ID */
+			__builtin_memcpy(&o->key.k4.sport, ip + 4, 2);
 			if (ip[8] <= 1)
 				return pdrop(o, FG_DROP_ttl_expired);
 			o->kind = FG_PK_FRAG_LATER;
@@ -491,7 +496,7 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 static __always_inline int parse_v6(const struct pk *k, __u32 off,
 				    struct fg_pkt *o)
 {
-	__u32 avail = k->len - off, end, l4;
+	__u32 avail = k->len - off, end, l4, frag = 0;
 	__u8 nh, *ip, hop;
 	int r, src;
 
@@ -516,7 +521,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 	hop = ip[7];
 	l4 = off + 40;
 	if (nh != P_TCP && nh != P_UDP) {
-		r = v6_walk(k, &l4, end, &nh, &o->flags);
+		r = v6_walk(k, &l4, end, &nh, &o->flags, &frag);
 		if (r < 0) {
 			o->proto = nh;
 			return pdrop(o, (__u32)-r);
@@ -525,6 +530,13 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 			o->l4_off = (__u16)l4;
 			o->proto = nh;
 			o->key.k6.proto = nh;
+			__u8 *fh = at(k, frag, 8);
+
+			/* fg_pkt__key_frag_id(): the 32-bit ID (the walk
+			 * checked the header; the verifier wants its own) */
+			if (!fh)
+				return pdrop(o, FG_DROP_ipv6_ext_truncated);
+			__builtin_memcpy(&o->key.k6.sport, fh + 4, 4);
 			if (hop <= 1)
 				return pdrop(o, FG_DROP_ttl_expired);
 			if (src == SRC_UNSPEC)
@@ -625,12 +637,16 @@ static __always_inline __u32 rss_bytes(const __u8 *b, __u32 n, __u32 h, __u32 po
 
 static __always_inline __u32 pkt_rss(const struct fg_pkt *p)
 {
+	/* a later fragment's ports hold its IP ID: left out (byte 0 adds
+	 * nothing to a Toeplitz hash) */
+	int later = p->kind == FG_PK_FRAG_LATER;
+
 	if (p->family == CT_V6) {
 		__u32 h = rss_bytes(p->key.k6.saddr, 32, 0, 0);
 
-		return rss_bytes((const __u8 *)&p->key.k6.sport, 4, h, 0);
+		return later ? h : rss_bytes((const __u8 *)&p->key.k6.sport, 4, h, 0);
 	}
-	return rss_bytes((const __u8 *)&p->key.k4, 12, 0, 0);
+	return rss_bytes((const __u8 *)&p->key.k4, later ? 8 : 12, 0, 0);
 }
 
 static __always_inline __u16 gue_sport(__u32 h)
@@ -1007,19 +1023,56 @@ static __always_inline int send(struct xdp_md *ctx, struct fgx_counters *C,
 	return XDP_TX;
 }
 
-/* A first fragment's flow: later fragments look its 3-tuple up
- * (the worker's frag_follow). */
-static __always_inline void frag_follow(const struct fg_pkt *p, __u32 svc,
-					__u32 bid, __u32 slot, __u64 now)
+/* fg_pkt_frag_key(): @p f (a copy of a first fragment's parse) gets the
+ * key its later fragments parse to, (source, destination, protocol, IP
+ * ID), the ID read from the packet again (IPv6: the chain walked to the
+ * fragment header).  Returns 0, or -1 when it cannot be read.  A global
+ * function: the verifier checks it once, not at each caller state (the
+ * program is near its budget of a million instructions). */
+__attribute__((noinline)) int fgx_frag_key(struct xdp_md *ctx, struct fg_pkt *f)
+{
+	struct pk kk = {
+		.d = (void *)(long)ctx->data,
+		.end = (void *)(long)ctx->data_end,
+	}, *k = &kk;
+	__u32 l3, end, l4, frag = 0;
+	__u8 *ip, *h, nh, fl = 0;
+
+	if (!f)
+		return -1;
+	kk.len = (__u32)(kk.end - kk.d);
+	l3 = f->l3_off;
+	end = l3 + f->l3_len;
+	if (f->family != CT_V6) {
+		if (!(ip = at(k, l3, 20)))
+			return -1;
+		__builtin_memcpy(&f->key.k4.sport, ip + 4, 2);
+		f->key.k4.dport = 0;
+		return 0;
+	}
+	if (!(ip = at(k, l3, 40)))
+		return -1;
+	l4 = l3 + 40;
+	nh = ip[6];
+	if (v6_walk(k, &l4, end, &nh, &fl, &frag) != V6W_OK || !frag ||
+	    !(h = at(k, frag, 8)))
+		return -1;
+	f->key.k6.proto = h[0];
+	__builtin_memcpy(&f->key.k6.sport, h + 4, 4);
+	return 0;
+}
+
+/* A first fragment's flow: its datagram's later fragments look up the
+ * key fgx_frag_key() makes (the worker's frag_follow). */
+static __always_inline void frag_follow(struct xdp_md *ctx, const struct fg_pkt *p,
+					__u32 svc, __u32 bid, __u32 slot, __u64 now)
 {
 	struct fgx_ct v = {}, *e;
 	struct fg_pkt f = *p;
 	int v6 = p->family == CT_V6;
 
-	if (v6)
-		f.key.k6.sport = f.key.k6.dport = 0;
-	else
-		f.key.k4.sport = f.key.k4.dport = 0;
+	if (fgx_frag_key(ctx, &f))
+		return;
 	e = v6 ? bpf_map_lookup_elem(&fgx_ct6, &f.key.k6) :
 		 bpf_map_lookup_elem(&fgx_ct4, &f.key.k4);
 	if (e && !(e->flags & CT_F_FRAG))
@@ -1097,7 +1150,7 @@ int fg_xdp(struct xdp_md *ctx)
 	e = fgx_ct_lookup(&p, cfg, now);
 	if (e) {
 		if ((e->flags & CT_F_FRAG) && p.kind != FG_PK_FRAG_LATER)
-			goto miss; /* a 3-tuple entry, not this flow's */
+			goto miss; /* a fragment-follow entry, not this flow's */
 		b = backend_get(e->slot, e->service, e->backend);
 		if (!b)
 			return drop(C, FG_DROP_no_backend); /* backend removed */
@@ -1116,7 +1169,7 @@ int fg_xdp(struct xdp_md *ctx)
 		if (p.kind == FG_PK_FLOW) {
 			fgx_ct_touch(e, &p, cfg, now);
 			if (p.flags & FG_PF_FRAG)
-				frag_follow(&p, e->service, e->backend, e->slot, now);
+				frag_follow(ctx, &p, e->service, e->backend, e->slot, now);
 			return send(ctx, C, &p, cfg, s, b, e->gue_sport);
 		}
 		if (p.kind == FG_PK_ICMP_ERR)
@@ -1180,7 +1233,7 @@ miss:
 		else
 			C->c[FG_CC_ct_untracked]++; /* Maglev alone */
 		if (p.flags & FG_PF_FRAG)
-			frag_follow(&p, s->id, b->id, slot, now);
+			frag_follow(ctx, &p, s->id, b->id, slot, now);
 		return send(ctx, C, &p, cfg, s, b, v.gue_sport);
 	}
 }

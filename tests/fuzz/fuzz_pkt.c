@@ -267,6 +267,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else
 		CHECK(!memcmp(p.key.k6.pad, (uint8_t[11]){ 0 }, 11));
 
+	if (kind == FG_PK_FLOW && (p.flags & FG_PF_FRAG)) {
+		/* a first fragment's follow key: a later fragment's, read
+		 * within the frame, padding zero */
+		struct fg_pkt later;
+
+		CHECK(fg_pkt_frag_key(copy, (uint32_t)size, &p, &later) == 0 &&
+		      later.kind == FG_PK_FRAG_LATER && later.family == p.family);
+		if (later.family == CT_V4)
+			CHECK(!later.key.k4.pad[0] && !later.key.k4.pad[1] &&
+			      !later.key.k4.pad[2] && later.key.k4.dport == 0);
+		else
+			CHECK(!memcmp(later.key.k6.pad, (uint8_t[11]){ 0 }, 11));
+	}
 	sig = fg_pkt_sig(&p);
 	(void)fg_rss_queue(fg_rss_hash(&p), reta);
 	backend = fg_maglev_lookup(table, M, sig);

@@ -105,7 +105,7 @@ int pb_build(const struct pb_spec *s, uint8_t *out, uint32_t cap)
 	if (!s->v6) {
 		hlen = 20 + s->ip_opts;
 		ip[0] = (uint8_t)(0x40 | (hlen / 4));
-		w16(ip + 4, 0x1234);
+		w16(ip + 4, s->ip_id_set ? s->ip_id & 0xffff : 0x1234);
 		w16(ip + 6, (s->df ? 0x4000 : 0) | (s->mf ? 0x2000 : 0) |
 			    (s->frag_off & 0x1fff));
 		ip[8] = ttl;
@@ -150,8 +150,13 @@ int pb_build(const struct pb_spec *s, uint8_t *out, uint32_t cap)
 			e = buf + l4_off;
 			e[0] = proto;
 			w16(e + 2, (uint32_t)(s->frag_off << 3) | (s->mf ? 1 : 0));
-			e[4] = 0xab;
-			e[7] = 0x01;
+			if (s->ip_id_set) {
+				w16(e + 4, s->ip_id >> 16);
+				w16(e + 6, s->ip_id & 0xffff);
+			} else {
+				e[4] = 0xab;
+				e[7] = 0x01;
+			}
 			l4_off += 8;
 			ext_bytes += 8;
 		}

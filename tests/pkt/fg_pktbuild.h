@@ -45,6 +45,9 @@ struct pb_spec {
 	const uint8_t *inner;   /**< ICMP error: embedded L3 bytes */
 	uint32_t inner_len;
 	uint8_t no_csum;        /**< leave checksums zero */
+	uint8_t ip_id_set;      /**< use @c ip_id (else 0x1234 / 0xab000001) */
+	uint32_t ip_id;         /**< IPv4 identification (16 bits) / IPv6
+	                         *   fragment header identification */
 };
 
 /** Builds a frame; @return its length, or -1 if it does not fit @p cap. */

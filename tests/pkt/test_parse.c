@@ -328,7 +328,8 @@ static void t_v4_frag_later(void **st)
 	s.payload = 100;
 	n = build(&s);
 	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FRAG_LATER);
-	check_key4(&p, CLIENT, VIP, 0, 0, 6);
+	/* the datagram's IP ID in sport (fg_pktbuild's default 0x1234) */
+	check_key4(&p, CLIENT, VIP, 0x1234, 0, 6);
 	assert_int_equal(p.l4_off, 34);
 	s.frag_off = 0x1fff; /* offset + length > 65535 */
 	n = build(&s);
@@ -454,7 +455,70 @@ static void t_v6_frag(void **st)
 	s.frag_off = 100;
 	n = build(&s);
 	assert_int_equal(fg_pkt_parse(F, n, &p), FG_PK_FRAG_LATER);
-	check_key6(&p, CLIENT6, VIP6, 0, 0, 6);
+	/* the fragment header's 32-bit ID (fg_pktbuild's 0xab000001) */
+	check_key6(&p, CLIENT6, VIP6, 0xab00, 0x0001, 6);
+}
+
+/* A first fragment's follow key (fg_pkt_frag_key) is the key its own
+ * later fragments parse to, and no other datagram's: IPv4 and IPv6 (the
+ * fragment header behind a destination options header), IDs @p a and
+ * @p b; both later fragments dispatch like their first one (addresses
+ * only). */
+static void frag_key_case(int v6, uint32_t a, uint32_t b)
+{
+	struct pb_spec s;
+	struct fg_pkt first, follow, la, lb;
+	int n;
+
+	if (v6) {
+		tcp6(&s);
+		s.v6_frag = 1;
+		s.n_ext = 1;
+		s.ext[0] = 60;
+	} else {
+		tcp4(&s);
+	}
+	s.proto = 17;
+	s.ip_id_set = 1;
+	s.ip_id = a;
+	s.mf = 1;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &first), FG_PK_FLOW);
+	assert_true(first.flags & FG_PF_FRAG);
+	assert_int_equal(fg_pkt_frag_key(F, n, &first, &follow), 0);
+	assert_int_equal(follow.kind, FG_PK_FRAG_LATER);
+	s.mf = 0;
+	s.frag_off = 3;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &la), FG_PK_FRAG_LATER);
+	s.ip_id = b;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &lb), FG_PK_FRAG_LATER);
+	if (v6) {
+		check_key6(&la, CLIENT6, VIP6, (uint16_t)(a >> 16), (uint16_t)a, 17);
+		assert_memory_equal(&follow.key.k6, &la.key.k6, sizeof(la.key.k6));
+		assert_memory_not_equal(&follow.key.k6, &lb.key.k6, sizeof(lb.key.k6));
+	} else {
+		check_key4(&la, CLIENT, VIP, (uint16_t)a, 0, 17);
+		assert_memory_equal(&follow.key.k4, &la.key.k4, sizeof(la.key.k4));
+		assert_memory_not_equal(&follow.key.k4, &lb.key.k4, sizeof(lb.key.k4));
+	}
+	assert_int_equal(fg_pkt_sig(&follow), fg_pkt_sig(&la));
+	assert_int_not_equal(fg_pkt_sig(&la), fg_pkt_sig(&lb));
+	/* not a first fragment: a later one, a whole packet */
+	assert_int_equal(fg_pkt_frag_key(F, n, &lb, &follow), -EINVAL);
+	s.frag_off = 0;
+	n = build(&s);
+	assert_int_equal(fg_pkt_parse(F, n, &first), FG_PK_FLOW);
+	assert_int_equal(fg_pkt_frag_key(F, n, &first, &follow), -EINVAL);
+}
+
+static void t_frag_key(void **st)
+{
+	frag_key_case(0, 0x4242, 0x4243);
+	frag_key_case(0, 0, 0xffff);
+	frag_key_case(1, 0xdeadbeef, 0xdeadbeee);
+	frag_key_case(1, 0x00010000, 0x00000001);
 }
 
 static void t_v6_bad(void **st)
@@ -1136,6 +1200,7 @@ int main(void)
 		cmocka_unit_test(t_v6_ext_too_long),
 		cmocka_unit_test(t_v6_ah_esp),
 		cmocka_unit_test(t_v6_frag),
+		cmocka_unit_test(t_frag_key),
 		cmocka_unit_test(t_v6_bad),
 		cmocka_unit_test(t_icmp_echo),
 		cmocka_unit_test(t_icmp4_frag_needed),

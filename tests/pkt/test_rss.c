@@ -126,6 +126,21 @@ static void t_pkt_entry(void **st)
 			 fg_rss_hash_v4(p.key.k4.saddr, p.key.k4.daddr,
 					p.key.k4.sport, p.key.k4.dport));
 	assert_int_equal(fg_rss_hash_v4(0, 0, 0, 0), 0);
+	/* a later fragment's ports hold its IP ID: its addresses alone, as
+	 * its first fragment is dispatched (fg_worker.c frag_owner) */
+	p.kind = FG_PK_FRAG_LATER;
+	p.key.k4.sport = htons(0x1234);
+	p.key.k4.dport = 0;
+	assert_int_equal(fg_rss_hash(&p),
+			 fg_rss_hash_v4(p.key.k4.saddr, p.key.k4.daddr, 0, 0));
+	memset(&p.key, 0, sizeof(p.key));
+	p.family = CT_V6;
+	p.key.k6.saddr[0] = 0x20;
+	p.key.k6.daddr[15] = 1;
+	p.key.k6.sport = htons(0xdead);
+	p.key.k6.dport = htons(0xbeef);
+	assert_int_equal(fg_rss_hash(&p),
+			 fg_rss_hash_v6(p.key.k6.saddr, p.key.k6.daddr, 0, 0));
 }
 
 static void t_reta(void **st)
