@@ -1451,6 +1451,22 @@ ct_tcp_step(struct ct_shard *s, struct ct_fam *f, struct ct_entry *h,
 			}
 			break;
 		default:
+			/* the backend's SYN-ACK on an open or closing flow: it
+			 * accepted a new connection on the tuple (the client's
+			 * SYN came while the balancer still held the old one,
+			 * as nf_conntrack's ignored-SYN rule has it) */
+			if (reply && (fl & (CT_TCP_SYN | CT_TCP_ACK | CT_TCP_RST)) ==
+				     (CT_TCP_SYN | CT_TCP_ACK) && cur >= CT_ST_ESTABLISHED &&
+			    cur <= CT_ST_CLOSE && seq) {
+				uint8_t bs = g->wscale != CT_SEG_NO_WSCALE ? g->wscale : 0;
+
+				*reopen = true;
+				r->td_end = g->seq + 1;
+				r->td_win = (uint16_t)((g->win + (1u << bs) - 1) >> bs);
+				r->td_wscale = (uint8_t)(bs | bs << 4);
+				r->td_flags = CT_TD_VALID;
+				return CT_ST_SYN_RECV;
+			}
 			break;
 		}
 	}
@@ -1553,7 +1569,8 @@ ct_update_seg(struct ct_shard *s, struct ct_entry *e, bool reply,
 		 * SYN-ACK must ack the new ISN, kept by the reply entry) */
 		s->st.tcp_reopen++;
 		h->flags &= (uint8_t)~CT_F_ASSURED;
-		h->flags &= (uint8_t)~CT_F_SEEN_REPLY;
+		if (!reply)
+			h->flags &= (uint8_t)~CT_F_SEEN_REPLY;
 		h->pickup_t = (h->flags & CT_F_NAT) ? h->pickup_t : ct_pickup_clock(s, now);
 	}
 	if ((ct_state_closing(st) || !(h->flags & CT_F_ASSURED)) &&

@@ -782,6 +782,34 @@ test_dsr_blind_rst_keeps_flow(void **state)
 	ct_shard_free(s);
 }
 
+/* NAT: the client's SYN of a new connection on the tuple overtook the old
+ * one's close (ignored on an open flow); the backend's SYN-ACK of it
+ * reopens the flow, and a late RST of the old connection is then out of
+ * the new one's window. */
+static void
+test_nat_synack_reopens(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	const struct ct_stats *st = ct_stats_get(s);
+	struct ct_entry *re, *e = nat_flow(s, 1, 1000, 2000000, 1, &re);
+	uint8_t oow;
+
+	assert_int_equal(seg(s, e, false, CT_TCP_SYN, 90000, 0, 64240, 7, 2, NULL),
+			 CT_ST_ESTABLISHED);
+	assert_int_equal(seg(s, re, true, CT_TCP_SYN | CT_TCP_ACK, 7000000, 90001, 65160, 7,
+			     3, NULL), CT_ST_SYN_RECV);
+	assert_false(e->flags & CT_F_ASSURED);
+	assert_int_equal(st->tcp_reopen, 1);
+	assert_int_equal(seg(s, e, false, CT_TCP_ACK, 90001, 7000001, 502, CT_SEG_NO_WSCALE,
+			     4, NULL), CT_ST_ESTABLISHED);
+	assert_true(e->flags & CT_F_ASSURED);
+	assert_int_equal(seg(s, e, false, CT_TCP_RST, 1001, 0, 0, CT_SEG_NO_WSCALE, 5, &oow),
+			 CT_ST_ESTABLISHED);
+	assert_int_equal(oow, CT_OOW_DROP);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
 /* ct_tcp_seq_plausible: an ICMP error's quoted sequence number */
 static void
 test_seq_plausible(void **state)
@@ -2221,6 +2249,7 @@ main(void)
 	ADD(test_fin_then_syn_reopens);
 	ADD(test_dsr_blind_rst_keeps_flow);
 	ADD(test_seq_plausible);
+	ADD(test_nat_synack_reopens);
 	ADD(test_initial_states);
 	ADD(test_udp_becomes_stream);
 	for (size_t i = 0; i < RTE_DIM(timeout_states); i++) {

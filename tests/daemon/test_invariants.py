@@ -983,7 +983,23 @@ class Checker:
         that reopened the tuple later it quotes an older connection than
         the one tracked, and a router's PMTU message quoting a sequence
         number out of the window drops as icmp_err_foreign (issue 34)."""
-        syn = {}
+        syn, synack = {}, {}
+        # a handshake packet that the shuffle put after an error quoting
+        # its own connection: the error arrives before the balancer knows
+        # that connection (no network reorders so, but a round's groups
+        # may), and is out of the window tracked
+        later_hs = {}
+        for fr in reversed(frames):
+            i = fr.find(MAGIC)
+            if i < 0:
+                continue
+            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
+            f, expect, reasons, note = self.pkts[pid]
+            if f is not None and f.fid >= 0 and note.startswith("icmp-err") and \
+                    later_hs.get(f.fid, 1 << 62) < pid and "icmp_err_foreign" not in reasons:
+                self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
+            elif f is not None and note in ("SYN", "SYN retransmit", "SYN-ACK"):
+                later_hs[f.fid] = min(later_hs.get(f.fid, 1 << 62), pid)
         for fr in frames:
             i = fr.find(MAGIC)
             if i < 0:
@@ -994,9 +1010,18 @@ class Checker:
                 continue
             if note in ("SYN", "SYN retransmit"):
                 syn[f.fid] = max(syn.get(f.fid, -1), pid)
+            elif note == "SYN-ACK":
+                synack[f.fid] = max(synack.get(f.fid, -1), pid)
             elif note.startswith("icmp-err") and syn.get(f.fid, -1) > pid and \
                     "icmp_err_foreign" not in reasons:
                 self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
+            elif note in ("RST", "reply RST") and synack.get(f.fid, -1) > pid and \
+                    "tcp_rst_oow" not in reasons:
+                # the RST of a connection the backend's SYN-ACK of the
+                # next one on the tuple overtook: out of the new
+                # connection's window, dropped (as either endpoint would)
+                self.pkts[pid] = (f, ANY, reasons + ("tcp_rst_oow",),
+                                  note + " of an older connection")
 
     # ----------------------------------------------------------- final
     def final_check(self, st):
