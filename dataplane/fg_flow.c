@@ -789,13 +789,18 @@ flow_account(struct fg_worker *w, uint64_t *sc, uint64_t *bc,
 	     const struct fg_pkt *p, struct rte_mbuf *m, uint64_t now)
 {
 	if (e != NULL && p->kind == FG_PK_FLOW) {
-		struct ct_seg g;
-		uint8_t before = e->state, after;
+		const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+		uint8_t before = e->state, after = before;
 
-		fg_pkt_tcp_seg(rte_pktmbuf_mtod(m, const uint8_t *), p, &g);
-		after = ct_touch(w->ct, e, false, &g, p->l3_len, now);
-		if (unlikely(g.oow == CT_OOW_DROP))
-			return true; /* counted by conntrack: tcp_oow */
+		if (unlikely(!ct_touch_fast(e, p->tcp_flags, frame + p->l4_off, p->l3_len,
+					    now))) {
+			struct ct_seg g;
+
+			fg_pkt_tcp_seg(frame, p, &g);
+			after = ct_update_seg(w->ct, e, false, &g, p->l3_len, now);
+			if (unlikely(g.oow == CT_OOW_DROP))
+				return true; /* counted by conntrack: tcp_oow */
+		}
 		if (unlikely(after != before)) {
 			if (lc_b != NULL && !state_closed(before) && state_closed(after) &&
 			    lc_b->stat_idx < w->lc_size && w->lc_active[lc_b->stat_idx] > 0)
