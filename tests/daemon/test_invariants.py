@@ -513,12 +513,9 @@ class Checker:
         pay = tag(pid) + b"\x33" * (1500 - hdr - TAGLEN)
         return frame(ipx(f.cl, s.vip, 6, l4seg(6, f.cl, s.vip, f.cport, s.port, pay, PSH | ACK)))
 
-    def overtaken(self, frames):
-        """After a shuffle of one round's frames: a NAT client's data that
-        now comes before its SYN finds no entry and must drop as
-        nat_not_syn (NAT opens flows only on a SYN), as in a network that
-        reorders; the connection itself must still work."""
-        syn_seen = set()
+    def nat_tcp_tagged(self, frames):
+        """(pid, flow, expect, reasons, note) of each tagged frame of a
+        NAT TCP flow, in the frames' order."""
         for fr in frames:
             i = fr.find(MAGIC)
             if i < 0:
@@ -527,6 +524,15 @@ class Checker:
             f, expect, reasons, note = self.pkts[pid]
             if f is None or f.fid < 0 or not f.svc.nat or f.svc.proto != 6:
                 continue
+            yield pid, f, expect, reasons, note
+
+    def overtaken(self, frames):
+        """After a shuffle of one round's frames: a NAT client's data that
+        now comes before its SYN finds no entry and must drop as
+        nat_not_syn (NAT opens flows only on a SYN), as in a network that
+        reorders; the connection itself must still work."""
+        syn_seen = set()
+        for pid, f, expect, reasons, note in self.nat_tcp_tagged(frames):
             if note in ("SYN", "SYN retransmit"):
                 syn_seen.add(f.fid)
             elif note == "pipelined data" and f.fid not in syn_seen:
@@ -989,25 +995,13 @@ class Checker:
         # that connection (no network reorders so, but a round's groups
         # may), and is out of the window tracked
         later_hs = {}
-        for fr in reversed(frames):
-            i = fr.find(MAGIC)
-            if i < 0:
-                continue
-            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
-            f, expect, reasons, note = self.pkts[pid]
-            if f is not None and f.fid >= 0 and note.startswith("icmp-err") and \
-                    later_hs.get(f.fid, 1 << 62) < pid and "icmp_err_foreign" not in reasons:
+        for pid, f, expect, reasons, note in self.nat_tcp_tagged(frames[::-1]):
+            if note.startswith("icmp-err") and later_hs.get(f.fid, 1 << 62) < pid and \
+                    "icmp_err_foreign" not in reasons:
                 self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
-            elif f is not None and note in ("SYN", "SYN retransmit", "SYN-ACK"):
+            elif note in ("SYN", "SYN retransmit", "SYN-ACK"):
                 later_hs[f.fid] = min(later_hs.get(f.fid, 1 << 62), pid)
-        for fr in frames:
-            i = fr.find(MAGIC)
-            if i < 0:
-                continue
-            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
-            f, expect, reasons, note = self.pkts[pid]
-            if f is None or f.fid < 0 or not f.svc.nat or f.svc.proto != 6:
-                continue
+        for pid, f, expect, reasons, note in self.nat_tcp_tagged(frames):
             if note in ("SYN", "SYN retransmit"):
                 syn[f.fid] = max(syn.get(f.fid, -1), pid)
             elif note == "SYN-ACK":
