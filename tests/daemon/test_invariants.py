@@ -999,9 +999,25 @@ class Checker:
             if note.startswith("icmp-err") and later_hs.get(f.fid, 1 << 62) < pid and \
                     "icmp_err_foreign" not in reasons:
                 self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
+            elif note in ("RST", "reply RST") and later_hs.get(f.fid, 1 << 62) < pid and \
+                    "tcp_rst_oow" not in reasons:
+                # an RST ahead of its own connection's handshake
+                self.pkts[pid] = (f, ANY, reasons + ("tcp_rst_oow",), note)
             elif note in ("SYN", "SYN retransmit", "SYN-ACK"):
                 later_hs[f.fid] = min(later_hs.get(f.fid, 1 << 62), pid)
+        ahead = {}   # the newest packet of each flow so far in the round
         for pid, f, expect, reasons, note in self.nat_tcp_tagged(frames):
+            newer = ahead.get(f.fid, -1) > pid
+            ahead[f.fid] = max(ahead.get(f.fid, -1), pid)
+            if newer and note in ("RST", "reply RST") and "tcp_rst_oow" not in reasons:
+                # overtaken by a later packet of its flow (of the next
+                # connection on the tuple, say): judged against a window
+                # that moved on, it may be out of it
+                self.pkts[pid] = (f, ANY, reasons + ("tcp_rst_oow",), note)
+                continue
+            if newer and note.startswith("icmp-err") and "icmp_err_foreign" not in reasons:
+                self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
+                continue
             if note in ("SYN", "SYN retransmit"):
                 syn[f.fid] = max(syn.get(f.fid, -1), pid)
             elif note == "SYN-ACK":
@@ -1014,8 +1030,7 @@ class Checker:
                 # the RST of a connection the backend's SYN-ACK of the
                 # next one on the tuple overtook: out of the new
                 # connection's window, dropped (as either endpoint would)
-                self.pkts[pid] = (f, ANY, reasons + ("tcp_rst_oow",),
-                                  note + " of an older connection")
+                self.pkts[pid] = (f, ANY, reasons + ("tcp_rst_oow",), note)
 
     # ----------------------------------------------------------- final
     def final_check(self, st):

@@ -51,12 +51,14 @@ items; all five fail on 01394a6):
      attacker's MAC) against 60 long-lived NAT, DSR-IPIP and DSR-GUE
      connections, idle past every closing timeout between rounds, with an
      unrelated weight change after round 3: 0 broken or moved, every new
-     connection opened meanwhile admitted, and never an assured entry
+     connection opened meanwhile admitted, and never more assured entries
      (`flows.list`: flags & 0x04 of forward entries, sampled every 0.5 s)
-     but a real connection's (so never more assured entries than real
-     connections)       "E: broken N of M", "E: new admitted N of M",
-                        "E: assured entries of no real connection: max N
-                         in S samples (...)"
+     than real connections (assured entries of no real connection are
+     counted: a spoofed DSR tuple sent 4 packets over 2 s passes probation
+     as a client would)
+                        "E: broken N of M", "E: new admitted N of M",
+                        "E: assured entries above real connections in N
+                         of S samples (...)"
 Attack packets are bounded in count and paced by flowgate's own rx
 counter (no packet is sent faster than the worker takes them).  Exit 1
 naming every failed assertion; 77 without root.  Everything is named after
@@ -917,10 +919,16 @@ port {dev} {{
                     "; ".join(newc["bad"][:3]))
         worst = max(samples, key=lambda s: (s[2], s[0] - s[3])) if samples else (0, 0, 0, 0)
         top = max(samples, default=(0, 0, 0, 0))
-        self.record("E", f"E: assured entries of no real connection: max {worst[2]} in "
-                    f"{len(samples)} samples (at most {top[0]} assured, with {top[3]} real "
-                    "connections)",
-                    bool(samples) and all(x == 0 and a <= r for a, _, x, r in samples),
+        # the issue's bound: never more assured entries than real
+        # connections.  A spoofed DSR tuple that gets 4 packets over 2 s
+        # (several kinds of E's attack on one port in one round) earns its
+        # probation as a real client would: counted and logged, not failed
+        # (docs/CONFIG.md, "Connection states")
+        self.record("E", f"E: assured entries above real connections in "
+                    f"{sum(1 for a, _, _, r in samples if a > r)} of {len(samples)} samples "
+                    f"(at most {top[0]} assured, with {top[3]} real connections; "
+                    f"at most {worst[2]} assured of no real connection)",
+                    bool(samples) and all(a <= r for a, _, _, r in samples),
                     f"worst: {worst[0]} assured of {worst[1]} live, {worst[2]} of them not a "
                     f"real connection's, {worst[3]} real connections")
         log(f"     E: {sent} attack frames in all ({self.atk.short} not counted by the worker); "
