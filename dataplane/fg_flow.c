@@ -1282,6 +1282,17 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		refuse(w, o, m, p, now);
 		return;
 	}
+	if (unlikely(proto == IPPROTO_TCP && (p->tcp_flags & CT_TCP_RST))) {
+		/* An RST opens nothing: with no flow to end, it goes where
+		 * Maglev sends its tuple, untracked (a spoofed RST spray would
+		 * otherwise take an entry a guessed port, and evict real flows
+		 * still on probation: issue 34) */
+		w->cc[FG_CC_ct_untracked]++;
+		if (s->sched == FG_SCHED_MAGLEV_LOAD)
+			b = &s->backends[s->maglev[sig % s->maglev_size]];
+		fg_flow_forward(w, lb, nt, o, m, p, NULL, s, b, now);
+		return;
+	}
 
 	uint32_t pos;
 	int err = 0;

@@ -128,7 +128,7 @@ enum fg_drop {
 	X(tx_bytes,     "bytes sent by this core") \
 	X(new_flows,    "flows inserted into this core's conntrack shard") \
 	X(ct_hits,      "packets that found their flow") \
-	X(ct_untracked, "packets forwarded by Maglev alone (flood mode / table full)") \
+	X(ct_untracked, "packets forwarded by Maglev alone (flood mode / table full / a TCP RST of no tracked flow: an RST opens nothing)") \
 	X(ct_reopened,  "client SYNs on a tracked tuple whose backend takes no new flows, scheduled afresh") \
 	X(frag_later,   "non-first fragments forwarded along a tracked flow") \
 	X(icmp_err_fwd, "ICMP errors forwarded to the flow's backend") \
