@@ -316,8 +316,8 @@ int main(void)
 {
 	char prefix[64];	/* its own runtime directory, removed at exit */
 
-	char *eal[] = {"test_neigh", "--no-pci", "--no-huge", "--no-shconf", "-m", "256",
-		       "--log-level=lib.eal:error", "-l", "0,1", "--vdev", "net_null0",
+	char *eal[] = {"test_neigh", "--no-huge", "--no-shconf", "-m", "256",
+		       "--log-level=lib.eal:error", "-l", "0,1", "--no-pci", "--vdev", "net_null0",
 		       fg_test_eal_prefix(prefix, sizeof(prefix), "fgtneigh")};
 
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {

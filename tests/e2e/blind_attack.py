@@ -566,8 +566,8 @@ port {dev} {{
         self.log = f"{RUN}/flowgate-{driver}.log"
         self.fg = subprocess.Popen(
             ["ip", "netns", "exec", f"{P}-lb", f"{self.build}/dataplane/flowgate", "--no-huge",
-             "-m", "512", "--file-prefix", P, "-l", "0,1", "--no-pci",
-             f"--vdev={vdev}", "--", "-c", conf, "-s", f"{RUN}/ctl.sock",
+             "-m", "512", "--file-prefix", P, "-l", "0,1",
+             "--no-pci", f"--vdev={vdev}", "--", "-c", conf, "-s", f"{RUN}/ctl.sock",
              "--idle-sleep"], stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
         if not guard_wait(lambda: "flowgate: running" in open(self.log).read()
                           or self.fg.poll() is not None, 60, 0.1) or self.fg.poll() is not None:
