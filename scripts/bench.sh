@@ -169,12 +169,13 @@ if want daemon; then
   fi
 fi
 
-# ---- inference placement: a simulation, seconds on any machine (issue 12)
+# ---- inference placement: the Azure LLM traces through a simulated cluster,
+# seconds on any machine (issues 12, 39)
 if want inference; then
-  say "[inference] flowgate-bench inference, load 0.5-0.95 x maglev, lc, maglev-load"
+  say "[inference] flowgate-bench inference: conv/code traces x load 0.5/0.8/0.9 x keepalive 1/8/32, 4 schedulers"
   mkdir -p "$RES/plots"
   $PYTHON "$ROOT/bench/tools/inference_sweep.py" --fgb "$FGB" --out "$RES/inference.json" \
-    --plot "$RES/plots/inference_p99.png" $( ((REPORT)) && echo --md "$ROOT/bench/RESULTS.md" ) ||
+    --plot "$RES/plots/inference_ttft_p99.png" $( ((REPORT)) && echo --md "$ROOT/bench/RESULTS.md" ) ||
     say "      inference sweep failed (see above)"
 fi
 
