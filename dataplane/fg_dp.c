@@ -277,6 +277,7 @@ static void params_copy(struct fg_dp *dp, const struct fg_dp_params *p)
 	COPY_STR(metrics_addr, metrics_addr);
 	COPY_STR(gpu_mode, gpu_mode);
 	COPY_STR(host_tap, host_tap_prefix);
+	COPY_STR(state_path, state_path);
 #undef COPY_STR
 	if (dp->params.n_mbufs == 0)
 		dp->params.n_mbufs = FG_DP_MBUFS_DEFAULT;

@@ -37,6 +37,7 @@
 #include "fg_counters.h"
 #include "fg_pkt.h"
 #include "fg_rss.h"
+#include "fg_state.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -424,6 +425,10 @@ struct fg_dp {
 	char metrics_addr[64];
 	char gpu_mode[16];
 	char host_tap_prefix[16];
+	char state_path[4096];
+	/** restart hand-over: what the load at start and the save at stop
+	 *  did (fg_state.c; main lcore writes, control threads read) */
+	struct fg_state_stats state;
 	struct fg_metrics *metrics;     /**< --metrics listener or NULL */
 	struct fg_announce *announce;   /**< --announce route keeper or NULL */
 	bool pdump_on;                  /**< rte_pdump_init() succeeded */
