@@ -483,6 +483,30 @@ static void write_core(struct fg_json_writer *w, const char *key,
 	fg_jw_obj_close(w);
 }
 
+/* The restart hand-over: what the start restored (fg_state.h). */
+static void write_state(struct fg_json_writer *w, const struct fg_state_stats *st)
+{
+	fg_jw_obj_open(w, "state");
+	fg_jw_bool(w, "loaded", st->loaded);
+	fg_jw_str(w, "writer", st->writer);
+	fg_jw_u64(w, "gap_ms", st->gap_ms);
+	fg_jw_u64(w, "load_ms", st->load_us / 1000);
+	fg_jw_u64(w, "flows_in_file", st->flows_in_file);
+	fg_jw_u64(w, "restored", st->restored);
+	fg_jw_u64(w, "restored_nat", st->restored_nat);
+	fg_jw_u64(w, "tombstones", st->tombstones);
+	fg_jw_u64(w, "neighbours_restored", st->neigh_restored);
+	fg_jw_obj_open(w, "refused");
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		fg_jw_u64(w, fg_state_flow_refuse_names[r], st->refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_open(w, "file_refused");
+	for (int r = 1; r < FG_STATE_FILE_MAX; r++)
+		fg_jw_u64(w, fg_state_file_refuse_names[r], st->file_refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_close(w);
+}
+
 /* fgctl stats --zero: the snapshot taken then, subtracted from later
  * `stats` answers (control thread only: ops run there one at a time).  A
  * reader-side offset: the workers' counters are never written, and
@@ -651,6 +675,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			fg_jw_obj_close(w);
 		}
 		fg_jw_arr_close(w);
+		write_state(w, &sn->state);
 	}
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < sn->n_services; i++) {

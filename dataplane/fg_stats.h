@@ -138,6 +138,8 @@ struct fg_stats_snap {
 		bool ok;                    /**< the device answered */
 		uint64_t c[FG_PC_MAX];      /**< FG_PORT_COUNTER_LIST */
 	} port[FG_MAX_PORTS];           /**< the devices' own counters */
+	/** restart hand-over: the load at start, the last save (fg_state.h) */
+	struct fg_state_stats state;
 };
 
 /** fg_stats_snap_take() flags. */
