@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FG_BENCH_LIST(X) X(conntrack) X(dataplane) X(control) X(gpu) X(latency) X(inference) \
+#define FG_BENCH_LIST(X) X(conntrack) X(dataplane) X(control) X(gpu) X(latency) X(inference) X(state) \
 	X(xdp) X(l3fwd)
 
 #define X(n) int bench_##n##_main(int argc, char **argv) __attribute__((weak));
