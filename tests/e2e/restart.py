@@ -189,12 +189,20 @@ def phase(name, d, start_next, conns, before, after, sig, results):
     nd = start_next()
     restored = nd.line("state: ")
     log(f"     {restored.split('flowgate: ')[-1] if restored else 'no state line'}")
+    st = nd.ctl.call("stats")[1]["state"]
     for a in after:
         nd.fgctl(*a)
     tr.join()
     ba.exchange([c for c in live if not c.broken], GAP_GUARD)
     ba.exchange([c for c in live if not c.broken], GAP_GUARD)
     broken = report(name, live, results)
+    t = nd.ctl.total()
+    refused = {k: v for k, v in st["refused"].items() if v}
+    log(f"     {name}: restored {st['restored']} ({st['restored_nat']} NAT), refused "
+        f"{refused or 0}, gap {st['gap_ms']} ms; nat_not_syn "
+        f"{t['drops_by_reason'].get('nat_not_syn', 0)}, nat_rst_sent {t['nat_rst_sent']}")
+    broken["state"] = st
+    broken["saved"] = int(saved.split("saved ")[1].split()[0]) if saved else 0
     return nd, broken
 
 
@@ -260,6 +268,11 @@ def main():
             for m in MODES:
                 if state and br[m]:
                     failed.append(f"{ph} {m}: {br[m]} broken (0 required)")
+            st = br["state"]
+            if state and (st["restored"] != br["saved"] or br["saved"] < len(conns)
+                          or any(st["refused"].values())):
+                failed.append(f"{ph}: saved {br['saved']} flows, restored {st['restored']}, "
+                              f"refused {st['refused']} (every flow restored required)")
         if not state and br_a["nat"] == 0:
             failed.append("a-sigterm: --no-state but no NAT connection broke: "
                           "the test cannot tell")
