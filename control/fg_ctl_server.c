@@ -939,6 +939,8 @@ static int h_flows_walk(struct req_ctx *x, bool get, bool del)
 				    "--all to delete every flow", "refusing to delete all flows "
 				    "without --all");
 	}
+	if (arg_u64(x, "timeout_ms", false, FG_PROTO_TIMEOUT_MS_MAX, &f.wait_ms, NULL))
+		return -1;
 	x->emitted = 0;
 	x->stream_err = 0;
 	int64_t n = x->s->ops.flows_walk(&f, del ? NULL : emit_flow, x, del, x->s->p.ctx);

@@ -754,6 +754,43 @@ static void test_cli_misc(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* fgctl --timeout (issue 36): the request carries it to the engine's
+ * waits on its workers (fg_flow_filter::wait_ms), and fgctl stops waiting
+ * on a daemon that does not answer, by how long it waits for the next line,
+ * not by how long the whole answer takes. */
+static void test_fgctl_timeout(void **state)
+{
+	struct env *e = *state;
+	char path[200], cmd[600];
+
+	assert_int_equal(fgctl(NULL, NULL, "flows list --limit 1"), 0);
+	assert_true(e->dp.last_wait_ms == 5 * 60 * 1000);   /* the default */
+	assert_int_equal(fgctl(NULL, NULL, "--timeout 2s flows list --limit 1"), 0);
+	assert_true(e->dp.last_wait_ms == 2000);
+	assert_int_equal(fgctl(NULL, NULL, "flows list --limit 1 --timeout 0"), 0);
+	assert_true(e->dp.last_wait_ms == 0);                /* not sent: the engine's */
+	assert_int_equal(fgctl(NULL, NULL, "--timeout 100h flows list --limit 1"), 0);
+	assert_true(e->dp.last_wait_ms == 24ull * 3600 * 1000); /* capped at a day */
+	assert_int_equal(fgctl(NULL, NULL, "--timeout soon ping"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "ping --timeout"), 2);
+	/* a daemon that takes the request and never answers (a listening
+	 * socket nobody accepts on): fgctl gives up and says why */
+	snprintf(path, sizeof(path), "%s/silent.sock", g_dir);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	snprintf(cmd, sizeof(cmd), "%s -s %s --timeout 300ms ping 2>%s", g_fgctl, path, g_err);
+	int st = system(cmd);
+	assert_int_equal(WEXITSTATUS(st), 1);
+	char *err = slurp(g_err);
+	assert_non_null(strstr(err, "no answer from flowgate within --timeout"));
+	free(err);
+	close(fd);
+	unlink(path);
+}
+
 /* ---- hostile clients ------------------------------------------------------ */
 
 static int raw_connect(void)
@@ -1474,6 +1511,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_config_verbs),
 		cmocka_unit_test(test_config_apply_fields),
 		cmocka_unit_test(test_cli_misc),
+		cmocka_unit_test(test_fgctl_timeout),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_idle_clients),
 		cmocka_unit_test(test_lockout),
