@@ -810,7 +810,7 @@ static int parse_filter(struct req_ctx *x, struct fg_flow_filter *f, bool *any)
 		int i = fg_flow_state_lookup(st);
 		if (i < 0)
 			return fail(x, "states: SYN_SENT SYN_RECV ESTABLISHED FIN_WAIT CLOSE_WAIT "
-				    "LAST_ACK TIME_WAIT CLOSE UDP UDP_STREAM OTHER",
+				    "LAST_ACK TIME_WAIT CLOSE UDP UDP_STREAM OTHER PICKUP",
 				    "unknown state '%s'", st);
 		f->state = i;
 		snprintf(f->state_name, sizeof(f->state_name), "%s", fg_flow_state_name(i));
