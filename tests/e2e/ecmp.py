@@ -487,8 +487,15 @@ def main():
         client.expect("ready")
         log(f"ok   {N_CONN} connections up, one line every 100 ms each; "
             + client.cmd("spread", "spread"))
-        time.sleep(1)
-        spread = {k: poller.samples[k][-1][2] if poller.samples[k] else 0 for k in (1, 2, 3)}
+        # every node's counters sampled with its flows (polled: the poller
+        # thread may lag on a loaded machine; 60 s is the hang guard)
+        end = time.monotonic() + 60
+        while True:
+            spread = {k: poller.samples[k][-1][2] if poller.samples[k] else 0
+                      for k in (1, 2, 3)}
+            if min(spread.values()) > 0 or time.monotonic() > end:
+                break
+            time.sleep(0.1)
         log(f"     flows per node: {spread}")
         if min(spread.values()) == 0:
             raise Fail(f"ECMP did not spread the connections over all 3 nodes: {spread}")
