@@ -460,8 +460,9 @@ static void test_watch(void **state)
 	close(pp[1]);
 	FILE *p = fdopen(pp[0], "r");
 	assert_non_null(p);
-	/* wait until the server registered the watcher */
-	for (int i = 0; i < 200 && !e->dp.watching; i++)
+	/* wait until the server registered the watcher (polled; 60 s is the
+	 * hang guard: fgctl may take seconds to start on a loaded machine) */
+	for (int i = 0; i < 6000 && !e->dp.watching; i++)
 		usleep(10000);
 	assert_true(e->dp.watching);
 	fake_dp_push_event(&e->dp, "NEW", &e->dp.flows[0]);
@@ -482,7 +483,7 @@ static void test_watch(void **state)
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	fclose(p);
-	for (int i = 0; i < 300 && e->dp.watching; i++)
+	for (int i = 0; i < 6000 && e->dp.watching; i++)
 		usleep(10000);
 	assert_false(e->dp.watching);
 }
@@ -1066,7 +1067,10 @@ static void idle_case_timeout(struct env *e, const char *sock, struct fg_ctl_ser
 	const char *ping = "{\"v\":1,\"id\":4,\"cmd\":\"ping\"}\n";
 	send_all(partial, "{\"v\":1,\"id\":9,\"cm", 17);
 	send_all(watcher, watch, strlen(watch));
-	for (int i = 0; i < 10; i++) {  /* 1 s of pings, 100 ms apart */
+	/* pings 100 ms apart until the server closes the idle two (polled:
+	 * no bound on when; the 2 s timeout is 20 pings, so a loaded machine
+	 * must stall this thread 2 s to make the talker look idle) */
+	for (int i = 0; i < 600 && (still_open(silent) || still_open(partial)); i++) {
 		send_all(talker, ping, strlen(ping));
 		assert_true(read_line(talker, line, sizeof(line)) > 0);
 		assert_non_null(strstr(line, "\"ok\":true"));
@@ -1088,7 +1092,7 @@ static void idle_case_timeout(struct env *e, const char *sock, struct fg_ctl_ser
 static const struct idle_case idle_cases[] = {
 	{ "70 silent clients, default cap", 0, 0, idle_case_lockout },
 	{ "cap reached by busy clients", 4, 0, idle_case_cap_busy },
-	{ "idle timeout 300 ms", 8, 300, idle_case_timeout },
+	{ "idle timeout 2 s", 8, 2000, idle_case_timeout },
 };
 
 static void test_idle_clients(void **state)
