@@ -29,7 +29,7 @@
  * does not read it: runs with and without give its cost (issue 12).
  *
  * --idle-sleep US: the workers run with flowgate's --idle-sleep=US (sleep
- * after a run of empty polls, bench/RESULTS.md "Issue 13"): interleave runs
+ * after a run of empty polls, bench/RESULTS.md section 10): interleave runs
  * with and without it to see what it costs under load (`idle_sleeps`
  * counts the sleeps; under a saturating replay it stays 0).
  *

@@ -219,9 +219,10 @@ static int walk_post(struct fg_dp *dp, unsigned int i, struct walk_buf *b,
 	return rc;
 }
 
-static int walk_wait(struct fg_dp *dp, struct walk_buf *b)
+/* @p wait_ms: the request's own bound (fgctl --timeout), else 30 s. */
+static int walk_wait(struct fg_dp *dp, struct walk_buf *b, uint64_t wait_ms)
 {
-	int rc = ct_mbox_wait(&b->req, MBOX_TIMEOUT_US);
+	int rc = ct_mbox_wait(&b->req, wait_ms ? wait_ms * 1000 : MBOX_TIMEOUT_US);
 
 	pthread_mutex_unlock(&dp->mbox_lock);
 	return rc;
@@ -248,7 +249,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 	}
 	rc = walk_post(dp, i, cur, 0);
 	while (rc == 0) {
-		rc = walk_wait(dp, cur);
+		rc = walk_wait(dp, cur, f->wait_ms);
 		if (rc < 0)
 			return rc;
 		rc = cur->c.err;
@@ -287,7 +288,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 			return erc;
 		if (erc < 0) {
 			/* finish the chunk in flight before giving up */
-			rc = walk_wait(dp, next);
+			rc = walk_wait(dp, next, f->wait_ms);
 			return rc < 0 ? rc : erc;
 		}
 		struct walk_buf *t = cur;
