@@ -151,7 +151,7 @@ run_one() {
   local res; res=$(grep -a '^FG_RESULT ' "$pg_log" | tail -1 | cut -d' ' -f2-)
   local stats='null'
   if [[ $dut == flowgate* && -x "$FGCTL" ]]; then
-    stats=$(timeout 10 "$FGCTL" --socket "$ctl_sock" --json stats 2>/dev/null | tr -d '\n')
+    stats=$(timeout 10 "$FGCTL" --socket "$ctl_sock" --json stats --per-core 2>/dev/null | tr -d '\n')
     [[ ${stats:0:1} == '{' ]] || stats='null'
   fi
   kill -INT "$dpid" 2>/dev/null
