@@ -144,7 +144,7 @@ run_one() {
   fi
   local pgargs=(--lcores "$(lcores "$n" "$GEN_CPUS")" --main-lcore 0 -n 1 --file-prefix "fg-pg-gen-$$"
                 --single-file-segments --log-level='*:warning' "${EAL_A[@]}"
-                --no-pci --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no$zc" -- -P -m "[1-$n].0")
+                --no-pci --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no$zc" -- -P -m "[1-$n:1-$n].0")
   [[ "$MODE" == pcap ]] && pgargs+=(-s "0:$pcaps")
   FG_SCENARIO="$scn" FG_MODE=$MODE FG_DURATION=$SECS FG_WARMUP=$WARM \
     timeout $((SECS + WARM + 120)) "$PKTGEN" "${pgargs[@]}" -f "$ROOT/pktgen-scripts/run_scenario.lua" </dev/null >"$pg_log" 2>&1
