@@ -101,6 +101,7 @@ lcores() { local n=$1 c s=""; read -ra c <<<"$(cpus "$2")"
   for ((k = 0; k <= n; k++)); do s+="${s:+,}$k@${c[k % ${#c[@]}]}"; done; echo "$s"; }
 
 # Same services as bench/tools/daemon_scenario.sh, one-armed on memif port 0.
+# shellcheck disable=SC2054 # commas inside option values
 FG_SVC=(--service 10.100.0.1:80/tcp,mode=dsr-ipip --backend 10.200.0.11 --backend 10.200.0.12 --backend 10.200.0.13
   --service 10.100.0.2:80/tcp,mode=dsr-gue --backend 10.200.0.11 --backend 10.200.0.12 --backend 10.200.0.13
   --service 10.100.0.3:80/tcp,mode=nat --backend 10.200.0.11:8080 --backend 10.200.0.12:8080 --backend 10.200.0.13:8080
@@ -111,7 +112,7 @@ FG_SVC=(--service 10.100.0.1:80/tcp,mode=dsr-ipip --backend 10.200.0.11 --backen
   --port-mac 0,02:00:00:00:00:02)
 
 # conntrack entries per worker: >= 1.5 x the flows a worker owns, a power of 2
-ct_cap() { local per=$(( ($1 * 3 / 2 + $2 - 1) / $2 )) c=1048576; while ((c < per)); do c=$((c * 2)); done; echo $c; }
+ct_cap() { local per=$(( ($1 * 3 / 2 + $2 - 1) / $2 )) cap=1048576; while ((cap < per)); do cap=$((cap * 2)); done; echo $cap; }
 
 # run_one SCN_FILE DUT N FLOWS PCAPS -> Pktgen's FG_RESULT json (+ "dut_stats") on stdout
 run_one() {

@@ -31,6 +31,6 @@ done
 	xargs -r -I{} cp -L {} "$out/lib/"
 tar -C "$out/stage" -c . | xz -T2 -6 > "$out/bins.tar.xz"
 tar -C "$out" -c lib pmds | xz -T2 -2 > "$out/libs.tar.xz"
-rm -rf "$out/stage" "$out/lib" "$out/pmds"
+rm -rf "${out:?}/stage" "${out:?}/lib" "${out:?}/pmds"
 git rev-parse HEAD > "$out/commit"
 du -sh "$out"

@@ -12,7 +12,7 @@
 # Unpacked outside /tmp: EAL refuses a plugin directory (-d) under a
 # world-writable folder.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 T0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 W=${PG_DIR:-/root/fgpg}
