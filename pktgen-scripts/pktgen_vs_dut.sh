@@ -143,8 +143,12 @@ run_one() {
     echo "{\"status\":\"failed\",\"reason\":\"$dut did not start: $(grep -aiE 'error|cannot|fail|invalid' "$dut_log" | grep -v 'mp action' | head -1 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-150)\"}"
     return
   fi
+  # memif zero-copy needs Pktgen's memory in one file per segment; in copy
+  # mode --huge-unlink keeps a killed Pktgen from leaving its hugepages taken
+  local mem=(--huge-unlink); ((ZC)) && mem=(--single-file-segments)
+  [[ " $EAL " == *" --no-huge "* ]] && mem=()
   local pgargs=(--lcores "$(lcores "$n" "$GEN_CPUS")" --main-lcore 0 -n 1 --file-prefix "fg-pg-gen-$$"
-                --single-file-segments --log-level='*:warning' "${EAL_A[@]}"
+                "${mem[@]}" --log-level='*:warning' "${EAL_A[@]}"
                 --no-pci --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no$zc" -- -P -m "[1-$n:1-$n].0")
   [[ "$MODE" == pcap ]] && pgargs+=(-s "0:$pcaps")
   FG_SCENARIO="$scn" FG_MODE=$MODE FG_DURATION=$SECS FG_WARMUP=$WARM \
@@ -160,6 +164,8 @@ run_one() {
   kill -9 "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null
   [[ -n "$res" ]] || res="{\"status\":\"failed\",\"reason\":\"pktgen: $(grep -aiE -A1 'panic|cannot|error' "$pg_log" | head -2 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-200)\"}"
   echo "${res%\}},\"dut_stats\":$stats}"
+  # hugepage files a killed process left (prefixes of this script only)
+  awk '$3 == "hugetlbfs" {print $2}' /proc/mounts | while read -r h; do rm -f "$h"/fg-pg-gen-$$map_* "$h"/fg-pg-dut-$$map_*; done
   if [[ -n "$LOGDIR" ]]; then
     mkdir -p "$LOGDIR"; mv "$pg_log" "$LOGDIR/$6.pktgen.log"; mv "$dut_log" "$LOGDIR/$6.dut.log"
   fi
