@@ -103,14 +103,8 @@ struct ct_rec {
 	uint8_t flags;    /**< CT_REC_F_* */
 	uint8_t proto;
 	uint8_t state;    /**< enum ct_state, never CT_ST_NONE */
-	union {
-		struct ct_key4 k4;
-		struct ct_key6 k6;
-	} key;            /**< forward: client -> VIP */
-	union {
-		struct ct_key4 k4;
-		struct ct_key6 k6;
-	} reply;          /**< CT_REC_F_NAT: backend -> local address:port */
+	union ct_key key;   /**< forward: client -> VIP */
+	union ct_key reply; /**< CT_REC_F_NAT: backend -> local address:port */
 	uint8_t backend[16];   /**< backend address (4 bytes for IPv4) */
 	uint16_t backend_port; /**< network order */
 	uint16_t service_port; /**< network order */

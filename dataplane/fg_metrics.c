@@ -25,6 +25,7 @@
 
 #include <rte_version.h>
 
+#include "fg_dp_counters.h"
 #include "fg_dp_private.h"
 #include "fg_metrics.h"
 #include "fg_stats.h"

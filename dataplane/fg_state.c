@@ -75,12 +75,6 @@ addr_len(uint8_t fam)
 	return fam == CT_V6 ? 16 : 4;
 }
 
-static inline uint8_t
-af_of(uint8_t fam)
-{
-	return fam == CT_V6 ? AF_INET6 : AF_INET;
-}
-
 /* ---- save --------------------------------------------------------------- */
 
 struct save_ctx {
@@ -105,7 +99,7 @@ save_flow(const struct ct_flow *f, void *arg)
 		return 0;          /* expired, not swept yet */
 	s = sid ? &c->lb->services[sid - 1] : NULL;
 	b = s ? fg_lb_backend_find(s, f->e.backend) : NULL;
-	if (b == NULL || b->addr.family != af_of(f->family)) {
+	if (b == NULL || b->addr.family != ct_family_af(f->family)) {
 		c->skipped++;      /* its service or backend left the table */
 		return 0;
 	}
@@ -288,10 +282,8 @@ be_map_build(const struct fg_lb_table *lb, struct be_map *m)
 static const struct fg_lb_service *
 rec_service(const struct fg_lb_table *lb, const struct ct_rec *r)
 {
-	const uint8_t *vip = r->family == CT_V4 ? (const uint8_t *)&r->key.k4.daddr :
-			     r->key.k6.daddr;
-
-	return fg_lb_service_find(lb, af_of(r->family), vip, r->service_port, r->proto);
+	return fg_lb_service_find(lb, ct_family_af(r->family), ct_key_daddr(&r->key, r->family),
+				  r->service_port, r->proto);
 }
 
 static const struct fg_lb_backend *
@@ -299,7 +291,7 @@ rec_backend(const struct fg_lb_table *lb, const struct be_map *m,
 	    const struct fg_lb_service *s, const struct ct_rec *r)
 {
 	uint32_t si = (uint32_t)(s - lb->services) + 1;
-	const struct be_slot *e = be_slot_of(m, si, af_of(r->family), r->backend,
+	const struct be_slot *e = be_slot_of(m, si, ct_family_af(r->family), r->backend,
 					     r->backend_port);
 
 	return e->svc ? &s->backends[e->bi] : NULL;
@@ -331,7 +323,7 @@ static int
 local_index(const struct fg_dp *dp, uint8_t fam, const void *addr)
 {
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		if (dp->locals[i].family == af_of(fam) &&
+		if (dp->locals[i].family == ct_family_af(fam) &&
 		    !memcmp(dp->locals[i].bytes, addr, addr_len(fam)))
 			return (int)i;
 	return -1;
@@ -346,7 +338,7 @@ stage_add(struct fg_config *c, uint32_t si, const struct ct_rec *r)
 {
 	struct fg_service_cfg *sc = &c->services[si];
 	struct fg_backend_cfg *b;
-	uint8_t af = af_of(r->family);
+	uint8_t af = ct_family_af(r->family);
 
 	for (uint32_t j = 0; j < sc->n_backends; j++)
 		if (sc->backends[j].addr.family == af &&
@@ -485,8 +477,7 @@ restore_one(struct load_ctx *c, struct ct_rec *r)
 		return FG_STATE_FLOW_backend_gone;
 	w = dp->workers[owner_of(dp, r->family, &r->key, r->flags & CT_REC_F_FRAG)];
 	if (nat) {
-		int li = local_index(dp, r->family, r->family == CT_V4 ?
-				     (const void *)&r->reply.k4.daddr : r->reply.k6.daddr);
+		int li = local_index(dp, r->family, ct_key_daddr(&r->reply, r->family));
 
 		if (li < 0)
 			return FG_STATE_FLOW_nat_local_gone;
