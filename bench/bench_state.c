@@ -135,11 +135,14 @@ count_one(const struct ct_flow *f, void *arg)
 }
 
 static int
-usage(void)
+usage(int rc)
 {
-	fprintf(stderr, "usage: flowgate-bench state [--flows N] [--nat-pct P] "
-		"[--path FILE] [--json]\n");
-	return 2;
+	fprintf(rc ? stderr : stdout,
+		"usage: flowgate-bench state [--flows N] [--nat-pct P] [--path FILE] [--json]\n"
+		"  --flows N     tracked flows, 8..1024000 (default 1000000)\n"
+		"  --nat-pct P   of them full NAT, in percent (default 50)\n"
+		"  --path FILE   the state file (default /dev/shm/flowgate-bench-PID.state)\n");
+	return rc;
 }
 
 int bench_state_main(int argc, char **argv);
@@ -166,11 +169,13 @@ bench_state_main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s", argv[++i]);
 		else if (!strcmp(argv[i], "--json"))
 			json = true;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return usage(0);
 		else
-			return usage();
+			return usage(2);
 	}
 	if (flows < 8 || flows > 1024000 || nat_pct > 100)   /* unique NAT tuples */
-		return usage();
+		return usage(2);
 	char *eal[] = {"flowgate-bench", "-l", "0,1", "--no-huge", "-m", "6144", "--no-shconf",
 		       "--log-level=lib.eal:error", "--log-level=flowgate:warning", "--no-pci",
 		       "--vdev", "net_null0", "--file-prefix=fgbstate"};
