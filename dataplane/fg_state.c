@@ -145,6 +145,7 @@ save_to(struct fg_dp *dp, FILE *f, uint64_t *skipped)
 	struct save_ctx c = {.dp = dp, .lb = dp->lb, .wr = &wr, .now = rte_rdtsc()};
 
 	fg_state_writer_init(&wr, f, dp->n_workers, FG_VERSION, realtime_ns());
+	dp->state.neigh_saved = 0;
 	fg_state_section(&wr, FG_STATE_SEC_FLOWS);
 	for (unsigned int i = 0; i < dp->n_workers && c.lb != NULL; i++) {
 		uint64_t cur = 0;
@@ -663,7 +664,7 @@ fg_dp_state_load(struct fg_dp *dp)
 		return 0;
 	}
 	close(fd);
-	why = fg_state_parse(map ? map : "", map ? (size_t)sb.st_size : 0, &v);
+	why = fg_state_parse(map ? map : (const uint8_t *)"", map ? (size_t)sb.st_size : 0, &v);
 	gap_ms = why == FG_STATE_FILE_OK && now_ns > v.written_ns ?
 		 (now_ns - v.written_ns) / 1000000 : 0;
 	if (why == FG_STATE_FILE_OK && gap_ms > longest_timeout_ms(dp))

@@ -2,8 +2,8 @@
 /*
  * Issue 35: the restart hand-over at the dataplane's own level
  * (fg_dp_state_save / fg_dp_state_load, dataplane/fg_state.c), no root:
- *  - t_restart: a dataplane of 2 workers on net_null0 tracks 300 DSR and
- *    60 NAT flows (each in the shard its tuple hashes to, NAT ports that
+ *  - t_restart: a dataplane of 2 workers on net_null0 tracks 300 DSR, 60
+ *    NAT and 40 IPv6 DSR flows (each in the shard its tuple hashes to, NAT ports that
  *    steer replies there); it is saved and destroyed, and a dataplane of
  *    3 workers on net_null1 loads the file with another config: a new
  *    service first (other service ids), backends and local addresses
@@ -53,25 +53,31 @@
 
 static const char cfg_a[] =
 	"conntrack { capacity 4096; }\n"
-	"port net_null0 { mac 02:00:00:00:00:01; local 10.0.0.2; local 10.0.0.3; }\n"
+	"port net_null0 { mac 02:00:00:00:00:01; local 10.0.0.2; local 10.0.0.3;"
+	" local fd00::2; }\n"
 	"neighbour 10.1.0.10 02:00:00:00:01:10 port net_null0;\n"
 	"neighbour 10.1.0.11 02:00:00:00:01:11 port net_null0;\n"
 	"neighbour 10.1.0.12 02:00:00:00:01:12 port net_null0;\n"
 	"service dsr 10.0.0.100:80/tcp {\n mode dsr-ipip;\n"
 	" backend 10.1.0.10;\n backend 10.1.0.11;\n backend 10.1.0.12;\n}\n"
 	"service nat 10.0.0.101:80/tcp {\n mode nat;\n"
-	" backend 10.1.0.20;\n backend 10.1.0.21;\n}\n";
+	" backend 10.1.0.20;\n backend 10.1.0.21;\n}\n"
+	"service dsr6 [fd00::100]:80/tcp {\n mode dsr-ipip;\n"
+	" backend fd01::10;\n backend fd01::11;\n}\n";
 
 /* another order everywhere, a service first, 10.1.0.11 removed */
 static const char cfg_b[] =
 	"conntrack { capacity 4096; }\n"
-	"port net_null1 { mac 02:00:00:00:00:01; local 10.0.0.3; local 10.0.0.2; }\n"
+	"port net_null1 { mac 02:00:00:00:00:01; local fd00::2; local 10.0.0.3;"
+	" local 10.0.0.2; }\n"
 	"neighbour 10.1.0.10 02:00:00:00:01:10 port net_null1;\n"
 	"neighbour 10.1.0.11 02:00:00:00:01:11 port net_null1;\n"
 	"neighbour 10.1.0.12 02:00:00:00:01:12 port net_null1;\n"
 	"service first 10.0.0.99:80/tcp {\n mode dsr-ipip;\n backend 10.1.0.12;\n}\n"
 	"service nat 10.0.0.101:80/tcp {\n mode nat;\n"
 	" backend 10.1.0.21;\n backend 10.1.0.20;\n}\n"
+	"service dsr6 [fd00::100]:80/tcp {\n mode dsr-ipip;\n"
+	" backend fd01::11;\n backend fd01::10;\n}\n"
 	"service dsr 10.0.0.100:80/tcp {\n mode dsr-ipip;\n"
 	" backend 10.1.0.12;\n backend 10.1.0.10;\n}\n";
 
@@ -182,9 +188,53 @@ track(struct fg_dp *dp, unsigned int i, bool nat)
 	g_backend_of[20000 + i] = ba;
 }
 
+#define N_V6 40
+
+/* IPv6 DSR flow @p i: fd00:c::i:port -> [fd00::100]:80, backend fd01::1(i % 2). */
+static struct ct_key6
+key6(unsigned int i)
+{
+	struct ct_key6 k = {.sport = htons((uint16_t)(30000 + i)), .dport = htons(80),
+			    .proto = IPPROTO_TCP};
+
+	assert_int_equal(inet_pton(AF_INET6, "fd00:c::", k.saddr), 1);
+	k.saddr[15] = (uint8_t)i;
+	assert_int_equal(inet_pton(AF_INET6, "fd00::100", k.daddr), 1);
+	return k;
+}
+
+static unsigned int
+owner6(const struct fg_dp *dp, const struct ct_key6 *k)
+{
+	return fg_rss_queue(fg_rss_hash_v6(k->saddr, k->daddr, k->sport, k->dport), dp->reta);
+}
+
+static void
+track6(struct fg_dp *dp, unsigned int i)
+{
+	uint8_t vip[16], be[16];
+	const struct fg_lb_service *s;
+	struct ct_rec r = {.family = CT_V6, .proto = IPPROTO_TCP, .state = CT_ST_ESTABLISHED,
+			   .flags = CT_REC_F_ASSURED, .idle_ms = 5, .life_ms = 500,
+			   .td = {.end = 9 * i, .flags = CT_TD_VALID}};
+	struct ct_rec_ids ids = {0};
+
+	inet_pton(AF_INET6, "fd00::100", vip);
+	inet_pton(AF_INET6, i % 2 ? "fd01::11" : "fd01::10", be);
+	s = fg_lb_service_find(dp->lb, AF_INET6, vip, htons(80), IPPROTO_TCP);
+	assert_non_null(s);
+	for (uint32_t j = 0; j < s->n_backends; j++)
+		if (!memcmp(s->backends[j].addr.bytes, be, 16))
+			ids.backend = s->backends[j].id;
+	ids.service = (uint16_t)s->id;
+	r.key.k6 = key6(i);
+	assert_int_equal(ct_rec_restore(dp->workers[owner6(dp, &r.key.k6)]->ct, &r, &ids,
+					rte_rdtsc(), NULL), 0);
+}
+
 struct seen {
 	struct fg_dp *dp;
-	unsigned int shard, n, nat, wrong;
+	unsigned int shard, n, nat, wrong, v6;
 };
 
 static int
@@ -197,6 +247,15 @@ check_flow(const struct ct_flow *f, void *arg)
 		fg_lb_backend_find(&lb->services[sid - 1], f->e.backend) : NULL;
 
 	c->n++;
+	if (f->family == CT_V6) {
+		uint8_t want[16];
+
+		inet_pton(AF_INET6, f->k6.saddr[15] % 2 ? "fd01::11" : "fd01::10", want);
+		c->v6++;
+		c->wrong += owner6(c->dp, &f->k6) != c->shard || b == NULL ||
+			    memcmp(b->addr.bytes, want, 16) != 0;
+		return 0;
+	}
 	if (owner(c->dp, &f->k4) != c->shard || b == NULL ||
 	    memcmp(b->addr.bytes, &g_backend_of[ntohs(f->k4.sport)], 4) != 0)
 		c->wrong++;
@@ -259,8 +318,10 @@ t_restart(void **state)
 		track(a, i, false);
 	for (unsigned int i = N_DSR; i < N_DSR + N_NAT; i++)
 		track(a, i, true);
+	for (unsigned int i = 0; i < N_V6; i++)
+		track6(a, i);
 	assert_int_equal(fg_dp_state_save(a), 0);
-	assert_int_equal(a->state.saved, N_DSR + N_NAT);
+	assert_int_equal(a->state.saved, N_DSR + N_NAT + N_V6);
 	assert_int_equal(a->state.saved_nat, N_NAT);
 	fg_dp_destroy(a);
 
@@ -287,7 +348,7 @@ t_restart(void **state)
 	}
 	assert_true(split > 0 && split < N_NAT);
 	assert_int_equal(b->state.refused[FG_STATE_FLOW_nat_split], split);
-	assert_int_equal(b->state.restored, N_DSR + N_NAT - split);
+	assert_int_equal(b->state.restored, N_DSR + N_NAT + N_V6 - split);
 	assert_int_equal(b->state.restored_nat, N_NAT - split);
 	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
 		if (r != FG_STATE_FLOW_nat_split)
@@ -301,7 +362,8 @@ t_restart(void **state)
 			ct_walk(b->workers[c.shard]->ct, &cur, 1u << 20, rte_rdtsc(),
 				check_flow, &c);
 	}
-	assert_int_equal(c.n, N_DSR + N_NAT - split);
+	assert_int_equal(c.n, N_DSR + N_NAT + N_V6 - split);
+	assert_int_equal(c.v6, N_V6);
 	assert_int_equal(c.nat, N_NAT - split);
 	assert_int_equal(c.wrong, 0);
 	/* the removed backend: a tombstone with its flows, still sent to */
