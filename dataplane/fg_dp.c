@@ -21,6 +21,7 @@
 
 #include "ct.h"
 #include "fg_announce.h"
+#include "fg_config_ct.h"
 #include "fg_config_parse.h"
 #include "fg_dp_private.h"
 #include "fg_load.h"
@@ -304,8 +305,7 @@ int fg_dp_create(const struct fg_dp_params *p, struct fg_dp **out)
 	pthread_mutex_init(&dp->mbox_lock, NULL);
 	dp->hz = rte_get_tsc_hz();
 	dp->flush_ticks = dp->hz / 10000;   /* 100 us */
-	dp->ct_capacity = p->cfg->ct_capacity ? p->cfg->ct_capacity :
-			  CT_DEFAULT_CAPACITY;
+	dp->ct_capacity = fg_config_ct_capacity(p->cfg);
 	dp->cli_socket = p->cli_socket;
 	dp->cli_ct_capacity = p->cli_ct_capacity;
 	dp->rx_port_per_worker = p->rx_port_per_worker;

@@ -15,9 +15,9 @@
  *
  * The daemon (fg_main.c) and `flowgate-bench dataplane` both build the
  * dataplane through these functions; the bench then runs its own lcore
- * loops over fg_worker_burst() (fg_dp_private.h) instead of fg_dp_start().
+ * loops over fg_worker_burst() (fg_worker_private.h) instead of fg_dp_start().
  *
- * Struct layouts are private (fg_dp_private.h).
+ * Struct layouts are private (fg_dp_private.h and one header per part: fg_lb.h, fg_neigh.h, fg_port.h, fg_flow.h, fg_worker_private.h).
  *
  * Threads: every function here runs on the main lcore, after rte_eal_init()
  * and before rte_eal_cleanup(); none of them is reentrant.

@@ -40,6 +40,7 @@
 #include <rte_ethdev.h>
 
 #include "ct_rec.h"
+#include "fg_config_ct.h"
 #include "fg_config_parse.h"
 #include "fg_dp_private.h"
 #include "fg_log.h"
@@ -575,20 +576,18 @@ restore_neigh(struct fg_dp *dp, const struct fg_state_view *v, uint64_t gap_ms)
 	dp->neigh = nt;
 }
 
-/* The longest timeout of any state: older files hold expired flows only. */
+/* The longest timeout of any state (the config's over the defaults, as
+ * the shards hold them): older files hold expired flows only. */
 static uint64_t
 longest_timeout_ms(const struct fg_dp *dp)
 {
+	struct ct_config cc;
 	uint32_t ms = 0;
-	struct ct_config d;
 
-	ct_config_defaults(&d);
-	for (int st = 1; st < CT_ST_MAX; st++) {
-		uint32_t t = dp->cfg->ct_timeouts_ms[st] ? dp->cfg->ct_timeouts_ms[st] :
-			     d.timeouts.ms[st];
-
-		ms = RTE_MAX(ms, t);
-	}
+	ct_config_defaults(&cc);
+	fg_config_ct(dp->cfg, &cc);
+	for (int st = 1; st < CT_ST_MAX; st++)
+		ms = RTE_MAX(ms, cc.timeouts.ms[st]);
 	return ms;
 }
 
