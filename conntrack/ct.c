@@ -1478,6 +1478,10 @@ ct_tcp_step(struct ct_shard *s, struct ct_fam *f, struct ct_entry *h,
 		if (ct_td_valid(x) && !(fl & CT_TCP_SYN)) {
 			uint32_t w = ct_td_span(x, y);
 
+			/* DSR: an RST / FIN ends the flow only at the client's
+			 * next sequence number, give or take one segment */
+			if (!nat && (fl & (CT_TCP_RST | CT_TCP_FIN)))
+				w = CT_TD_WIN_MIN;
 			if (w != 0 && !ct_td_near(x, g->seq, w)) {
 				s->st.tcp_oow++;
 				g->oow = (nat && (fl & CT_TCP_RST)) ? CT_OOW_DROP : CT_OOW_PASS;

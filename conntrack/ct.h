@@ -688,14 +688,18 @@ struct ct_seg {
  * - DSR (client side only): a handshake is evidence, not proof.  SYN_SENT
  *   + ACK gives ESTABLISHED on probation: unassured, evictable, assured
  *   only after pickup_pkts packets over pickup_ms (as a PICKUP).  An
- *   assured flow's RST/FIN changes the state only within CT_TD_WIN_DSR of
- *   what the client sent; out of window it passes (the server judges).
+ *   assured flow's data refreshes it within CT_TD_WIN_DSR of what the
+ *   client sent; its RST/FIN change the state only within CT_TD_WIN_MIN
+ *   (the client's own RST or FIN carries the next sequence number, at
+ *   most one segment past the highest the balancer saw; RFC 5961 has the
+ *   server accept an RST at exactly that number).  Out of window it
+ *   passes unchanged (the server judges).
  * - Closing states (FIN_WAIT .. CLOSE) are evictable again, as in
  *   nf_conntrack's early drop; a SYN from the client on a closing flow
  *   opens a new connection on the tuple (SYN_SENT, unassured,
  *   tcp_reopen).
  * - A blind attacker must guess a sequence number within 2W of 2^32 per
- *   packet (1 in 32,768 for a 64 KB window; 1 in 2,048 for DSR's 1 MB) to
+ *   packet (1 in 32,768 for a 64 KB window, DSR's RST/FIN window) to
  *   reset or close a flow; spoofed handshakes cost it an evictable entry.
  */
 #define CT_TD_WIN_MIN 65535u
