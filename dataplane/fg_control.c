@@ -392,6 +392,45 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
+/* The conntrack settings of @p c as the shards run them: a value left at
+ * 0 becomes its default (ct_config_defaults' timeouts, nat_capacity
+ * capacity / 2 as ct.h has it), so a file that writes a default out
+ * (`timeout established 15m;`) equals one that leaves it out. */
+static void ct_effective(struct fg_config *c)
+{
+	struct ct_config d;
+
+	ct_config_defaults(&d);
+	if (c->ct_capacity == 0)
+		c->ct_capacity = CT_DEFAULT_CAPACITY;
+	if (c->ct_nat_capacity == 0)
+		c->ct_nat_capacity = RTE_MAX(c->ct_capacity / 2, 8u);
+	for (unsigned int st = 0; st < CT_ST_MAX && st < RTE_DIM(c->ct_timeouts_ms); st++)
+		if (c->ct_timeouts_ms[st] == 0)
+			c->ct_timeouts_ms[st] = d.timeouts.ms[st];
+}
+
+/* fg_config_restart_diff() of the effective values (ct_effective): shallow
+ * copies, the configs themselves keep what their files say. */
+static int restart_diff(const struct fg_config *running, const struct fg_config *next,
+			char *err, size_t errlen)
+{
+	struct fg_config *x = malloc(2 * sizeof(*x));
+	int rc;
+
+	if (x == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	x[0] = *running;
+	x[1] = *next;
+	ct_effective(&x[0]);
+	ct_effective(&x[1]);
+	rc = fg_config_restart_diff(&x[0], &x[1], err, errlen);
+	free(x);
+	return rc;
+}
+
 /*
  * @p cfg in the running daemon's terms, into @p out (a shallow copy: the
  * services stay @p cfg's): ports matched to devices by name; a conntrack
@@ -417,7 +456,7 @@ static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
 		       sizeof(out->control_socket));
 	if (out->ct_capacity == 0)
 		out->ct_capacity = dp->cli_ct_capacity ? dp->cfg->ct_capacity : CT_DEFAULT_CAPACITY;
-	return fg_config_restart_diff(dp->cfg, out, err, errlen);
+	return restart_diff(dp->cfg, out, err, errlen);
 }
 
 static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
