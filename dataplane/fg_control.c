@@ -7,6 +7,7 @@
  * shard goes through that shard's mailbox and runs on its worker.
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "fg_dp_private.h"
 #include "fg_load.h"
 #include "fg_log.h"
+#include "fg_opts.h"
 #include "fg_worker_private.h"
 #include "fg_rcu.h"
 #include "fg_health.h"
@@ -887,7 +889,23 @@ static int op_backend_placed(uint32_t service_id, uint32_t backend_id, uint64_t 
 	return rc;
 }
 
+/* The version command's build keys (fg_build_info_get: the same words as
+ * `flowgate --version` and /metrics' flowgate_build_info). */
+static void op_build_info(struct fg_json_writer *w, void *ctx)
+{
+	struct fg_build_info b;
+
+	RTE_SET_USED(ctx);
+	fg_build_info_get(&b);
+	fg_jw_str(w, "version", b.version);
+	fg_jw_str(w, "dpdk", b.dpdk);
+	fg_jw_str(w, "gpu", b.gpu);
+	fg_jw_str(w, "march", b.march);
+	fg_jw_str(w, "options", b.options);
+}
+
 static const struct fg_ctl_ops g_ops = {
+	.build_info = op_build_info,
 	.backend_placed = op_backend_placed,
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
@@ -1057,6 +1075,40 @@ static void audit_log(const struct fg_ctl_audit *a, void *ctx)
 	       a->ok ? "" : ": ", a->error);
 }
 
+/* control_socket_ro PATH group G: G resolved here (a name, else a number),
+ * each failure one sentence with its fix. */
+static int control_listen_ro(const struct fg_config *cfg)
+{
+	const char *path = cfg->control_socket_ro, *grp = cfg->control_socket_ro_group;
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long gid;
+	int rc;
+
+	if (path[0] == '\0')
+		return 0;
+	if (getgrnam_r(grp, &gr, buf, sizeof(buf), &res) == 0 && res != NULL) {
+		gid = gr.gr_gid;
+	} else {
+		errno = 0;
+		gid = strtoul(grp, &end, 10);
+		if (grp[0] < '0' || grp[0] > '9' || *end || errno || gid > INT32_MAX) {
+			FG_LOG(ERR, "control_socket_ro %s group %s: no such group on this host: "
+			       "create it (groupadd --system %s) or name an existing one", path,
+			       grp, grp);
+			return -ENOENT;
+		}
+	}
+	rc = fg_ctl_server_listen_ro(g_srv, path, (gid_t)gid);
+	if (rc < 0)
+		FG_LOG(ERR, "control_socket_ro %s: %s: give it a path of its own in a directory "
+		       "only root may write (like /run/flowgate), with no other socket there",
+		       path, strerror(-rc));
+	else
+		FG_LOG(INFO, "read-only control socket %s (group %s, mode 0660)", path, grp);
+	return rc;
+}
+
 int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *config_path,
 		     int idle_timeout_ms)
 {
@@ -1081,10 +1133,18 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	p.audit = audit_log;
 	rc = fg_ctl_server_create(&p, &g_srv);
 	if (rc < 0) {
-		fprintf(stderr, "flowgate: control socket %s: %s\n",
-			socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc));
+		FG_LOG(ERR, "control socket %s: %s: %s",
+		       socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc),
+		       rc == -EADDRINUSE ? "another flowgate answers there: stop it, or give "
+		       "this one -s PATH" : rc == -EPERM ? "its directory is writable by "
+		       "others: give -s PATH in a directory only root may write (like "
+		       "/run/flowgate)" : "give -s PATH (or control_socket) in a directory "
+		       "flowgate may write");
 		goto fail;
 	}
+	rc = control_listen_ro(dp->cfg);
+	if (rc < 0)
+		goto fail;
 	rc = fg_ctl_server_start(g_srv);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));
