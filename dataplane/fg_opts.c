@@ -189,6 +189,7 @@ struct state {
 	FILE *err;
 	struct cfgtext *ct;
 	int bad;               /* problems reported */
+	bool has_c;            /* -c / --config anywhere on the command line */
 };
 
 static void opt_err(struct state *st, enum opt_id id, const char *arg,
@@ -705,9 +706,13 @@ static int opt_apply(struct state *st, enum opt_id id, const char *arg)
 	case K_CFG:
 		break;
 	}
-	if (!st->ct->not_with_c && opt_file_rule(id) == RULE_NOT_WITH_C) {
-		st->ct->not_with_c = (int)id + 1;
-		st->ct->not_with_c_arg = arg;
+	if (opt_file_rule(id) == RULE_NOT_WITH_C && st->has_c) {
+		/* refused as a whole in config_finish, whatever its value */
+		if (!st->ct->not_with_c) {
+			st->ct->not_with_c = (int)id + 1;
+			st->ct->not_with_c_arg = arg;
+		}
+		return 0;
 	}
 	if (id == OPT_CT_CAPACITY || id == OPT_FLOOD_RATE)
 		return opt_conntrack(st, id, arg);
@@ -833,19 +838,18 @@ static int config_finish(struct state *st)
 	int rc;
 
 	memset(&oc, 0, sizeof(oc));
+	if (o->config_file && st->ct->not_with_c) {
+		unsigned int id = (unsigned int)st->ct->not_with_c - 1;
+
+		fprintf(st->err, "flowgate: --%s %s: not with -c %s (it builds a config only "
+			"when there is no file): write %s in %s instead\n", opt_defs[id].name,
+			st->ct->not_with_c_arg, o->config_file, opt_file_stmt(id),
+			o->config_file);
+		return -EINVAL;
+	}
 	rc = options_config(st, &oc);
 	if (rc == 0 && o->config_file) {
-		if (st->ct->not_with_c) {
-			unsigned int id = (unsigned int)st->ct->not_with_c - 1;
-
-			fprintf(st->err, "flowgate: --%s %s: not with -c %s (it builds a config "
-				"only when there is no file): write %s in %s instead\n",
-				opt_defs[id].name, st->ct->not_with_c_arg, o->config_file,
-				opt_file_stmt(id), o->config_file);
-			rc = -EINVAL;
-		} else {
-			rc = file_config(st, &o->cfg);
-		}
+		rc = file_config(st, &o->cfg);
 		if (rc == 0 && realpath(o->config_file, o->config_abs) != NULL)
 			o->dp.config_path = o->config_abs;
 		if (rc == 0 && st->ct->has_ct_cap) {
@@ -884,6 +888,9 @@ int fg_opts_parse(int argc, char **argv, struct fg_opts *o, FILE *err)
 		lo[i] = (struct option){ opt_defs[i].name, opt_defs[i].has_arg, NULL,
 					 256 + (int)i };
 	memset(&lo[OPT_MAX], 0, sizeof(lo[0]));
+	for (int i = 1; i < argc; i++)
+		st.has_c |= !strncmp(argv[i], "-c", 2) || !strcmp(argv[i], "--config") ||
+			    !strncmp(argv[i], "--config=", 9);
 	optind = 1;
 	opterr = 0;
 	while (rc == 0 && (c = getopt_long(argc, argv, ":c:s:hV", lo, NULL)) != -1) {
