@@ -1828,7 +1828,7 @@ int fg_config_restart_diff(const struct fg_config *running, const struct fg_conf
 		if (x->ct_timeouts_ms[st] != y->ct_timeouts_ms[st]) {
 			char lower[16];
 			snprintf(msg, len, "conntrack timeout %s: %ums running, %ums in the new "
-				 "config (0 = default)", state_lower(st, lower, sizeof(lower)),
+				 "config", state_lower(st, lower, sizeof(lower)),
 				 x->ct_timeouts_ms[st], y->ct_timeouts_ms[st]);
 			return 1;
 		}
