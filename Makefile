@@ -21,8 +21,8 @@ FUZZ_BUILD ?= build-fuzz
 HUGEPAGES ?= 1024
 NINJA ?= ninja
 
-.PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench install \
-	deb deb-check clean
+.PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench install clean
+.PHONY: deb deb-check
 
 all: build
 
