@@ -2000,9 +2000,11 @@ static int final_version(const struct fg_json *data, void *arg)
 	}
 	printf("flowgate %s (%s, CUDA batch path %s, -march=%s, %s)\n", jstr(data, "version"),
 	       jstr(data, "dpdk"), jstr(data, "gpu"), jstr(data, "march"), jstr(data, "options"));
-	printf("  at %s%s, protocol %" PRIu64 "\n", jstr(data, "socket"),
-	       fg_json_get(data, "read_only") && fg_json_get(data, "read_only")->b ?
-	       " (read-only)" : "", jnum(data, "protocol"));
+	bool ro = false;
+
+	(void)fg_json_get_bool(data, "read_only", &ro);
+	printf("  at %s%s, protocol %" PRIu64 "\n", jstr(data, "socket"), ro ? " (read-only)" : "",
+	       jnum(data, "protocol"));
 	return EXIT_OK;
 }
 

@@ -197,6 +197,9 @@ def check_reads(d, ctl, ro, per):
         return
     rows = be["backends"]
     expect(len(rows) == 5, f"backends --stats: {len(rows)} rows")
+    one = ctl.json("member", ro, "backends", "--stats", "--service", "nat")
+    expect(one and [b["backend"] for b in one["backends"]] ==
+           ["10.200.0.11:80", "10.200.0.12:80"], f"backends --service nat: {one}")
     by_backend = {}
     for f in roots:
         by_backend.setdefault(f"{f['backend']}:{f['backend_port']}", []).append(f)
