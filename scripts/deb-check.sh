@@ -96,8 +96,10 @@ if ((install)); then
 		dpkg-query -W -f='${Status}' flowgate 2>/dev/null | grep -q 'installed' \
 			&& bad "flowgate still installed after purge"
 		for f in "${owned[@]}"; do
-			# shared directories (/usr/bin, /etc/default...) stay
-			[[ -f $f || -L $f ]] && bad "left after purge: $f"
+			# directories (/usr/bin, /etc/default, /lib -> usr/lib ...) are
+			# shared and stay; no file or link of the package may
+			[[ -d $f ]] && continue
+			if [[ -e $f || -L $f ]]; then bad "left after purge: $f"; fi
 		done
 		[[ -e /etc/flowgate ]] && bad "left after purge: /etc/flowgate"
 		echo "install / purge: done"
