@@ -746,7 +746,7 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 	 * its home slot's (first) line, where most keys live (about 1 -
 	 * load/2 of them by linear probing's arithmetic: 3 in 4 at the
 	 * bench's load of 0.46), requested with the metadata rather than a
-	 * round trip after it (bench/RESULTS.md, session 17: at 1M flows NAT
+	 * round trip after it (bench/RESULTS.md in git, session 17: at 1M flows NAT
 	 * +3-8%, DSR 0-2%; neutral at 1K) */
 	for (unsigned int k = 0; k < n; k++) {
 		cand[k] = ct_home(f, sigs[CT_I(k)], reply);

@@ -29,8 +29,6 @@
 
 #define MBOX_TIMEOUT_US (30ull * 1000 * 1000)
 
-static struct fg_ctl_server *g_srv;
-static struct fg_health *g_health;
 
 /* Posts @p req to worker @p i and waits.  mbox_lock serializes producers
  * (one control thread plus the telemetry thread). */
@@ -223,9 +221,10 @@ static int walk_post(struct fg_dp *dp, unsigned int i, struct walk_buf *b,
 	return rc;
 }
 
-static int walk_wait(struct fg_dp *dp, struct walk_buf *b)
+/* @p wait_ms: the request's own bound (fgctl --timeout), else 30 s. */
+static int walk_wait(struct fg_dp *dp, struct walk_buf *b, uint64_t wait_ms)
 {
-	int rc = ct_mbox_wait(&b->req, MBOX_TIMEOUT_US);
+	int rc = ct_mbox_wait(&b->req, wait_ms ? wait_ms * 1000 : MBOX_TIMEOUT_US);
 
 	pthread_mutex_unlock(&dp->mbox_lock);
 	return rc;
@@ -252,7 +251,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 	}
 	rc = walk_post(dp, i, cur, 0);
 	while (rc == 0) {
-		rc = walk_wait(dp, cur);
+		rc = walk_wait(dp, cur, f->wait_ms);
 		if (rc < 0)
 			return rc;
 		rc = cur->c.err;
@@ -291,7 +290,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 			return erc;
 		if (erc < 0) {
 			/* finish the chunk in flight before giving up */
-			rc = walk_wait(dp, next);
+			rc = walk_wait(dp, next, f->wait_ms);
 			return rc < 0 ? rc : erc;
 		}
 		struct walk_buf *t = cur;
@@ -984,7 +983,7 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	pthread_mutex_lock(&dp->cfg_lock);
 	rc = fg_config_copy(&next, dp->cfg);
 	if (rc == 0) {
-		fg_health_mark(g_health, &next);
+		fg_health_mark(dp->health, &next);
 		rc = fg_dp_apply_config(dp, &next, err, sizeof(err));
 	}
 	for (uint32_t i = 0; rc == 0 && i < dp->cfg->n_services; i++) {
@@ -1036,35 +1035,6 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	return 0;
 }
 
-int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
-			  uint64_t *successes, uint64_t *failures)
-{
-	if (g_health == NULL)
-		return -ENOENT;
-	return fg_health_counters(g_health, service_id, backend_id, successes, failures);
-}
-
-int fg_dp_health_load(uint32_t service_id, uint32_t backend_id,
-		      struct fg_health_load *out)
-{
-	if (g_health == NULL)
-		return -ENOENT;
-	return fg_health_load(g_health, service_id, backend_id, out);
-}
-
-uint64_t fg_dp_health_load_gen(void)
-{
-	return g_health == NULL ? 0 : fg_health_load_gen(g_health);
-}
-
-int fg_dp_ctl_counters(struct fg_ctl_counters *out)
-{
-	if (g_srv == NULL)
-		return -ENOENT;
-	fg_ctl_server_counters(g_srv, out);
-	return 0;
-}
-
 /* The audit trail: one NOTICE line per change request (fg_ctl_server.h),
  * on the control thread. */
 static void audit_log(const struct fg_ctl_audit *a, void *ctx)
@@ -1077,7 +1047,7 @@ static void audit_log(const struct fg_ctl_audit *a, void *ctx)
 
 /* control_socket_ro PATH group G: G resolved here (a name, else a number),
  * each failure one sentence with its fix. */
-static int control_listen_ro(const struct fg_config *cfg)
+static int control_listen_ro(struct fg_ctl_server *srv, const struct fg_config *cfg)
 {
 	const char *path = cfg->control_socket_ro, *grp = cfg->control_socket_ro_group;
 	struct group gr, *res = NULL;
@@ -1099,7 +1069,7 @@ static int control_listen_ro(const struct fg_config *cfg)
 			return -ENOENT;
 		}
 	}
-	rc = fg_ctl_server_listen_ro(g_srv, path, (gid_t)gid);
+	rc = fg_ctl_server_listen_ro(srv, path, (gid_t)gid);
 	if (rc < 0)
 		FG_LOG(ERR, "control_socket_ro %s: %s: give it a path of its own in a directory "
 		       "only root may write (like /run/flowgate), with no other socket there",
@@ -1118,7 +1088,7 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	/* the checker first: the server answers "health" from it */
 	rc = fg_health_create(&(struct fg_health_params){
 				      .set_health = health_set, .ctx = dp },
-			      dp->cfg, &g_health);
+			      dp->cfg, &dp->health);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: health checker: %s\n", strerror(-rc));
 		return rc;
@@ -1128,10 +1098,10 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	p.config_path = config_path;
 	p.ops = &g_ops;
 	p.ctx = dp;
-	p.health = g_health;
+	p.health = dp->health;
 	p.idle_timeout_ms = idle_timeout_ms;
 	p.audit = audit_log;
-	rc = fg_ctl_server_create(&p, &g_srv);
+	rc = fg_ctl_server_create(&p, &dp->ctl);
 	if (rc < 0) {
 		FG_LOG(ERR, "control socket %s: %s: %s",
 		       socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc),
@@ -1142,25 +1112,25 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 		       "flowgate may write");
 		goto fail;
 	}
-	rc = control_listen_ro(dp->cfg);
+	rc = control_listen_ro(dp->ctl, dp->cfg);
 	if (rc < 0)
 		goto fail;
-	rc = fg_ctl_server_start(g_srv);
+	rc = fg_ctl_server_start(dp->ctl);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));
 		goto fail;
 	}
-	rc = fg_health_start(g_health);
+	rc = fg_health_start(dp->health);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: health thread: %s\n", strerror(-rc));
 		goto fail;
 	}
 	return 0;
 fail:
-	fg_ctl_server_destroy(g_srv);
-	g_srv = NULL;
-	fg_health_destroy(g_health);
-	g_health = NULL;
+	fg_ctl_server_destroy(dp->ctl);
+	dp->ctl = NULL;
+	fg_health_destroy(dp->health);
+	dp->health = NULL;
 	return rc;
 }
 
@@ -1170,9 +1140,9 @@ void fg_control_stop(struct fg_dp *dp)
 	fg_stats_snap_free(g_zero);
 	g_zero = NULL;
 	/* checker first: its callback applies configs and walks shards */
-	fg_health_stop(g_health);
-	fg_ctl_server_destroy(g_srv);
-	g_srv = NULL;
-	fg_health_destroy(g_health);
-	g_health = NULL;
+	fg_health_stop(dp->health);
+	fg_ctl_server_destroy(dp->ctl);
+	dp->ctl = NULL;
+	fg_health_destroy(dp->health);
+	dp->health = NULL;
 }

@@ -208,6 +208,8 @@ static int ports_start(struct fg_dp *dp)
 		       dp->n_workers, dp->n_ports * dp->n_workers * 2048u +
 		       dp->n_workers * 512u + 1024u);
 	}
+	if (rc == 0 && dp->sw_rss)
+		rc = fg_worker_rings_create(dp); /* software dispatch */
 	if (rc < 0)
 		return rc;
 	for (unsigned int i = 0; i < dp->n_ports; i++)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 
+#include "fg_dp_counters.h"
 #include "fg_dp_private.h"
 #include "fg_metrics.h"
 #include "fg_opts.h"

@@ -216,14 +216,18 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 			struct fg_stats_backend *b = &sn->services[i].backends[j];
 
 			b->checked = b->state != FG_STATS_BE_gone &&
-				     fg_dp_health_counters(sn->services[i].id, b->id,
-							   &b->hc_successes,
-							   &b->hc_failures) == 0;
+				     dp->health != NULL &&
+				     fg_health_counters(dp->health, sn->services[i].id, b->id,
+							&b->hc_successes,
+							&b->hc_failures) == 0;
 			b->has_load = b->state != FG_STATS_BE_gone &&
-				      fg_dp_health_load(sn->services[i].id, b->id,
-							&b->load) == 0;
+				      dp->health != NULL &&
+				      fg_health_load(dp->health, sn->services[i].id, b->id,
+						     &b->load) == 0;
 		}
-	sn->has_ctl = fg_dp_ctl_counters(&sn->ctl) == 0;
+	sn->has_ctl = dp->ctl != NULL;
+	if (sn->has_ctl)
+		fg_ctl_server_counters(dp->ctl, &sn->ctl);
 
 	for (unsigned int i = 0; (flags & FG_STATS_SNAP_CT) && i < dp->n_workers; i++)
 		sn->core[i].has_ct = fg_dp_ct_stats(dp, i, &sn->core[i].ct) == 0;

@@ -29,8 +29,13 @@
 #include "ct.h"
 #include "fg_config.h"
 #include "fg_ctl_server.h"
-#include "fg_dp_private.h"
+#include "fg_dp.h"
+#include "fg_dp_counters.h"
+#include "fg_lb.h"
+#include "fg_port.h"
 #include "fg_health.h"
+
+struct fg_dp;
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,6 +14,12 @@
 
 #include "fg_worker_private.h"
 
+const char *const fg_dp_counter_names[FG_DC_MAX] = {
+#define FG_X(n, d) #n,
+	FG_DP_COUNTER_LIST(FG_X)
+#undef FG_X
+};
+
 /* A local address into the worker's set of its family (once; the
  * unspecified address is no local one). */
 static void local_add(struct fg_worker *w, const struct fg_addr *a)
