@@ -888,14 +888,14 @@ static int op_backend_placed(uint32_t service_id, uint32_t backend_id, uint64_t 
 	return rc;
 }
 
-/* The version command's build keys (fg_build_info_get: the same words as
+/* The version command's build keys (fg_opts_build_get: the same words as
  * `flowgate --version` and /metrics' flowgate_build_info). */
 static void op_build_info(struct fg_json_writer *w, void *ctx)
 {
-	struct fg_build_info b;
+	struct fg_opts_build b;
 
 	RTE_SET_USED(ctx);
-	fg_build_info_get(&b);
+	fg_opts_build_get(&b);
 	fg_jw_str(w, "version", b.version);
 	fg_jw_str(w, "dpdk", b.dpdk);
 	fg_jw_str(w, "gpu", b.gpu);

@@ -387,12 +387,12 @@ static void render_ports(FILE *f, const struct fg_stats_snap *sn)
 int fg_metrics_render(struct fg_dp *dp, FILE *f)
 {
 	struct fg_stats_snap *sn;
-	struct fg_build_info bi;
+	struct fg_opts_build bi;
 	int rc = fg_stats_snap_take(dp, NULL, FG_STATS_SNAP_CT, &sn);
 
 	if (rc < 0)
 		return rc;
-	fg_build_info_get(&bi);
+	fg_opts_build_get(&bi);
 	family(f, "flowgate_build_info", "gauge",
 	       "flowgate's version and build options, the DPDK in use (value always 1)");
 	fprintf(f, "flowgate_build_info{version=\"%s\",dpdk=\"%s\",gpu=\"%s\",march=\"%s\","

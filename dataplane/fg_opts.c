@@ -977,7 +977,7 @@ void fg_opts_usage(FILE *f, const char *prog)
 #define FG_BUILD_OPTS ""
 #endif
 
-void fg_build_info_get(struct fg_build_info *out)
+void fg_opts_build_get(struct fg_opts_build *out)
 {
 	out->version = FG_VERSION;
 	out->dpdk = rte_version();
@@ -992,9 +992,9 @@ void fg_build_info_get(struct fg_build_info *out)
 
 void fg_opts_version(FILE *f, const char *prog)
 {
-	struct fg_build_info b;
+	struct fg_opts_build b;
 
-	fg_build_info_get(&b);
+	fg_opts_build_get(&b);
 	fprintf(f, "%s %s (%s, CUDA batch path %s, -march=%s, %s)\n", prog, b.version,
 		b.dpdk, b.gpu, b.march, b.options);
 }

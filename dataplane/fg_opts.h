@@ -68,7 +68,7 @@ void fg_opts_version(FILE *f, const char *prog);
 
 /** The build, as `flowgate --version`, `fgctl version` and /metrics'
  *  flowgate_build_info report it (each from here). */
-struct fg_build_info {
+struct fg_opts_build {
 	const char *version;    /**< meson project version */
 	const char *dpdk;       /**< rte_version() of the DPDK in use */
 	const char *gpu;        /**< CUDA batch path built: "on" / "off" */
@@ -77,7 +77,7 @@ struct fg_build_info {
 };
 
 /** Fills @p out (static strings). */
-void fg_build_info_get(struct fg_build_info *out);
+void fg_opts_build_get(struct fg_opts_build *out);
 
 /** Number of options in the table, and the long name of option @p i
  *  (for tests and docs checks). */
