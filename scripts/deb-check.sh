@@ -103,6 +103,7 @@ if ((install)); then
 			if [[ -e $f || -L $f ]]; then bad "left after purge: $f"; fi
 		done
 		[[ -e /etc/flowgate ]] && bad "left after purge: /etc/flowgate"
+		[[ -e /run/flowgate ]] && bad "left after purge: /run/flowgate"
 		echo "install / purge: done"
 	fi
 fi
