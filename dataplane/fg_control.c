@@ -7,6 +7,7 @@
  * shard goes through that shard's mailbox and runs on its worker.
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -14,11 +15,13 @@
 
 #include <rte_cycles.h>
 
+#include "fg_config_ct.h"
 #include "fg_config_parse.h"
 #include "fg_ctl_server.h"
 #include "fg_dp_private.h"
 #include "fg_load.h"
 #include "fg_log.h"
+#include "fg_opts.h"
 #include "fg_worker_private.h"
 #include "fg_rcu.h"
 #include "fg_health.h"
@@ -27,8 +30,6 @@
 
 #define MBOX_TIMEOUT_US (30ull * 1000 * 1000)
 
-static struct fg_ctl_server *g_srv;
-static struct fg_health *g_health;
 
 /* Posts @p req to worker @p i and waits.  mbox_lock serializes producers
  * (one control thread plus the telemetry thread). */
@@ -221,9 +222,10 @@ static int walk_post(struct fg_dp *dp, unsigned int i, struct walk_buf *b,
 	return rc;
 }
 
-static int walk_wait(struct fg_dp *dp, struct walk_buf *b)
+/* @p wait_ms: the request's own bound (fgctl --timeout), else 30 s. */
+static int walk_wait(struct fg_dp *dp, struct walk_buf *b, uint64_t wait_ms)
 {
-	int rc = ct_mbox_wait(&b->req, MBOX_TIMEOUT_US);
+	int rc = ct_mbox_wait(&b->req, wait_ms ? wait_ms * 1000 : MBOX_TIMEOUT_US);
 
 	pthread_mutex_unlock(&dp->mbox_lock);
 	return rc;
@@ -250,7 +252,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 	}
 	rc = walk_post(dp, i, cur, 0);
 	while (rc == 0) {
-		rc = walk_wait(dp, cur);
+		rc = walk_wait(dp, cur, f->wait_ms);
 		if (rc < 0)
 			return rc;
 		rc = cur->c.err;
@@ -289,7 +291,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 			return erc;
 		if (erc < 0) {
 			/* finish the chunk in flight before giving up */
-			rc = walk_wait(dp, next);
+			rc = walk_wait(dp, next, f->wait_ms);
 			return rc < 0 ? rc : erc;
 		}
 		struct walk_buf *t = cur;
@@ -392,6 +394,45 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
+/* The conntrack settings of @p c as the shards run them (fg_config_ct(),
+ * the one mapping, over ct_config_defaults(); nat_capacity 0 is capacity
+ * / 2 as ct.h has it), so a file that writes a default out
+ * (`timeout established 15m;`) equals one that leaves it out. */
+static void ct_effective(struct fg_config *c)
+{
+	struct ct_config cc;
+
+	ct_config_defaults(&cc);
+	fg_config_ct(c, &cc);
+	c->ct_capacity = cc.capacity;
+	c->ct_nat_capacity = cc.capacity_reply ? cc.capacity_reply :
+			     RTE_MAX(cc.capacity / 2, 8u);
+	for (unsigned int st = 0; st < CT_ST_MAX; st++)
+		c->ct_timeouts_ms[st] = cc.timeouts.ms[st];
+	c->flood_rate = cc.flood_rate;
+}
+
+/* fg_config_restart_diff() of the effective values (ct_effective): shallow
+ * copies, the configs themselves keep what their files say. */
+static int restart_diff(const struct fg_config *running, const struct fg_config *next,
+			char *err, size_t errlen)
+{
+	struct fg_config *x = malloc(2 * sizeof(*x));
+	int rc;
+
+	if (x == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	x[0] = *running;
+	x[1] = *next;
+	ct_effective(&x[0]);
+	ct_effective(&x[1]);
+	rc = fg_config_restart_diff(&x[0], &x[1], err, errlen);
+	free(x);
+	return rc;
+}
+
 /*
  * @p cfg in the running daemon's terms, into @p out (a shallow copy: the
  * services stay @p cfg's): ports matched to devices by name; a conntrack
@@ -417,7 +458,7 @@ static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
 		       sizeof(out->control_socket));
 	if (out->ct_capacity == 0)
 		out->ct_capacity = dp->cli_ct_capacity ? dp->cfg->ct_capacity : CT_DEFAULT_CAPACITY;
-	return fg_config_restart_diff(dp->cfg, out, err, errlen);
+	return restart_diff(dp->cfg, out, err, errlen);
 }
 
 static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
@@ -479,6 +520,30 @@ static void write_core(struct fg_json_writer *w, const char *key,
 	fg_jw_obj_open(w, "drops_by_reason");
 	for (int r = 1; r < FG_DROP_MAX; r++)
 		fg_jw_u64(w, fg_drop_names[r], c->drops[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_close(w);
+}
+
+/* The restart hand-over: what the start restored (fg_state.h). */
+static void write_state(struct fg_json_writer *w, const struct fg_state_stats *st)
+{
+	fg_jw_obj_open(w, "state");
+	fg_jw_bool(w, "loaded", st->loaded);
+	fg_jw_str(w, "writer", st->writer);
+	fg_jw_u64(w, "gap_ms", st->gap_ms);
+	fg_jw_u64(w, "load_ms", st->load_us / 1000);
+	fg_jw_u64(w, "flows_in_file", st->flows_in_file);
+	fg_jw_u64(w, "restored", st->restored);
+	fg_jw_u64(w, "restored_nat", st->restored_nat);
+	fg_jw_u64(w, "tombstones", st->tombstones);
+	fg_jw_u64(w, "neighbours_restored", st->neigh_restored);
+	fg_jw_obj_open(w, "refused");
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		fg_jw_u64(w, fg_state_flow_refuse_names[r], st->refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_open(w, "file_refused");
+	for (int r = 1; r < FG_STATE_FILE_MAX; r++)
+		fg_jw_u64(w, fg_state_file_refuse_names[r], st->file_refused[r]);
 	fg_jw_obj_close(w);
 	fg_jw_obj_close(w);
 }
@@ -651,6 +716,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			fg_jw_obj_close(w);
 		}
 		fg_jw_arr_close(w);
+		write_state(w, &sn->state);
 	}
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < sn->n_services; i++) {
@@ -848,7 +914,23 @@ static int op_backend_placed(uint32_t service_id, uint32_t backend_id, uint64_t 
 	return rc;
 }
 
+/* The version command's build keys (fg_opts_build_get: the same words as
+ * `flowgate --version` and /metrics' flowgate_build_info). */
+static void op_build_info(struct fg_json_writer *w, void *ctx)
+{
+	struct fg_opts_build b;
+
+	RTE_SET_USED(ctx);
+	fg_opts_build_get(&b);
+	fg_jw_str(w, "version", b.version);
+	fg_jw_str(w, "dpdk", b.dpdk);
+	fg_jw_str(w, "gpu", b.gpu);
+	fg_jw_str(w, "march", b.march);
+	fg_jw_str(w, "options", b.options);
+}
+
 static const struct fg_ctl_ops g_ops = {
+	.build_info = op_build_info,
 	.backend_placed = op_backend_placed,
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
@@ -927,7 +1009,7 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	pthread_mutex_lock(&dp->cfg_lock);
 	rc = fg_config_copy(&next, dp->cfg);
 	if (rc == 0) {
-		fg_health_mark(g_health, &next);
+		fg_health_mark(dp->health, &next);
 		rc = fg_dp_apply_config(dp, &next, err, sizeof(err));
 	}
 	for (uint32_t i = 0; rc == 0 && i < dp->cfg->n_services; i++) {
@@ -979,35 +1061,6 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	return 0;
 }
 
-int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
-			  uint64_t *successes, uint64_t *failures)
-{
-	if (g_health == NULL)
-		return -ENOENT;
-	return fg_health_counters(g_health, service_id, backend_id, successes, failures);
-}
-
-int fg_dp_health_load(uint32_t service_id, uint32_t backend_id,
-		      struct fg_health_load *out)
-{
-	if (g_health == NULL)
-		return -ENOENT;
-	return fg_health_load(g_health, service_id, backend_id, out);
-}
-
-uint64_t fg_dp_health_load_gen(void)
-{
-	return g_health == NULL ? 0 : fg_health_load_gen(g_health);
-}
-
-int fg_dp_ctl_counters(struct fg_ctl_counters *out)
-{
-	if (g_srv == NULL)
-		return -ENOENT;
-	fg_ctl_server_counters(g_srv, out);
-	return 0;
-}
-
 /* The audit trail: one NOTICE line per change request (fg_ctl_server.h),
  * on the control thread. */
 static void audit_log(const struct fg_ctl_audit *a, void *ctx)
@@ -1016,6 +1069,40 @@ static void audit_log(const struct fg_ctl_audit *a, void *ctx)
 	FG_LOG(NOTICE, "audit: uid=%ld pid=%ld cmd=%s args=%s result=%s%s%s",
 	       a->uid, a->pid, a->cmd, a->args, a->ok ? "ok" : "refused",
 	       a->ok ? "" : ": ", a->error);
+}
+
+/* control_socket_ro PATH group G: G resolved here (a name, else a number),
+ * each failure one sentence with its fix. */
+static int control_listen_ro(struct fg_ctl_server *srv, const struct fg_config *cfg)
+{
+	const char *path = cfg->control_socket_ro, *grp = cfg->control_socket_ro_group;
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long gid;
+	int rc;
+
+	if (path[0] == '\0')
+		return 0;
+	if (getgrnam_r(grp, &gr, buf, sizeof(buf), &res) == 0 && res != NULL) {
+		gid = gr.gr_gid;
+	} else {
+		errno = 0;
+		gid = strtoul(grp, &end, 10);
+		if (grp[0] < '0' || grp[0] > '9' || *end || errno || gid > INT32_MAX) {
+			FG_LOG(ERR, "control_socket_ro %s group %s: no such group on this host: "
+			       "create it (groupadd --system %s) or name an existing one", path,
+			       grp, grp);
+			return -ENOENT;
+		}
+	}
+	rc = fg_ctl_server_listen_ro(srv, path, (gid_t)gid);
+	if (rc < 0)
+		FG_LOG(ERR, "control_socket_ro %s: %s: give it a path of its own in a directory "
+		       "only root may write (like /run/flowgate), with no other socket there",
+		       path, strerror(-rc));
+	else
+		FG_LOG(INFO, "read-only control socket %s (group %s, mode 0660)", path, grp);
+	return rc;
 }
 
 int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *config_path,
@@ -1027,7 +1114,7 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	/* the checker first: the server answers "health" from it */
 	rc = fg_health_create(&(struct fg_health_params){
 				      .set_health = health_set, .ctx = dp },
-			      dp->cfg, &g_health);
+			      dp->cfg, &dp->health);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: health checker: %s\n", strerror(-rc));
 		return rc;
@@ -1037,31 +1124,39 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	p.config_path = config_path;
 	p.ops = &g_ops;
 	p.ctx = dp;
-	p.health = g_health;
+	p.health = dp->health;
 	p.idle_timeout_ms = idle_timeout_ms;
 	p.audit = audit_log;
-	rc = fg_ctl_server_create(&p, &g_srv);
+	rc = fg_ctl_server_create(&p, &dp->ctl);
 	if (rc < 0) {
-		fprintf(stderr, "flowgate: control socket %s: %s\n",
-			socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc));
+		FG_LOG(ERR, "control socket %s: %s: %s",
+		       socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc),
+		       rc == -EADDRINUSE ? "another flowgate answers there: stop it, or give "
+		       "this one -s PATH" : rc == -EPERM ? "its directory is writable by "
+		       "others: give -s PATH in a directory only root may write (like "
+		       "/run/flowgate)" : "give -s PATH (or control_socket) in a directory "
+		       "flowgate may write");
 		goto fail;
 	}
-	rc = fg_ctl_server_start(g_srv);
+	rc = control_listen_ro(dp->ctl, dp->cfg);
+	if (rc < 0)
+		goto fail;
+	rc = fg_ctl_server_start(dp->ctl);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));
 		goto fail;
 	}
-	rc = fg_health_start(g_health);
+	rc = fg_health_start(dp->health);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: health thread: %s\n", strerror(-rc));
 		goto fail;
 	}
 	return 0;
 fail:
-	fg_ctl_server_destroy(g_srv);
-	g_srv = NULL;
-	fg_health_destroy(g_health);
-	g_health = NULL;
+	fg_ctl_server_destroy(dp->ctl);
+	dp->ctl = NULL;
+	fg_health_destroy(dp->health);
+	dp->health = NULL;
 	return rc;
 }
 
@@ -1071,9 +1166,9 @@ void fg_control_stop(struct fg_dp *dp)
 	fg_stats_snap_free(g_zero);
 	g_zero = NULL;
 	/* checker first: its callback applies configs and walks shards */
-	fg_health_stop(g_health);
-	fg_ctl_server_destroy(g_srv);
-	g_srv = NULL;
-	fg_health_destroy(g_health);
-	g_health = NULL;
+	fg_health_stop(dp->health);
+	fg_ctl_server_destroy(dp->ctl);
+	dp->ctl = NULL;
+	fg_health_destroy(dp->health);
+	dp->health = NULL;
 }

@@ -39,6 +39,10 @@ struct fg_opts {
 	char socket_path[FG_PATH_MAX]; /**< resolved control socket (absolute) */
 	char config_abs[FG_PATH_MAX]; /**< -c FILE made absolute (dp.config_path) */
 	char metrics_buf[64];
+	/** --state-file PATH (dp.state_path), "none" = off; unset: beside the
+	 *  control socket (fg_opts_parse resolves it) */
+	char state_buf[4096];
+	bool state_set;
 	int log_level;            /**< --log-level (RTE_LOG_*), or -1 */
 	bool log_syslog;          /**< --log-syslog */
 	bool help;                /**< -h / --help: print fg_opts_usage, exit 0 */
@@ -65,6 +69,19 @@ void fg_opts_usage(FILE *f, const char *prog);
 /** Prints "flowgate VERSION" and the build options (DPDK version, CUDA
  *  path on/off, -march). */
 void fg_opts_version(FILE *f, const char *prog);
+
+/** The build, as `flowgate --version`, `fgctl version` and /metrics'
+ *  flowgate_build_info report it (each from here). */
+struct fg_opts_build {
+	const char *version;    /**< meson project version */
+	const char *dpdk;       /**< rte_version() of the DPDK in use */
+	const char *gpu;        /**< CUDA batch path built: "on" / "off" */
+	const char *march;      /**< -march level, "default" for the compiler's */
+	const char *options;    /**< "buildtype=release b_lto=true static_dpdk=false" */
+};
+
+/** Fills @p out (static strings). */
+void fg_opts_build_get(struct fg_opts_build *out);
 
 /** Number of options in the table, and the long name of option @p i
  *  (for tests and docs checks). */
