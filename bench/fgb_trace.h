@@ -38,11 +38,13 @@ extern "C" {
 
 /** The Azure LLM inference trace's columns (the default mapping). */
 #define FGB_TRACE_AZURE_COLS "TIMESTAMP,ContextTokens,GeneratedTokens"
-/** What --columns accepts, for help texts. */
+/** What --columns accepts, for help texts (continuation lines indented
+ *  by 20 columns, flowgate-bench's help layout). */
 #define FGB_TRACE_COLS_HELP \
-	"TIME,PROMPT,OUTPUT[,UNIT]: header names or 1-based numbers of the arrival-time,\n" \
-	"prompt-token and output-token columns; UNIT datetime|s|ms|us (default: datetime\n" \
-	"when the first time looks like YYYY-MM-DD, else s)"
+	"TIME,PROMPT,OUTPUT[,UNIT]: header names or\n" \
+	"                    1-based numbers of the arrival-time, prompt-token and\n" \
+	"                    output-token columns; UNIT datetime|s|ms|us (default:\n" \
+	"                    datetime when the first time looks like YYYY-MM-DD, else s)"
 /** Largest token count of one request accepted. */
 #define FGB_TRACE_TOKENS_MAX 10000000u
 /** Longest line accepted (bytes, without the line end). */

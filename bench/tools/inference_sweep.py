@@ -5,7 +5,7 @@ load and keep-alive, every scheduler (maglev, lc, maglev-load,
 l7-least-loaded) on the same trace and connections (medians of 3 runs).
 Writes the rows as JSON, a plot of TTFT p99 per scheduler (one panel per
 trace and keep-alive, load on the x axis), and the compact table between
-the inference-trace markers of RESULTS.md.
+the inference markers of RESULTS.md.
 
     inference_sweep.py --fgb BUILD/bench/flowgate-bench --out RES/inference.json
         [--traces DIR] [--plot RES/plots/inference_ttft_p99.png] [--md bench/RESULTS.md]
@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 
-BEGIN, END = "<!-- inference-trace:begin -->", "<!-- inference-trace:end -->"
+BEGIN, END = "<!-- inference:begin -->", "<!-- inference:end -->"
 SCHEDS = ["maglev", "lc", "maglev-load", "l7-least-loaded"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -137,7 +137,7 @@ def main():
             md = head + BEGIN + "\n" + "\n".join(table(rows, traces, loads, keeps)) + "\n" + END + tail
             open(a.md, "w").write(md)
         else:
-            print("inference_sweep: no inference-trace markers in " + a.md, file=sys.stderr)
+            print("inference_sweep: no inference markers in " + a.md, file=sys.stderr)
     return 0
 
 
