@@ -9,12 +9,17 @@
  * output tokens); arrivals keep their recorded spacing, stretched so that
  * the offered work is --load x the cluster's capacity (fgb_inf_capacity).
  *
- * Connections (the same for every scheduler of one seed): clients hold a
- * pool of `clients` open connections; each request goes on a uniformly
- * drawn connection of the pool, HTTP/2-style (several requests of one
- * connection may be in flight); a connection carries a geometric number
- * of requests (mean `keepalive`; keepalive 1: one request per connection)
- * and is then replaced by a new one with a new client address and port.
+ * Connections.  HTTP/1.1 clients (mux 0, the default): a kept-alive
+ * connection carries one request at a time; a request takes an idle one,
+ * drawn at random, else opens a new one (a new client address and port)
+ * that will carry a geometric number of requests (mean `keepalive`;
+ * keepalive 1: one request per connection), then closes.  The k-th new
+ * connection gets the same tuple and quota under every scheduler of one
+ * seed; which requests it carries depends on when its worker answers, as
+ * it does for real clients.  HTTP/2 clients (mux N): N connections open at
+ * once, each request on a uniformly drawn one whatever its load (drawn
+ * before the run: the same for every scheduler), several in flight on one
+ * connection; a connection is replaced once it has carried its quota.
  * L4 schedulers place a connection once, on its first request; every
  * later request follows it (the conntrack entry).  l7-least-loaded
  * places every request (it terminates the client's connection).
