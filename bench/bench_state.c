@@ -177,8 +177,8 @@ bench_state_main(int argc, char **argv)
 	if (flows < 8 || flows > 1024000 || nat_pct > 100)   /* unique NAT tuples */
 		return usage(2);
 	char *eal[] = {"flowgate-bench", "-l", "0,1", "--no-huge", "-m", "6144", "--no-shconf",
-		       "--log-level=lib.eal:error", "--log-level=flowgate:warning", "--no-pci",
-		       "--vdev", "net_null0", "--file-prefix=fgbstate"};
+		       "--log-level=lib.eal:error", "--log-level=flowgate:warning",
+		       "--no-pci", "--vdev", "net_null0", "--file-prefix=fgbstate"};
 
 	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
 		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));

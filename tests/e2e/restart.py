@@ -86,8 +86,8 @@ class Daemon:
     def __init__(self, binary, conf, tag, state):
         self.log = f"{RUN}/flowgate-{tag}.log"
         args = ["ip", "netns", "exec", f"{P}-lb", binary, "--no-huge", "-m", "512",
-                "--file-prefix", P, "--lcores", "0@0,1@1,2@1", "--no-pci",
-                "--vdev=net_af_packet0,iface=lb0,qpairs=2", "--", "-c", conf,
+                "--file-prefix", P, "--lcores", "0@0,1@1,2@1",
+                "--no-pci", "--vdev=net_af_packet0,iface=lb0,qpairs=2", "--", "-c", conf,
                 "-s", f"{RUN}/ctl.sock", "--idle-sleep", "--workers", "2",
                 "--state-file", f"{RUN}/flowgate.state" if state else "none"]
         self.p = subprocess.Popen(args, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
