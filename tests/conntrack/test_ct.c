@@ -738,7 +738,8 @@ test_fin_then_syn_reopens(void **state)
 		assert_true(e->flags & CT_F_ASSURED);
 		seg(s, e, false, closing[c], 104, 1, 512, CT_SEG_NO_WSCALE, 4000, NULL);
 		assert_true(e->state == CT_ST_FIN_WAIT || e->state == CT_ST_CLOSE);
-		assert_int_equal(seg(s, e, false, CT_TCP_SYN, 77777, 0, 512, 7, 5000, NULL),
+		/* a new ISN anywhere in sequence space (2^31 away here) */
+		assert_int_equal(seg(s, e, false, CT_TCP_SYN, 77777u + 0x80000000u, 0, 512, 7, 5000, NULL),
 				 CT_ST_SYN_SENT);
 		assert_false(e->flags & CT_F_ASSURED);
 		assert_true(e->flags & CT_F_LISTED);
@@ -746,8 +747,9 @@ test_fin_then_syn_reopens(void **state)
 		assert_int_equal(st->live[CT_ST_SYN_SENT], 1);
 		/* and it proves itself afresh */
 		for (uint32_t p = 0; p < 4; p++)
-			seg(s, e, false, CT_TCP_ACK, 77778 + p, 1, 512, CT_SEG_NO_WSCALE,
+			seg(s, e, false, CT_TCP_ACK, 77778u + 0x80000000u + p, 1, 512, CT_SEG_NO_WSCALE,
 			    5001 + p * 1000, NULL);
+		assert_int_equal(e->last_seen, 8001); /* each one refreshed it */
 		assert_true(e->flags & CT_F_ASSURED);
 		assert_int_equal(e->state, CT_ST_ESTABLISHED);
 		assert_int_equal(ct_check(s), 0);
@@ -813,6 +815,37 @@ test_nat_synack_reopens(void **state)
 	assert_int_equal(seg(s, e, false, CT_TCP_RST, 1001, 0, 0, CT_SEG_NO_WSCALE, 5, &oow),
 			 CT_ST_ESTABLISHED);
 	assert_int_equal(oow, CT_OOW_DROP);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
+/* NAT: the client reuses its port (FIN, FIN, last ACK, then a SYN with a
+ * new ISN anywhere in sequence space).  Until the new connection is
+ * assured the client's window is unknown, not the old connection's: an
+ * ICMP error quoting the new connection is plausible, and its handshake
+ * then sets the window afresh. */
+static void
+test_nat_syn_reopen_forgets_window(void **state)
+{
+	struct ct_shard *s = mk_shard(64, 0, NULL);
+	struct ct_entry *re, *e = nat_flow(s, 1, 1000, 2000000, 1, &re);
+	uint32_t isn = 1000 + 0x80000000u;
+
+	seg(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 1001, 2000001, 502, CT_SEG_NO_WSCALE, 2, NULL);
+	seg(s, re, true, CT_TCP_FIN | CT_TCP_ACK, 2000001, 1002, 500, CT_SEG_NO_WSCALE, 3, NULL);
+	seg(s, e, false, CT_TCP_ACK, 1002, 2000002, 502, CT_SEG_NO_WSCALE, 4, NULL);
+	assert_true(e->state != CT_ST_ESTABLISHED && e->state != CT_ST_SYN_SENT);
+	assert_int_equal(seg(s, e, false, CT_TCP_SYN, isn, 0, 64240, 7, 5, NULL),
+			 CT_ST_SYN_SENT);
+	assert_true(ct_tcp_seq_plausible(s, e, isn + 1));
+	assert_int_equal(seg(s, re, true, CT_TCP_SYN | CT_TCP_ACK, 9000000, isn + 1, 65160, 7,
+			     6, NULL), CT_ST_SYN_RECV);
+	assert_int_equal(seg(s, e, false, CT_TCP_ACK, isn + 1, 9000001, 502, CT_SEG_NO_WSCALE,
+			     7, NULL), CT_ST_ESTABLISHED);
+	assert_true(e->flags & CT_F_ASSURED);
+	assert_true(ct_tcp_seq_plausible(s, e, isn + 1));
+	assert_false(ct_tcp_seq_plausible(s, e, 1002));
+	assert_true(ct_tcp_seq_plausible(s, re, 9000001));
 	assert_int_equal(ct_check(s), 0);
 	ct_shard_free(s);
 }
@@ -2257,6 +2290,7 @@ main(void)
 	ADD(test_dsr_blind_rst_keeps_flow);
 	ADD(test_seq_plausible);
 	ADD(test_nat_synack_reopens);
+	ADD(test_nat_syn_reopen_forgets_window);
 	ADD(test_initial_states);
 	ADD(test_udp_becomes_stream);
 	for (size_t i = 0; i < RTE_DIM(timeout_states); i++) {

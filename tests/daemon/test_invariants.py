@@ -278,6 +278,8 @@ class Checker:
         self.ct_capacity = ct_capacity
         self.pending = pending
         self.pkts = []        # pid -> (flow or None, expect, reasons, note)
+        self.syn_made = {}    # fid -> pid of its newest SYN made
+        self.own_syn = {}     # pid of a SYN-ACK -> pid of the SYN it answers
         self.flows = []
         self.tuples = set()
         self.owner = {}       # NAT tuple -> flow
@@ -307,6 +309,13 @@ class Checker:
 
     # -------------------------------------------------------- packets
     def new_pid(self, flow, expect, reasons=(), note=""):
+        if flow is None:
+            pass
+        elif note in ("SYN", "SYN retransmit"):
+            self.syn_made[flow.fid] = len(self.pkts)
+        elif note == "SYN-ACK":
+            # the SYN (or its retransmission) this SYN-ACK answers
+            self.own_syn[len(self.pkts)] = self.syn_made.get(flow.fid, -1)
         self.pkts.append((flow, expect, reasons, note))
         self.seen.append(0)
         return len(self.pkts) - 1
@@ -1017,6 +1026,11 @@ class Checker:
             if note in ("SYN", "SYN retransmit"):
                 syn_hi[f.fid] = max(syn_hi.get(f.fid, -1), pid)
             elif note in ("SYN-ACK", "ACK") and syn_hi.get(f.fid, -1) > pid:
+                rewound.add(f.fid)
+            elif note == "SYN-ACK" and self.own_syn.get(pid, -1) > syn_hi.get(f.fid, -1):
+                # a SYN-ACK ahead of the SYN it answers (no network
+                # sends so, a shuffled round may): the balancer may never
+                # learn that connection, and keep tracking the older one
                 rewound.add(f.fid)
             elif f.fid in rewound and note in ("RST", "reply RST") and \
                     "tcp_rst_oow" not in reasons:
