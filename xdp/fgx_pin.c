@@ -492,12 +492,20 @@ static int choose(struct fgx *x, unsigned int i, const struct cand *c, unsigned 
 	return best;
 }
 
+/* BTF hashes are compared where both maps have BTF (libbpf creates
+ * map-in-map arrays without): sizes and S cover the others. */
+static bool differ(uint64_t a, uint64_t b)
+{
+	return a && b && a != b;
+}
+
 static const char *what_changed(const struct layout *o, const struct layout *n,
 				char *buf, size_t len)
 {
-	if (o->type != n->type || o->key_size != n->key_size || o->key != n->key)
+	if (o->type != n->type || o->key_size != n->key_size || differ(o->key, n->key))
 		snprintf(buf, len, "another map type or key");
-	else if (o->value_size != n->value_size || o->value != n->value || o->flags != n->flags)
+	else if (o->value_size != n->value_size || differ(o->value, n->value) ||
+		 o->flags != n->flags)
 		snprintf(buf, len, "another layout");
 	else if (o->max_entries != n->max_entries)
 		snprintf(buf, len, "capacity %u -> %u", o->max_entries, n->max_entries);
@@ -539,7 +547,7 @@ static int decide(struct fgx *x, unsigned int i, const struct cand *c, int fd,
 	} else if (policy[i] == FGX_PIN_RESET) {
 		pn->fate = FGX_MAP_RESET;
 	} else if (c->sem != sem || o.type != n.type || o.key_size != n.key_size ||
-		   (o.key && n.key && o.key != n.key)) {
+		   differ(o.key, n.key)) {
 		snprintf(err, errlen, "pinned map %s/%s was left by a flowgate-xdp whose "
 			 "entries this build cannot read (%s): start the flowgate-xdp that "
 			 "pinned it, or remove everything with `flowgate-xdp detach` on its "
@@ -559,8 +567,10 @@ int fgx_pin_prepare(struct fgx *x, char *err, size_t errlen)
 	uint32_t live[64];
 	int n_live, rc;
 
-	for (unsigned int i = 0; i < FGX_PIN_N; i++)
+	for (unsigned int i = 0; i < FGX_PIN_N; i++) {
 		x->pin[i].old_fd = -1;
+		x->pin[i].sem = sem_hash(x, i);
+	}
 	if (!x->pin_dir[0])
 		return 0;
 	rc = dir_ready(x->pin_dir, err, errlen);
@@ -570,7 +580,7 @@ int fgx_pin_prepare(struct fgx *x, char *err, size_t errlen)
 	for (unsigned int i = 0; i < FGX_PIN_N; i++) {
 		struct cand c[8];
 		char path[352];
-		uint32_t sem = sem_hash(x, i);
+		uint32_t sem = x->pin[i].sem;
 		unsigned int n = candidates(x, i, c, 8);
 		int k = choose(x, i, c, n, live, n_live, sem), fd;
 
@@ -604,7 +614,7 @@ int fgx_pin_commit(struct fgx *x, char *err, size_t errlen)
 		if (bpf_obj_get_info_by_fd(bpf_map__fd(m), &in, &len))
 			return -errno;
 		snprintf(path, sizeof(path), "%s/%s-%08x-%u", x->pin_dir, fgx_pin_names[i],
-			 sem_hash(x, i), in.id);
+			 pn->sem, in.id);
 		if (bpf_obj_pin(bpf_map__fd(m), path)) {
 			snprintf(err, errlen, "cannot pin %s: %s", path, strerror(errno));
 			return -errno;

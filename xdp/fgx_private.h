@@ -59,6 +59,8 @@ enum fgx_pin_idx {
 /** One pinned map at fgx_open: what was found and what became of it. */
 struct fgx_pinned {
 	enum fgx_map_fate fate;
+	uint32_t sem;           /**< this build's meaning hash (before load: the
+				     inner map definitions are gone after it) */
 	int old_fd;             /**< the map found (the running program's), when
 				     not adopted: converted from, then unpinned; -1 */
 	char old_file[64];      /**< its file in the pin directory ("" = none) */
