@@ -154,7 +154,8 @@ static int native_tx_ok(int ifindex, char *why, size_t len)
 	if (q.peer > 0 && link_query(q.peer, q.peer_nsid, &pq) == 0 && pq.xdp_attached)
 		return 1;
 	snprintf(why, len, "%s is a veth whose peer (ifindex %d%s) has no XDP program: native "
-		 "XDP_TX would fail for every forwarded packet (the peer's xdp_tx_errors) while "
+		 "XDP_TX would fail for every forwarded packet (xdp_tx_errors in `ethtool -S` and "
+		 "fgctl stats) while "
 		 "the program counts it as sent", name, q.peer,
 		 q.peer_nsid >= 0 ? ", another namespace" : "");
 	return 0;
