@@ -6,7 +6,8 @@
 #
 # - flowgate (sbin), fgctl, flowgate-bench (bin), the example configuration
 #   (sysconfdir/flowgate/flowgate.conf and the doc copy), the systemd unit,
-#   man pages flowgate(8), fgctl(8), flowgate.conf(5);
+#   man pages flowgate(8), fgctl(8), flowgate.conf(5); where XDP is built,
+#   flowgate-xdp (sbin), its unit and flowgate-xdp(8) too;
 # - the installed binaries run (--version), the installed config passes
 #   `fgctl config check`;
 # - a second install keeps an edited /etc/flowgate/flowgate.conf;
@@ -33,6 +34,7 @@ print(v if v.startswith('/') else p + '/' + v)"; }
 prefix=$(intro prefix) sbindir=$(intro sbindir) bindir=$(intro bindir)
 sysconfdir=$(intro sysconfdir) mandir=$(intro mandir) datadir=$(intro datadir)
 unit=$(cd "$dest" && find . -name flowgate.service | head -1)
+xunit=$(cd "$dest" && find . -name flowgate-xdp.service | head -1)
 
 echo "installed under $prefix (destdir $dest):"
 (cd "$dest" && find . -type f | sort | sed 's/^\./  /')
@@ -42,6 +44,16 @@ for f in "$sbindir/flowgate" "$bindir/fgctl" "$bindir/flowgate-bench" \
 	[ -f "$dest$f" ] || bad "not installed: $f"
 done
 [ -n "$unit" ] || bad "no flowgate.service installed"
+xdp=0
+if [ -x "$build/xdp/flowgate-xdp" ]; then
+	xdp=1
+	for f in "$sbindir/flowgate-xdp" "$mandir/man8/flowgate-xdp.8"; do
+		[ -f "$dest$f" ] || bad "not installed: $f"
+	done
+	[ -n "$xunit" ] || bad "no flowgate-xdp.service installed"
+	"$dest$sbindir/flowgate-xdp" --version | grep -q "^flowgate-xdp [0-9]" \
+		|| bad "installed flowgate-xdp --version"
+fi
 
 "$dest$sbindir/flowgate" --version | grep -q "^flowgate [0-9]" || bad "installed flowgate --version"
 "$dest$bindir/fgctl" --version | grep -q "^fgctl [0-9]" || bad "installed fgctl --version"
@@ -54,7 +66,8 @@ meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null 2>&1
 grep -q "edited by the operator" "$dest$sysconfdir/flowgate/flowgate.conf" \
 	|| bad "a re-install overwrote /etc/flowgate/flowgate.conf"
 
-for m in "$mandir/man8/flowgate.8" "$mandir/man8/fgctl.8" "$mandir/man5/flowgate.conf.5"; do
+for m in "$mandir/man8/flowgate.8" "$mandir/man8/fgctl.8" "$mandir/man5/flowgate.conf.5" \
+	 "$mandir/man8/flowgate-xdp.8"; do
 	[ -f "$dest$m" ] || continue
 	w=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z \
 		"$dest$m" 2>&1 >/dev/null) || bad "man $m failed"
@@ -76,6 +89,18 @@ if [ -n "$unit" ]; then
 	# Documentation=man:... must resolve to the installed pages
 	out=$(MANPATH="$dest$mandir" systemd-analyze verify "$v" 2>&1) || bad "systemd-analyze verify: $out"
 	echo "$out" | grep -i flowgate-verify && bad "systemd-analyze verify warns: $out"
+fi
+if [ "$xdp" = 1 ] && [ -n "$xunit" ]; then
+	u="$dest/$xunit"
+	grep -q '^Type=notify$' "$u" || bad "xdp unit: not Type=notify"
+	grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$u" || bad "xdp unit: no ExecReload=SIGHUP"
+	grep -q '^WatchdogSec=' "$u" || bad "xdp unit: no WatchdogSec"
+	grep -q "^ExecStart=$sbindir/flowgate-xdp -c $sysconfdir/flowgate/flowgate.conf -i " "$u" \
+		|| bad "xdp unit: ExecStart does not run $sbindir/flowgate-xdp -c $sysconfdir/flowgate/flowgate.conf -i IFACE"
+	v="$dest/flowgate-xdp-verify.service"
+	sed -e "s#$sbindir/flowgate-xdp#$dest$sbindir/flowgate-xdp#g" "$u" > "$v"
+	out=$(MANPATH="$dest$mandir" systemd-analyze verify "$v" 2>&1) || bad "systemd-analyze verify (xdp): $out"
+	echo "$out" | grep -i flowgate-xdp-verify && bad "systemd-analyze verify warns (xdp): $out"
 fi
 [ $fail -eq 0 ] && echo "install: ok"
 exit $fail
