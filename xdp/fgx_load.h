@@ -237,14 +237,12 @@ int64_t fgx_ct_flush(struct fgx *x);
 /** flows watch (fgx_watch.c): conntrack events from a diff of walks. */
 struct fgx_watch;
 
-/** @return 0 and *out, or -ENOMEM. */
+/** A watch whose first poll walks the baseline (no events).
+ *  @return 0 and *out, or -ENOMEM. */
 int fgx_watch_create(struct fgx_watch **out);
 
 /** Frees @p w.  NULL is a no-op. */
 void fgx_watch_destroy(struct fgx_watch *w);
-
-/** Forgets the last walk: the next poll is a baseline (first watcher). */
-void fgx_watch_reset(struct fgx_watch *w);
 
 /**
  * Hands out up to @p max events (NEW / UPDATE / DESTROY, fg_ctl_server.h)

@@ -114,17 +114,27 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
+/* @p cfg as it would be in force (the running conntrack capacity when
+ * the file leaves it out) into *tmp, against the running config's
+ * restart-only fields: fg_config_restart_diff()'s answer.  cfg_lock held. */
+static int in_force(struct xd *d, const struct fg_config *cfg, struct fg_config *tmp,
+		    char *err, size_t errlen)
+{
+	*tmp = *cfg;
+	if (tmp->ct_capacity == 0)
+		tmp->ct_capacity = d->cfg.ct_capacity;
+	return fg_config_restart_diff(&d->cfg, tmp, err, errlen);
+}
+
 static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
 			   void *ctx)
 {
 	struct xd *d = ctx;
-	struct fg_config tmp = *cfg;
+	struct fg_config tmp;
 	int rc;
 
 	pthread_mutex_lock(&d->cfg_lock);
-	if (tmp.ct_capacity == 0)
-		tmp.ct_capacity = d->cfg.ct_capacity;
-	rc = fg_config_restart_diff(&d->cfg, &tmp, err, errlen);
+	rc = in_force(d, cfg, &tmp, err, errlen);
 	pthread_mutex_unlock(&d->cfg_lock);
 	return rc;
 }
@@ -133,13 +143,11 @@ static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen
 			   void *ctx)
 {
 	struct xd *d = ctx;
-	struct fg_config tmp = *cfg;
+	struct fg_config tmp;
 	int rc;
 
 	pthread_mutex_lock(&d->cfg_lock);
-	if (tmp.ct_capacity == 0)
-		tmp.ct_capacity = d->cfg.ct_capacity;
-	rc = fg_config_restart_diff(&d->cfg, &tmp, err, errlen);
+	rc = in_force(d, cfg, &tmp, err, errlen);
 	if (rc > 0) {
 		size_t n = strlen(err);
 
@@ -183,8 +191,11 @@ static int op_watch_set(bool on, void *ctx)
 	pthread_mutex_lock(&d->cfg_lock);
 	if (on && !d->watch)
 		rc = fgx_watch_create(&d->watch);
-	if (d->watch)
-		fgx_watch_reset(d->watch);  /* the next walk is the baseline */
+	else if (!on) {
+		/* the last watcher left: its walk (a copy of every flow) goes */
+		fgx_watch_destroy(d->watch);
+		d->watch = NULL;
+	}
 	pthread_mutex_unlock(&d->cfg_lock);
 	return rc;
 }

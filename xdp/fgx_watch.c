@@ -64,13 +64,6 @@ void fgx_watch_destroy(struct fgx_watch *w)
 	free(w);
 }
 
-void fgx_watch_reset(struct fgx_watch *w)
-{
-	w->have_prev = false;
-	w->prev.n = 0;
-	w->qn = w->qoff = 0;
-}
-
 static int snap_add(const struct fgx_ct_walk *cw, void *arg)
 {
 	struct snap *s = arg;
