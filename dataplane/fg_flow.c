@@ -1210,6 +1210,21 @@ static inline bool src_own_drop(struct fg_worker *w, const struct fg_lb_table *l
 	return true;
 }
 
+/* A packet forwarded with no entry (ct_untracked): where Maglev alone
+ * sends its tuple, so that maglev-load, whose answer follows the load
+ * signals, gives way to the plain slot the flow's next packets agree on. */
+static void forward_untracked(struct fg_worker *w, const struct fg_lb_table *lb,
+			      const struct fg_neigh_table *nt, struct fg_burst_out *o,
+			      struct rte_mbuf *m, const struct fg_pkt *p,
+			      const struct fg_lb_service *s, const struct fg_lb_backend *b,
+			      uint32_t sig, uint64_t now)
+{
+	w->cc[FG_CC_ct_untracked]++;
+	if (s->sched == FG_SCHED_MAGLEV_LOAD)
+		b = &s->backends[s->maglev[sig % s->maglev_size]];
+	fg_flow_forward(w, lb, nt, o, m, p, NULL, s, b, now);
+}
+
 /* A packet with no tracked entry. */
 void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		     const struct fg_neigh_table *nt, struct fg_burst_out *o,
@@ -1287,10 +1302,7 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		 * Maglev sends its tuple, untracked (a spoofed RST spray would
 		 * otherwise take an entry a guessed port, and evict real flows
 		 * still on probation: issue 34) */
-		w->cc[FG_CC_ct_untracked]++;
-		if (s->sched == FG_SCHED_MAGLEV_LOAD)
-			b = &s->backends[s->maglev[sig % s->maglev_size]];
-		fg_flow_forward(w, lb, nt, o, m, p, NULL, s, b, now);
+		forward_untracked(w, lb, nt, o, m, p, s, b, sig, now);
 		return;
 	}
 
@@ -1328,10 +1340,7 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		 * backend as long as the backend set does not change (so
 		 * maglev-load, whose answer follows the signals, gives way to
 		 * the plain Maglev slot: the flow's next packets agree) */
-		w->cc[FG_CC_ct_untracked]++;
-		if (s->sched == FG_SCHED_MAGLEV_LOAD)
-			b = &s->backends[s->maglev[sig % s->maglev_size]];
-		fg_flow_forward(w, lb, nt, o, m, p, NULL, s, b, now);
+		forward_untracked(w, lb, nt, o, m, p, s, b, sig, now);
 		return;
 	}
 	e->service = (uint16_t)s->id;

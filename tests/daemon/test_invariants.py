@@ -1006,6 +1006,24 @@ class Checker:
             elif note in ("SYN", "SYN retransmit", "SYN-ACK"):
                 later_hs[f.fid] = min(later_hs.get(f.fid, 1 << 62), pid)
         ahead = {}   # the newest packet of each flow so far in the round
+        # a flow rewound: a handshake packet of an older connection on
+        # the tuple (a lower pid than a reopening SYN already sent) came
+        # after the newer connection's SYN, as a late duplicate would;
+        # the balancer may track the older connection from then on, and
+        # judge the newer one's RSTs and errors against its window
+        syn_hi = self.__dict__.setdefault("syn_hi", {})
+        rewound = self.__dict__.setdefault("rewound", set())
+        for pid, f, expect, reasons, note in self.nat_tcp_tagged(frames):
+            if note in ("SYN", "SYN retransmit"):
+                syn_hi[f.fid] = max(syn_hi.get(f.fid, -1), pid)
+            elif note in ("SYN-ACK", "ACK") and syn_hi.get(f.fid, -1) > pid:
+                rewound.add(f.fid)
+            elif f.fid in rewound and note in ("RST", "reply RST") and \
+                    "tcp_rst_oow" not in reasons:
+                self.pkts[pid] = (f, ANY, reasons + ("tcp_rst_oow",), note)
+            elif f.fid in rewound and note.startswith("icmp-err") and \
+                    "icmp_err_foreign" not in reasons:
+                self.pkts[pid] = (f, ANY, reasons + ("icmp_err_foreign",), note)
         for pid, f, expect, reasons, note in self.nat_tcp_tagged(frames):
             newer = ahead.get(f.fid, -1) > pid
             ahead[f.fid] = max(ahead.get(f.fid, -1), pid)
