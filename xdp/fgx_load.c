@@ -679,34 +679,94 @@ void fgx_flow_info(const struct fg_config *cfg, const struct fgx_ct_walk *w,
 	}
 }
 
+/* One live entry to the callback: 0 goes on, 1 stops, < 0 an error. */
+static int walk_entry(struct fgx_ct_walk *w, fgx_ct_fn fn, void *arg, int64_t *n)
+{
+	int rc;
+
+	if (!ct_live(&w->cfg, &w->e, w->now))
+		return 0;   /* expired, a fragment-follow helper */
+	(*n)++;
+	rc = fn(w, arg);
+	return rc < 0 ? rc : rc > 0;
+}
+
+/* Key by key: two syscalls an entry (kernels without batch lookups). */
+static int walk_keys(struct fgx_ct_walk *w, fgx_ct_fn fn, void *arg, int64_t *n)
+{
+	union { struct ct_key4 k4; struct ct_key6 k6; } k, nk;
+	void *prev = NULL;
+	int rc = 0;
+
+	w->key = &k;
+	while (!rc && !bpf_map_get_next_key(w->fd, prev, &nk)) {
+		k = nk;
+		prev = &k;
+		if (bpf_map_lookup_elem(w->fd, &k, &w->e) == 0)   /* else evicted meanwhile */
+			rc = walk_entry(w, fn, arg, n);
+	}
+	return rc;
+}
+
+/* FGX_WALK_BATCH entries a syscall; -EINVAL / -ENOTSUP from the first
+ * call when the kernel has no batch lookups for the map. */
+#define FGX_WALK_BATCH 4096
+
+static int walk_batches(struct fgx_ct_walk *w, fgx_ct_fn fn, void *arg, int64_t *n)
+{
+	uint32_t ks = w->v6 ? sizeof(struct ct_key6) : sizeof(struct ct_key4);
+	uint8_t *keys = malloc((size_t)FGX_WALK_BATCH * ks);
+	struct fgx_ct *vals = malloc(FGX_WALK_BATCH * sizeof(*vals));
+	uint64_t tok_in[8], tok_out[8];   /* the map's batch position (a bucket) */
+	void *in = NULL;
+	int rc = 0, calls = 0;
+
+	if (!keys || !vals) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (rc == 0) {
+		uint32_t cnt = FGX_WALK_BATCH;
+		int e = bpf_map_lookup_batch(w->fd, in, tok_out, keys, vals, &cnt, NULL) ? errno : 0;
+
+		if (e && e != ENOENT) {
+			rc = calls == 0 && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP) ?
+			     -ENOTSUP : -e;
+			break;
+		}
+		calls++;
+		for (uint32_t i = 0; rc == 0 && i < cnt; i++) {
+			w->key = keys + (size_t)i * ks;
+			w->e = vals[i];
+			rc = walk_entry(w, fn, arg, n);
+		}
+		if (e == ENOENT)
+			break;  /* the last batch */
+		memcpy(tok_in, tok_out, sizeof(tok_in));
+		in = tok_in;
+	}
+out:
+	free(keys);
+	free(vals);
+	return rc;
+}
+
 int64_t fgx_ct_each(struct fgx *x, fgx_ct_fn fn, void *arg)
 {
 	struct fgx_ct_walk w = { .now = fgx_now_ns(), .wall = fgx_wall_ms() };
 	uint32_t zero = 0;
 	int64_t n = 0;
+	int rc = 0;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(x->skel->maps.fgx_cfg), &zero, &w.cfg))
 		return -errno;
-	for (w.v6 = 0; w.v6 < 2; w.v6++) {
-		union { struct ct_key4 k4; struct ct_key6 k6; } k, nk;
-		void *prev = NULL;
-
+	for (w.v6 = 0; rc == 0 && w.v6 < 2; w.v6++) {
 		w.fd = bpf_map__fd(w.v6 ? x->skel->maps.fgx_ct6 : x->skel->maps.fgx_ct4);
-		w.key = &k;
-		while (!bpf_map_get_next_key(w.fd, prev, &nk)) {
-			int rc;
-
-			k = nk;
-			prev = &k;
-			if (bpf_map_lookup_elem(w.fd, &k, &w.e) || !ct_live(&w.cfg, &w.e, w.now))
-				continue;   /* evicted meanwhile, expired, a helper */
-			n++;
-			rc = fn(&w, arg);
-			if (rc)
-				return rc < 0 ? rc : n;
-		}
+		rc = walk_batches(&w, fn, arg, &n);
+		if (rc == -ENOTSUP)
+			rc = walk_keys(&w, fn, arg, &n);
 	}
-	return n;
+	return rc < 0 ? rc : n;
 }
 
 struct walk_arg {

@@ -278,79 +278,125 @@ static int cpu_of(unsigned int i, const void *nv)
 	return -1;
 }
 
+/* Every entry of map @p fd: *keys and *vals (caller frees), *n of them;
+ * batches where the kernel has them, else key by key. */
+static int read_all(int fd, uint32_t ks, uint32_t vs, uint8_t **keys, uint8_t **vals,
+		    size_t *n)
+{
+	size_t cap = 4096, k = 0;
+	uint64_t tok_in[8], tok_out[8], prev[8];   /* keys are at most 48 bytes */
+	void *in = NULL, *pk = NULL;
+	bool batch = true;
+
+	*keys = malloc(cap * ks);
+	*vals = malloc(cap * vs);
+	while (*keys && *vals) {
+		uint32_t cnt = 1024;
+		int e = 0;
+
+		if (k + cnt > cap) {
+			uint8_t *nk = realloc(*keys, cap * 2 * ks), *nv = nk ? realloc(*vals, cap * 2 * vs) : NULL;
+
+			if (nk)
+				*keys = nk;
+			if (!nk || !nv)
+				return -ENOMEM;
+			*vals = nv;
+			cap *= 2;
+		}
+		if (batch) {
+			e = bpf_map_lookup_batch(fd, in, tok_out, *keys + k * ks, *vals + k * vs, &cnt,
+						 NULL) ? errno : 0;
+			if (e && e != ENOENT && k == 0 && !in) {
+				batch = false;  /* no batch lookups: key by key below */
+				continue;
+			}
+			if (e && e != ENOENT)
+				return -e;
+			k += cnt;
+			if (e == ENOENT)
+				break;
+			memcpy(tok_in, tok_out, sizeof(tok_in));
+			in = tok_in;
+			continue;
+		}
+		if (ks > sizeof(prev) || bpf_map_get_next_key(fd, pk, *keys + k * ks))
+			break;
+		memcpy(prev, *keys + k * ks, ks);
+		pk = prev;
+		if (bpf_map_lookup_elem(fd, *keys + k * ks, *vals + k * vs) == 0)
+			k++;   /* else evicted meanwhile */
+	}
+	*n = k;
+	return *keys && *vals ? 0 : -ENOMEM;
+}
+
 /* Copies every entry of the old map into the new one (@p flags
- * BPF_ANY or BPF_NOEXIST), each from the CPU recorded in it (conntrack:
- * the per-CPU LRU lists), converting values when the layouts differ. */
+ * BPF_ANY or BPF_NOEXIST), converting values when the layouts differ,
+ * each from the CPU recorded in it (conntrack: the LRU lists are per
+ * CPU, so an entry inserted from another CPU would sit in that CPU's
+ * share).  @return entries copied, or -errno. */
 static int64_t copy_entries(struct fgx *x, unsigned int i, uint64_t flags)
 {
 	struct fgx_pinned *pn = &x->pin[i];
 	struct bpf_map *m = fgx_pin_map(x, i);
 	const struct btf *nb = bpf_object__btf(x->skel->obj);
-	uint32_t ks = bpf_map__key_size(m), ovs, nvs = bpf_map__value_size(m);
+	uint32_t ks = bpf_map__key_size(m), nvs = bpf_map__value_size(m);
 	uint32_t nvt = bpf_map__btf_value_type_id(m);
 	int nfd = bpf_map__fd(m), ncpu = libbpf_num_possible_cpus();
 	struct bpf_map_info in;
 	uint32_t len = sizeof(in);
-	uint8_t *k = NULL, *nk, *ov = NULL, *nv = NULL;
+	uint8_t *keys = NULL, *ov = NULL, *nv = NULL;
+	size_t n = 0;
+	int64_t done = 0;
 	cpu_set_t saved;
-	int64_t n = 0;
-	bool pinned_cpu = false, by_cpu = cpu_of(i, &(struct fgx_ct){ .cpu = 0 }) >= 0;
+	int rc;
 
 	memset(&in, 0, sizeof(in));
 	if (bpf_obj_get_info_by_fd(pn->old_fd, &in, &len))
 		return -errno;
-	ovs = in.value_size;
-	k = calloc(2, ks);
-	ov = calloc(1, ovs);
-	nv = calloc(1, nvs);
-	if (!k || !ov || !nv) {
-		n = -ENOMEM;
+	rc = read_all(pn->old_fd, ks, in.value_size, &keys, &ov, &n);
+	nv = rc ? NULL : calloc(n ? n : 1, nvs);
+	if (rc || !nv) {
+		done = rc ? rc : -ENOMEM;
 		goto out;
 	}
-	nk = k + ks;
+	for (size_t k = 0; k < n; k++) {
+		if (pn->old_btf && nvt && pn->old_val_type)
+			convert(pn->old_btf, pn->old_val_type, ov + k * in.value_size, nb, nvt,
+				nv + k * nvs, 0);
+		else
+			memcpy(nv + k * nvs, ov + k * in.value_size,
+			       in.value_size < nvs ? in.value_size : nvs);
+	}
 	sched_getaffinity(0, sizeof(saved), &saved);
-	/* one pass per CPU: the entries that CPU created, inserted from it */
-	for (int cpu = -1; cpu < (by_cpu ? ncpu : 0); cpu++) {
-		void *prev = NULL;
+	/* pass -1: entries of no CPU, or of one this thread may not run on;
+	 * pass c: CPU c's, inserted from it */
+	for (int cpu = -1; cpu < ncpu; cpu++) {
+		cpu_set_t one;
+		bool moved = false;
 
-		if (cpu >= 0) {
-			cpu_set_t one;
+		for (size_t k = 0; k < n; k++) {
+			int c = cpu_of(i, nv + k * nvs);
+			bool own = c >= 0 && c < ncpu && CPU_ISSET(c, &saved);
 
-			CPU_ZERO(&one);
-			CPU_SET(cpu, &one);
-			if (sched_setaffinity(0, sizeof(one), &one))
-				continue;   /* offline: its entries went in the -1 pass */
-			pinned_cpu = true;
-		}
-		while (!bpf_map_get_next_key(pn->old_fd, prev, nk)) {
-			int c;
-
-			memcpy(k, nk, ks);
-			prev = k;
-			if (bpf_map_lookup_elem(pn->old_fd, k, ov))
+			if (cpu >= 0 ? c != cpu : own)
 				continue;
-			memset(nv, 0, nvs);
-			if (pn->old_btf && nvt && pn->old_val_type)
-				convert(pn->old_btf, pn->old_val_type, ov, nb, nvt, nv, 0);
-			else
-				memcpy(nv, ov, ovs < nvs ? ovs : nvs);
-			c = cpu_of(i, nv);
-			/* pass -1: entries of no CPU, or of a CPU that cannot be
-			 * reached; pass cpu: that CPU's */
-			if (cpu >= 0 ? c != cpu : (c >= 0 && c < ncpu &&
-						  CPU_ISSET(c, &saved)))
-				continue;
-			if (bpf_map_update_elem(nfd, k, nv, flags) == 0)
-				n++;
+			if (cpu >= 0 && !moved) {
+				CPU_ZERO(&one);
+				CPU_SET(cpu, &one);
+				moved = true;
+				sched_setaffinity(0, sizeof(one), &one);
+			}
+			done += bpf_map_update_elem(nfd, keys + k * ks, nv + k * nvs, flags) == 0;
 		}
 	}
-	if (pinned_cpu)
-		sched_setaffinity(0, sizeof(saved), &saved);
+	sched_setaffinity(0, sizeof(saved), &saved);
 out:
-	free(k);
+	free(keys);
 	free(ov);
 	free(nv);
-	return n;
+	return done;
 }
 
 /* ---- the pin directory ------------------------------------------------- */

@@ -217,9 +217,10 @@ port lb0 {
         else:
             r = subprocess.run([promtool, "check", "metrics"], input=text,
                                capture_output=True, text=True)
-            self.record(f"/metrics: promtool check metrics: rc {r.returncode} "
-                        f"({len(text.splitlines())} lines)", r.returncode == 0,
-                        (r.stdout + r.stderr).strip()[:300])
+            out = (r.stdout + r.stderr).strip()
+            self.record(f"/metrics: promtool check metrics: rc {r.returncode}, "
+                        f"{'no remark' if not out else 'remarks'} ({len(text.splitlines())} lines)",
+                        r.returncode == 0 and not out, out[:300])
         active = sum(float(l.split()[-1]) for l in text.splitlines()
                      if l.startswith("flowgate_backend_connections{") and 'state="active"' in l)
         pk = sum(float(l.split()[-1]) for l in text.splitlines()
