@@ -82,7 +82,7 @@ static void
 ctb_usage(void)
 {
 	fprintf(stderr,
-		"usage: flowgate-bench conntrack [--flows N] [--fill F] [--rounds R] [--no-huge] [--json]\n"
+		"usage: flowgate-bench conntrack [--flows N] [--fill F] [--reps R] [--no-huge] [--json]\n"
 		"  --flows N   tracked IPv4 flows (default 1000000)\n"
 		"  --fill F    flows / table capacity, 0 < F <= 1 (default 0.95)\n"
 		"  --reps R    repetitions; each rate is the median (default 5)\n");

@@ -29,7 +29,7 @@
  * does not read it: runs with and without give its cost (issue 12).
  *
  * --idle-sleep US: the workers run with flowgate's --idle-sleep=US (sleep
- * after a run of empty polls, bench/RESULTS.md "Issue 13"): interleave runs
+ * after a run of empty polls, bench/RESULTS.md section 10): interleave runs
  * with and without it to see what it costs under load (`idle_sleeps`
  * counts the sleeps; under a saturating replay it stays 0).
  *
@@ -368,9 +368,10 @@ static int write_pcap(const char *path, uint64_t first, const uint32_t *seq, uin
 
 /* --sched maglev-load: every signal fresh, scores 0..15 x 1000 spread
  * over the backends (a deterministic shuffle of the ids), margin 1000 */
-static int bench_load_get(uint32_t service_id, uint32_t backend_id,
+static int bench_load_get(void *ctx, uint32_t service_id, uint32_t backend_id,
 			  struct fg_health_load *out)
 {
+	(void)ctx;
 	(void)service_id;
 	memset(out, 0, sizeof(*out));
 	out->fresh = true;
@@ -805,7 +806,7 @@ static int bench_build(struct bench *b)
 	if (b->mload) {
 		struct fg_load_table *lt = NULL;
 
-		if (fg_load_table_build(b->dp->lb, bench_load_get, &lt) < 0)
+		if (fg_load_table_build(b->dp->lb, bench_load_get, NULL, &lt) < 0)
 			return -ENOMEM;
 		__atomic_store_n(&b->dp->load, lt, __ATOMIC_RELEASE);
 	}

@@ -7,7 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FG_BENCH_LIST(X) X(conntrack) X(dataplane) X(control) X(gpu) X(latency) X(inference) \
+#include <rte_version.h>
+
+#ifndef FG_VERSION
+#define FG_VERSION "unknown"
+#endif
+
+#define FG_BENCH_LIST(X) X(conntrack) X(dataplane) X(control) X(gpu) X(latency) X(inference) X(state) \
 	X(xdp) X(l3fwd)
 
 #define X(n) int bench_##n##_main(int argc, char **argv) __attribute__((weak));
@@ -17,6 +23,7 @@ FG_BENCH_LIST(X)
 static void usage(void)
 {
 	fprintf(stderr, "usage: flowgate-bench <benchmark> [options] [--json]\n"
+			"       flowgate-bench --help | --version\n"
 			"benchmarks:");
 #define X(n) fprintf(stderr, " %s%s", #n, bench_##n##_main ? "" : "(not built)");
 	FG_BENCH_LIST(X)
@@ -29,6 +36,11 @@ int main(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage();
 		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("flowgate-bench %s (DPDK %d.%d.%d)\n", FG_VERSION, RTE_VER_YEAR,
+		       RTE_VER_MONTH, RTE_VER_MINOR);
+		return 0;
 	}
 #define X(n)                                                                 \
 	if (!strcmp(argv[1], #n)) {                                          \

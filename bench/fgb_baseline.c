@@ -626,7 +626,7 @@ int bench_l3fwd_main(int argc, char **argv)
 				"  (a run needs N >= its pcap's packets + 65536, E >= 1.25 x its "
 				"flows, and its mbuf size:\n  256 + headroom for 64 B frames, 0 "
 				"for --imix)\n");
-			return 2;
+			return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
 		}
 	}
 	if (outp == NULL || c.n_mbufs == 0 || entries == 0) {

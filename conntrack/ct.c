@@ -19,6 +19,7 @@
 #include <rte_prefetch.h>
 
 #include "ct_private.h"
+#include "ct_rec.h"
 
 const char *const ct_state_names[CT_ST_MAX] = {
 #define CT_X(n) #n,
@@ -746,7 +747,7 @@ ct_lookup_region(struct ct_shard *s, struct ct_fam *f, bool reply,
 	 * its home slot's (first) line, where most keys live (about 1 -
 	 * load/2 of them by linear probing's arithmetic: 3 in 4 at the
 	 * bench's load of 0.46), requested with the metadata rather than a
-	 * round trip after it (bench/RESULTS.md, session 17: at 1M flows NAT
+	 * round trip after it (bench/RESULTS.md in git, session 17: at 1M flows NAT
 	 * +3-8%, DSR 0-2%; neutral at 1K) */
 	for (unsigned int k = 0; k < n; k++) {
 		cand[k] = ct_home(f, sigs[CT_I(k)], reply);
@@ -1477,6 +1478,10 @@ ct_tcp_step(struct ct_shard *s, struct ct_fam *f, struct ct_entry *h,
 		if (ct_td_valid(x) && !(fl & CT_TCP_SYN)) {
 			uint32_t w = ct_td_span(x, y);
 
+			/* DSR: an RST / FIN ends the flow only at the client's
+			 * next sequence number, give or take one segment */
+			if (!nat && (fl & (CT_TCP_RST | CT_TCP_FIN)))
+				w = CT_TD_WIN_MIN;
 			if (w != 0 && !ct_td_near(x, g->seq, w)) {
 				s->st.tcp_oow++;
 				g->oow = (nat && (fl & CT_TCP_RST)) ? CT_OOW_DROP : CT_OOW_PASS;
@@ -1858,4 +1863,173 @@ ct_walk(struct ct_shard *s, uint64_t *cursor, unsigned int max, uint64_t now,
 	}
 	*cursor = c;
 	return visited;
+}
+
+/* ---- flow records (ct_rec.h) ----------------------------------------- */
+
+static inline uint32_t
+ct_ms_of(const struct ct_shard *s, uint64_t ticks)
+{
+	unsigned __int128 ms = (unsigned __int128)ticks * 1000 / s->cfg.hz;
+
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+static inline uint64_t
+ct_ticks_of(const struct ct_shard *s, uint32_t ms)
+{
+	return (uint64_t)((unsigned __int128)ms * s->cfg.hz / 1000);
+}
+
+/* An entry's window as a record keeps it: none while the eight bytes are
+ * early-drop links. */
+static void
+ct_rec_td_of(const struct ct_entry *e, struct ct_rec_td *t)
+{
+	if (e->flags & CT_F_LISTED)
+		return;
+	t->end = e->td_end;
+	t->win = e->td_win;
+	t->wscale = e->td_wscale;
+	t->flags = e->td_flags;
+}
+
+static void
+ct_rec_td_set(struct ct_entry *e, const struct ct_rec_td *t)
+{
+	if (e->flags & CT_F_LISTED)
+		return;
+	e->td_end = t->end;
+	e->td_win = t->win;
+	e->td_wscale = t->wscale;
+	e->td_flags = t->flags;
+}
+
+void
+ct_rec_fill(struct ct_shard *s, const struct ct_flow *fl, uint64_t now,
+	    struct ct_rec *r)
+{
+	const struct ct_entry *e = &fl->e;
+	struct ct_fam *f = &s->fam[fl->family];
+
+	memset(r, 0, sizeof(*r));
+	r->family = fl->family;
+	r->proto = e->proto;
+	r->state = e->state;
+	r->flags = CT_REC_F_COUNTERS |
+		   (e->flags & CT_F_ASSURED ? CT_REC_F_ASSURED : 0) |
+		   (e->flags & CT_F_SEEN_REPLY ? CT_REC_F_SEEN_REPLY : 0) |
+		   (e->flags & CT_F_MIDSTREAM ? CT_REC_F_MIDSTREAM : 0) |
+		   (e->flags & CT_F_FRAG ? CT_REC_F_FRAG : 0);
+	memcpy(&r->key, &fl->k6, f->key_len);
+	/* a worker's clock may run a little ahead of the caller's */
+	r->idle_ms = (int64_t)fl->age_ticks > 0 ? ct_ms_of(s, fl->age_ticks) : 0;
+	r->life_ms = (int64_t)fl->life_ticks > 0 ? ct_ms_of(s, fl->life_ticks) : 0;
+	if (!(e->flags & (CT_F_NAT | CT_F_ASSURED))) {
+		uint16_t u = (uint16_t)(ct_pickup_clock(s, now) - e->pickup_t);
+
+		r->probation_ms = ct_ms_of(s, (uint64_t)u << (s->tshift + CT_PICKUP_SHIFT));
+	}
+	ct_rec_td_of(e, &r->td);
+	r->packets = e->packets;
+	r->bytes = e->bytes;
+	if (fl->has_reply) {
+		const struct ct_entry *re = ct_live_at(f, e->peer);
+
+		r->flags |= CT_REC_F_NAT;
+		memcpy(&r->reply, &fl->reply.k6, f->key_len);
+		if (re != NULL)
+			ct_rec_td_of(re, &r->reply_td);
+		r->reply_packets = fl->reply_packets;
+		r->reply_bytes = fl->reply_bytes;
+	}
+}
+
+/* The forward entry just inserted for @p r, made as the record says:
+ * assurance, flags, window, ids, times, counters. */
+static void
+ct_rec_shape(struct ct_shard *s, struct ct_fam *f, uint32_t pos,
+	     const struct ct_rec *r, const struct ct_rec_ids *ids, uint64_t now)
+{
+	struct ct_entry *e = ct_ent(f, pos);
+
+	if (!(r->flags & CT_REC_F_ASSURED) && (e->flags & CT_F_ASSURED)) {
+		/* ct_insert assures the ESTABLISHED state: a DSR flow
+		 * restored on probation stays on it */
+		e->flags &= (uint8_t)~CT_F_ASSURED;
+		if (!(e->flags & CT_F_LISTED))
+			ct_ed_push(f, pos);
+	}
+	e->flags |= (r->flags & CT_REC_F_SEEN_REPLY ? CT_F_SEEN_REPLY : 0) |
+		    (r->flags & CT_REC_F_MIDSTREAM ? CT_F_MIDSTREAM : 0) |
+		    (r->flags & CT_REC_F_FRAG ? CT_F_FRAG : 0);
+	ct_rec_td_set(e, &r->td);
+	e->service = ids->service;
+	e->backend = ids->backend;
+	if (r->flags & CT_REC_F_NAT) {
+		/* the reply entry takes them (ct_link_peer) */
+		e->nat_port = r->family == CT_V4 ? r->reply.k4.dport : r->reply.k6.dport;
+		e->nat_addr = ids->nat_addr;
+	} else {
+		e->pickup_t = ct_pickup_clock(s, now - ct_ticks_of(s, r->probation_ms));
+	}
+	f->born[pos] = ct_born_stamp(s, now - ct_ticks_of(s, r->life_ms));
+	e->packets = r->packets;
+	e->bytes = r->bytes;
+}
+
+int
+ct_rec_restore(struct ct_shard *s, const struct ct_rec *r,
+	       const struct ct_rec_ids *ids, uint64_t now, uint32_t *pos_out)
+{
+	bool nat = r->flags & CT_REC_F_NAT;
+	uint32_t flood, sig, rsig = 0, pos, rpos;
+	struct ct_entry *re;
+	struct ct_fam *f;
+	uint64_t seen;
+	int err = 0;
+
+	if (r->family >= CT_FAMILIES || r->state == CT_ST_NONE || r->state >= CT_ST_MAX)
+		return -EINVAL;
+	f = &s->fam[r->family];
+	if (ct_ticks_of(s, r->idle_ms) > s->to_ticks[r->state])
+		return -ETIME;
+	if (f->count >= f->cap || (nat && f->rcount >= f->rcap))
+		return -ENOSPC;
+	sig = ct_hash(s, &r->key, f->key_len);
+	if (ct_find_key(f, &r->key, sig, true) != CT_NONE)
+		return -EEXIST;
+	if (nat) {
+		rsig = ct_hash(s, &r->reply, f->key_len);
+		if (ct_find_key(f, &r->reply, rsig, true) != CT_NONE)
+			return -EEXIST;
+	}
+	seen = now - ct_ticks_of(s, r->idle_ms);
+	/* a restore is no burst of new flows: flood mode stays out of it */
+	flood = s->flood_win_limit;
+	s->flood_win_limit = 0;
+	if (ct_insert_keep(s, (enum ct_family)r->family, &r->key, sig, r->proto,
+			   (enum ct_state)r->state, r->flags & CT_REC_F_ASSURED, seen,
+			   CT_NONE, false, false, &pos, &err) == NULL)
+		goto out;
+	ct_rec_shape(s, f, pos, r, ids, now);
+	if (nat) {
+		re = ct_insert_keep(s, (enum ct_family)r->family, &r->reply, rsig,
+				    r->proto, (enum ct_state)r->state, true, seen, pos,
+				    true, false, &rpos, &err);
+		if (re == NULL) {
+			/* no hook: the caller never counted this flow */
+			ct_remove_one(s, f, pos);
+			goto out;
+		}
+		ct_link_peer(s, (enum ct_family)r->family, pos, rpos);
+		ct_rec_td_set(re, &r->reply_td);
+		re->packets = r->reply_packets;
+		re->bytes = r->reply_bytes;
+	}
+	if (pos_out)
+		*pos_out = pos;
+out:
+	s->flood_win_limit = flood;
+	return err;
 }

@@ -79,6 +79,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __bpf__
+#include <string.h>
+#include <sys/socket.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +115,97 @@ struct ct_key6 {
 
 /** Address family selector of a shard's two tables. */
 enum ct_family { CT_V4 = 0, CT_V6 = 1, CT_FAMILIES };
+
+#ifndef __bpf__ /* the XDP program has its own (xdp/) */
+/* ---- keys: fields of a key of either family, and the one place a key
+ *      is assembled by hand (AF_INET / AF_INET6 <-> enum ct_family) */
+
+/* A conntrack key of either family (NAT targets, reply keys). */
+union ct_key {
+	struct ct_key4 k4;
+	struct ct_key6 k6;
+};
+
+static inline uint8_t ct_family_af(uint8_t ct_family)
+{
+	return ct_family == CT_V6 ? AF_INET6 : AF_INET;
+}
+
+static inline uint8_t ct_family_of_af(uint8_t af)
+{
+	return af == AF_INET6 ? CT_V6 : CT_V4;
+}
+
+/* Fields of a key (struct ct_key4 / ct_key6) of @p family: addresses as
+ * 4 or 16 bytes in network order, ports in network order. */
+static inline const uint8_t *ct_key_saddr(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? (const uint8_t *)&((const struct ct_key4 *)key)->saddr :
+				 ((const struct ct_key6 *)key)->saddr;
+}
+
+static inline const uint8_t *ct_key_daddr(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? (const uint8_t *)&((const struct ct_key4 *)key)->daddr :
+				 ((const struct ct_key6 *)key)->daddr;
+}
+
+static inline uint16_t ct_key_dport(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? ((const struct ct_key4 *)key)->dport :
+				 ((const struct ct_key6 *)key)->dport;
+}
+
+static inline uint8_t ct_key_proto(const void *key, uint8_t family)
+{
+	return family == CT_V4 ? ((const struct ct_key4 *)key)->proto :
+				 ((const struct ct_key6 *)key)->proto;
+}
+
+/*
+ * Writes a conntrack key of @p family (CT_V4 / CT_V6): addresses of 4 or
+ * 16 bytes in network order, ports in network order; padding zeroed, so
+ * the key hashes and compares as the parser's keys do.  The one place a
+ * key is assembled by hand.
+ */
+static inline void ct_key_make(union ct_key *k, uint8_t family,
+			       const void *saddr, const void *daddr,
+			       uint16_t sport, uint16_t dport, uint8_t proto)
+{
+	memset(k, 0, sizeof(*k));
+	if (family == CT_V4) {
+		memcpy(&k->k4.saddr, saddr, 4);
+		memcpy(&k->k4.daddr, daddr, 4);
+		k->k4.sport = sport;
+		k->k4.dport = dport;
+		k->k4.proto = proto;
+	} else {
+		memcpy(k->k6.saddr, saddr, 16);
+		memcpy(k->k6.daddr, daddr, 16);
+		k->k6.sport = sport;
+		k->k6.dport = dport;
+		k->k6.proto = proto;
+	}
+}
+
+/* @p out = the key @p in (struct ct_key4 / ct_key6 of @p family) seen from
+ * the other end: addresses and ports swapped, same protocol. */
+static inline void ct_key_reverse(union ct_key *out, uint8_t family,
+				  const void *in)
+{
+	if (family == CT_V4) {
+		const struct ct_key4 *k = (const struct ct_key4 *)in;
+
+		ct_key_make(out, family, &k->daddr, &k->saddr, k->dport,
+			    k->sport, k->proto);
+	} else {
+		const struct ct_key6 *k = (const struct ct_key6 *)in;
+
+		ct_key_make(out, family, k->daddr, k->saddr, k->dport,
+			    k->sport, k->proto);
+	}
+}
+#endif /* __bpf__ */
 
 /** TCP states (nf_conntrack's names), plus UDP/other pseudo-states. */
 #define CT_STATE_LIST(X) \
@@ -593,14 +688,18 @@ struct ct_seg {
  * - DSR (client side only): a handshake is evidence, not proof.  SYN_SENT
  *   + ACK gives ESTABLISHED on probation: unassured, evictable, assured
  *   only after pickup_pkts packets over pickup_ms (as a PICKUP).  An
- *   assured flow's RST/FIN changes the state only within CT_TD_WIN_DSR of
- *   what the client sent; out of window it passes (the server judges).
+ *   assured flow's data refreshes it within CT_TD_WIN_DSR of what the
+ *   client sent; its RST/FIN change the state only within CT_TD_WIN_MIN
+ *   (the client's own RST or FIN carries the next sequence number, at
+ *   most one segment past the highest the balancer saw; RFC 5961 has the
+ *   server accept an RST at exactly that number).  Out of window it
+ *   passes unchanged (the server judges).
  * - Closing states (FIN_WAIT .. CLOSE) are evictable again, as in
  *   nf_conntrack's early drop; a SYN from the client on a closing flow
  *   opens a new connection on the tuple (SYN_SENT, unassured,
  *   tcp_reopen).
  * - A blind attacker must guess a sequence number within 2W of 2^32 per
- *   packet (1 in 32,768 for a 64 KB window; 1 in 2,048 for DSR's 1 MB) to
+ *   packet (1 in 32,768 for a 64 KB window, DSR's RST/FIN window) to
  *   reset or close a flow; spoofed handshakes cost it an evictable entry.
  */
 #define CT_TD_WIN_MIN 65535u

@@ -824,7 +824,7 @@ static int parse_filter(struct req_ctx *x, struct fg_flow_filter *f, bool *any)
 		int i = fg_flow_state_lookup(st);
 		if (i < 0)
 			return fail(x, "states: SYN_SENT SYN_RECV ESTABLISHED FIN_WAIT CLOSE_WAIT "
-				    "LAST_ACK TIME_WAIT CLOSE UDP UDP_STREAM OTHER",
+				    "LAST_ACK TIME_WAIT CLOSE UDP UDP_STREAM OTHER PICKUP",
 				    "unknown state '%s'", st);
 		f->state = i;
 		snprintf(f->state_name, sizeof(f->state_name), "%s", fg_flow_state_name(i));
@@ -953,6 +953,8 @@ static int h_flows_walk(struct req_ctx *x, bool get, bool del)
 				    "--all to delete every flow", "refusing to delete all flows "
 				    "without --all");
 	}
+	if (arg_u64(x, "timeout_ms", false, FG_PROTO_TIMEOUT_MS_MAX, &f.wait_ms, NULL))
+		return -1;
 	x->emitted = 0;
 	x->stream_err = 0;
 	int64_t n = x->s->ops.flows_walk(&f, del ? NULL : emit_flow, x, del, x->s->p.ctx);

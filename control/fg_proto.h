@@ -274,7 +274,14 @@ struct fg_flow_filter {
 	 *  creation (0 / UINT64_MAX = open) */
 	uint64_t idle_min_ms, idle_max_ms;
 	uint64_t life_min_ms, life_max_ms;
+	/** Not a criterion: how long the daemon may wait on a worker for one
+	 *  chunk of the walk (the request's args.timeout_ms, fgctl --timeout,
+	 *  at most FG_PROTO_TIMEOUT_MS_MAX); 0 = the engine's own default. */
+	uint64_t wait_ms;
 };
+
+/** The largest args.timeout_ms a request may carry (a day). */
+#define FG_PROTO_TIMEOUT_MS_MAX (24ull * 3600 * 1000)
 
 /**
  * Parses a client filter "ADDR" or "ADDR/PLEN" (IPv4 or IPv6, brackets

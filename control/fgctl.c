@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,9 +30,18 @@
 
 static bool g_json;
 static const char *g_socket;
+/* --timeout: the longest fgctl waits for the next line of an answer, and
+ * what the daemon may wait on a worker for one step of this request
+ * (args.timeout_ms).  5 minutes: a 1M-flow listing streams within seconds
+ * on a quiet machine; the default leaves room for a box whose cores are
+ * oversubscribed many times over.  0 = wait for ever; flows watch always
+ * does. */
+#define FGCTL_TIMEOUT_MS_DEFAULT (5ull * 60 * 1000)
+static uint64_t g_timeout_ms = FGCTL_TIMEOUT_MS_DEFAULT;
+static bool g_timed_out;
 
 static const char usage_text[] =
-	"usage: fgctl [-s|--socket PATH] [--json] <command> [args]\n"
+	"usage: fgctl [-s|--socket PATH] [--json] [--timeout D] <command> [args]\n"
 	"       fgctl --help | --version\n"
 	"\n"
 	"services and backends:\n"
@@ -84,6 +94,8 @@ static const char usage_text[] =
 	"IPv6 addresses with a port are written [addr]:port.\n"
 	"Socket: -s PATH, else $FLOWGATE_SOCKET, else " FG_CTL_DEFAULT_SOCKET ".\n"
 	"--json: JSON on stdout for every answer, errors included ({\"ok\":false,\"error\":...}).\n"
+	"--timeout D: wait at most D for each line of the daemon's answer (default 5m; 0: for\n"
+	"ever; flows watch always waits); the daemon waits as long on its workers.\n"
 	"Exit codes: 0 ok, 1 error, 2 usage.\n";
 
 static int usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -224,6 +236,16 @@ static char *conn_line(struct conn *c, size_t *len)
 			c->buf = nb;
 			c->cap *= 2;
 		}
+		if (g_timeout_ms) {
+			struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+			int r = poll(&pfd, 1, g_timeout_ms > INT32_MAX ? INT32_MAX : (int)g_timeout_ms);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0)
+				g_timed_out = true;
+			if (r <= 0)
+				return NULL;
+		}
 		ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -244,6 +266,9 @@ static void req_begin(struct req *r, const char *cmd)
 {
 	fg_jw_init(&r->w, FG_PROTO_MAX_REQUEST);
 	fg_proto_req_begin(&r->w, 1, cmd);
+	if (g_timeout_ms)
+		fg_jw_u64(&r->w, "timeout_ms", g_timeout_ms < FG_PROTO_TIMEOUT_MS_MAX ?
+			  g_timeout_ms : FG_PROTO_TIMEOUT_MS_MAX);
 }
 
 /* Stream item callback.  @p resp is NULL when the line was not parsed
@@ -282,6 +307,10 @@ static int run_probe(struct req *r, bool probe, item_fn item, void *item_arg,
 		char *line = conn_line(&c, &len);
 		if (!line) {
 			conn_close(&c);
+			if (g_timed_out)
+				return report_error("no answer from flowgate within --timeout",
+						    "raise --timeout (0 waits for ever), or check "
+						    "the daemon's log");
 			return report_error("flowgate closed the connection without a reply",
 					    "check the daemon's log");
 		}
@@ -1173,8 +1202,10 @@ static int cmd_flows(int argc, char **argv)
 			fg_jw_bool(&r.w, "all", true);
 		if (del)
 			return run(&r, NULL, NULL, final_deleted, NULL);
-		if (watch)
+		if (watch) {
+			g_timeout_ms = 0;  /* events come when they come */
 			return run(&r, item_watch, &fo, NULL, NULL);
+		}
 		return run(&r, item_flow, &fo, final_flows, &fo);
 	}
 	if (!strcmp(sub, "get")) {
@@ -1768,7 +1799,8 @@ int main(int argc, char **argv)
 	/* global options may appear anywhere; the rest is the command line */
 	/* --json first: every error, usage ones included, answers in JSON */
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket"))
+		if (!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket") ||
+		    !strcmp(argv[i], "--timeout"))
 			i++;
 		else if (!strcmp(argv[i], "--json"))
 			g_json = true;
@@ -1789,6 +1821,13 @@ int main(int argc, char **argv)
 			g_socket = argv[++i];
 		} else if (!strncmp(a, "--socket=", 9)) {
 			g_socket = a + 9;
+		} else if (!strcmp(a, "--timeout")) {
+			if (i + 1 >= argc || fg_duration_parse(argv[i + 1], &g_timeout_ms)) {
+				free(rest);
+				return usage_err("--timeout needs a duration (500ms, 30s, 5m; 0 = "
+						 "for ever)");
+			}
+			i++;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
 			printf("fgctl %s\n", FG_VERSION);
 			free(rest);

@@ -27,8 +27,6 @@
 
 #define MBOX_TIMEOUT_US (30ull * 1000 * 1000)
 
-static struct fg_ctl_server *g_srv;
-static struct fg_health *g_health;
 
 /* Posts @p req to worker @p i and waits.  mbox_lock serializes producers
  * (one control thread plus the telemetry thread). */
@@ -221,9 +219,10 @@ static int walk_post(struct fg_dp *dp, unsigned int i, struct walk_buf *b,
 	return rc;
 }
 
-static int walk_wait(struct fg_dp *dp, struct walk_buf *b)
+/* @p wait_ms: the request's own bound (fgctl --timeout), else 30 s. */
+static int walk_wait(struct fg_dp *dp, struct walk_buf *b, uint64_t wait_ms)
 {
-	int rc = ct_mbox_wait(&b->req, MBOX_TIMEOUT_US);
+	int rc = ct_mbox_wait(&b->req, wait_ms ? wait_ms * 1000 : MBOX_TIMEOUT_US);
 
 	pthread_mutex_unlock(&dp->mbox_lock);
 	return rc;
@@ -250,7 +249,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 	}
 	rc = walk_post(dp, i, cur, 0);
 	while (rc == 0) {
-		rc = walk_wait(dp, cur);
+		rc = walk_wait(dp, cur, f->wait_ms);
 		if (rc < 0)
 			return rc;
 		rc = cur->c.err;
@@ -289,7 +288,7 @@ static int walk_core(struct fg_dp *dp, unsigned int i, const struct fg_flow_filt
 			return erc;
 		if (erc < 0) {
 			/* finish the chunk in flight before giving up */
-			rc = walk_wait(dp, next);
+			rc = walk_wait(dp, next, f->wait_ms);
 			return rc < 0 ? rc : erc;
 		}
 		struct walk_buf *t = cur;
@@ -483,6 +482,30 @@ static void write_core(struct fg_json_writer *w, const char *key,
 	fg_jw_obj_close(w);
 }
 
+/* The restart hand-over: what the start restored (fg_state.h). */
+static void write_state(struct fg_json_writer *w, const struct fg_state_stats *st)
+{
+	fg_jw_obj_open(w, "state");
+	fg_jw_bool(w, "loaded", st->loaded);
+	fg_jw_str(w, "writer", st->writer);
+	fg_jw_u64(w, "gap_ms", st->gap_ms);
+	fg_jw_u64(w, "load_ms", st->load_us / 1000);
+	fg_jw_u64(w, "flows_in_file", st->flows_in_file);
+	fg_jw_u64(w, "restored", st->restored);
+	fg_jw_u64(w, "restored_nat", st->restored_nat);
+	fg_jw_u64(w, "tombstones", st->tombstones);
+	fg_jw_u64(w, "neighbours_restored", st->neigh_restored);
+	fg_jw_obj_open(w, "refused");
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		fg_jw_u64(w, fg_state_flow_refuse_names[r], st->refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_open(w, "file_refused");
+	for (int r = 1; r < FG_STATE_FILE_MAX; r++)
+		fg_jw_u64(w, fg_state_file_refuse_names[r], st->file_refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_close(w);
+}
+
 /* fgctl stats --zero: the snapshot taken then, subtracted from later
  * `stats` answers (control thread only: ops run there one at a time).  A
  * reader-side offset: the workers' counters are never written, and
@@ -651,6 +674,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 			fg_jw_obj_close(w);
 		}
 		fg_jw_arr_close(w);
+		write_state(w, &sn->state);
 	}
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < sn->n_services; i++) {
@@ -927,7 +951,7 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	pthread_mutex_lock(&dp->cfg_lock);
 	rc = fg_config_copy(&next, dp->cfg);
 	if (rc == 0) {
-		fg_health_mark(g_health, &next);
+		fg_health_mark(dp->health, &next);
 		rc = fg_dp_apply_config(dp, &next, err, sizeof(err));
 	}
 	for (uint32_t i = 0; rc == 0 && i < dp->cfg->n_services; i++) {
@@ -979,35 +1003,6 @@ static int health_set(uint32_t service_id, uint32_t backend_id, bool up,
 	return 0;
 }
 
-int fg_dp_health_counters(uint32_t service_id, uint32_t backend_id,
-			  uint64_t *successes, uint64_t *failures)
-{
-	if (g_health == NULL)
-		return -ENOENT;
-	return fg_health_counters(g_health, service_id, backend_id, successes, failures);
-}
-
-int fg_dp_health_load(uint32_t service_id, uint32_t backend_id,
-		      struct fg_health_load *out)
-{
-	if (g_health == NULL)
-		return -ENOENT;
-	return fg_health_load(g_health, service_id, backend_id, out);
-}
-
-uint64_t fg_dp_health_load_gen(void)
-{
-	return g_health == NULL ? 0 : fg_health_load_gen(g_health);
-}
-
-int fg_dp_ctl_counters(struct fg_ctl_counters *out)
-{
-	if (g_srv == NULL)
-		return -ENOENT;
-	fg_ctl_server_counters(g_srv, out);
-	return 0;
-}
-
 /* The audit trail: one NOTICE line per change request (fg_ctl_server.h),
  * on the control thread. */
 static void audit_log(const struct fg_ctl_audit *a, void *ctx)
@@ -1027,7 +1022,7 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	/* the checker first: the server answers "health" from it */
 	rc = fg_health_create(&(struct fg_health_params){
 				      .set_health = health_set, .ctx = dp },
-			      dp->cfg, &g_health);
+			      dp->cfg, &dp->health);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: health checker: %s\n", strerror(-rc));
 		return rc;
@@ -1037,31 +1032,31 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	p.config_path = config_path;
 	p.ops = &g_ops;
 	p.ctx = dp;
-	p.health = g_health;
+	p.health = dp->health;
 	p.idle_timeout_ms = idle_timeout_ms;
 	p.audit = audit_log;
-	rc = fg_ctl_server_create(&p, &g_srv);
+	rc = fg_ctl_server_create(&p, &dp->ctl);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control socket %s: %s\n",
 			socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc));
 		goto fail;
 	}
-	rc = fg_ctl_server_start(g_srv);
+	rc = fg_ctl_server_start(dp->ctl);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));
 		goto fail;
 	}
-	rc = fg_health_start(g_health);
+	rc = fg_health_start(dp->health);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: health thread: %s\n", strerror(-rc));
 		goto fail;
 	}
 	return 0;
 fail:
-	fg_ctl_server_destroy(g_srv);
-	g_srv = NULL;
-	fg_health_destroy(g_health);
-	g_health = NULL;
+	fg_ctl_server_destroy(dp->ctl);
+	dp->ctl = NULL;
+	fg_health_destroy(dp->health);
+	dp->health = NULL;
 	return rc;
 }
 
@@ -1071,9 +1066,9 @@ void fg_control_stop(struct fg_dp *dp)
 	fg_stats_snap_free(g_zero);
 	g_zero = NULL;
 	/* checker first: its callback applies configs and walks shards */
-	fg_health_stop(g_health);
-	fg_ctl_server_destroy(g_srv);
-	g_srv = NULL;
-	fg_health_destroy(g_health);
-	g_health = NULL;
+	fg_health_stop(dp->health);
+	fg_ctl_server_destroy(dp->ctl);
+	dp->ctl = NULL;
+	fg_health_destroy(dp->health);
+	dp->health = NULL;
 }

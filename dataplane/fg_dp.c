@@ -21,6 +21,7 @@
 
 #include "ct.h"
 #include "fg_announce.h"
+#include "fg_config_ct.h"
 #include "fg_config_parse.h"
 #include "fg_dp_private.h"
 #include "fg_load.h"
@@ -208,6 +209,8 @@ static int ports_start(struct fg_dp *dp)
 		       dp->n_workers, dp->n_ports * dp->n_workers * 2048u +
 		       dp->n_workers * 512u + 1024u);
 	}
+	if (rc == 0 && dp->sw_rss)
+		rc = fg_worker_rings_create(dp); /* software dispatch */
 	if (rc < 0)
 		return rc;
 	for (unsigned int i = 0; i < dp->n_ports; i++)
@@ -277,6 +280,7 @@ static void params_copy(struct fg_dp *dp, const struct fg_dp_params *p)
 	COPY_STR(metrics_addr, metrics_addr);
 	COPY_STR(gpu_mode, gpu_mode);
 	COPY_STR(host_tap, host_tap_prefix);
+	COPY_STR(state_path, state_path);
 #undef COPY_STR
 	if (dp->params.n_mbufs == 0)
 		dp->params.n_mbufs = FG_DP_MBUFS_DEFAULT;
@@ -301,8 +305,7 @@ int fg_dp_create(const struct fg_dp_params *p, struct fg_dp **out)
 	pthread_mutex_init(&dp->mbox_lock, NULL);
 	dp->hz = rte_get_tsc_hz();
 	dp->flush_ticks = dp->hz / 10000;   /* 100 us */
-	dp->ct_capacity = p->cfg->ct_capacity ? p->cfg->ct_capacity :
-			  CT_DEFAULT_CAPACITY;
+	dp->ct_capacity = fg_config_ct_capacity(p->cfg);
 	dp->cli_socket = p->cli_socket;
 	dp->cli_ct_capacity = p->cli_ct_capacity;
 	dp->rx_port_per_worker = p->rx_port_per_worker;

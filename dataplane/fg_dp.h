@@ -15,9 +15,9 @@
  *
  * The daemon (fg_main.c) and `flowgate-bench dataplane` both build the
  * dataplane through these functions; the bench then runs its own lcore
- * loops over fg_worker_burst() (fg_dp_private.h) instead of fg_dp_start().
+ * loops over fg_worker_burst() (fg_worker_private.h) instead of fg_dp_start().
  *
- * Struct layouts are private (fg_dp_private.h).
+ * Struct layouts are private (fg_dp_private.h and one header per part: fg_lb.h, fg_neigh.h, fg_port.h, fg_flow.h, fg_worker_private.h).
  *
  * Threads: every function here runs on the main lcore, after rte_eal_init()
  * and before rte_eal_cleanup(); none of them is reentrant.
@@ -105,6 +105,10 @@ struct fg_dp_params {
 	/** --idle-sleep: longest sleep of a worker whose polls come back
 	 *  empty, in microseconds; 0 = busy polling. */
 	uint32_t idle_sleep_us;
+	/** --state-file: where fg_dp_state_save() writes the tracked flows
+	 *  and learned neighbours on a stop and fg_dp_state_load() reads
+	 *  them on a start (fg_state.h); NULL = neither (bench, tests). */
+	const char *state_path;
 };
 
 /** Fills @p p with the defaults (every field above). */
@@ -158,6 +162,31 @@ unsigned int fg_dp_poll(struct fg_dp *dp);
  *   problem, or the restart-only field).
  */
 int fg_dp_reload(struct fg_dp *dp, const char *path, char *err, size_t err_len);
+
+/**
+ * Restart hand-over, first half: restores the flows and learned
+ * neighbours a stopped flowgate left in fg_dp_params::state_path (its
+ * services and backends found again by address, its worker by the
+ * dispatch hash; DESIGN.md "Restart and upgrade hand-over"), then removes
+ * the file.  A missing file restores nothing; a file this build does not
+ * read (another format version, a checksum, truncated, stale...) is
+ * refused whole, by name (state_file_refused), logged and left in place
+ * (a stale one removed); a flow that cannot be restored is counted by
+ * reason (state_refused).  Logs one line with what it restored.  Main
+ * lcore, after fg_dp_create() and before fg_dp_start().
+ * @return 0 (a refusal is no failure: the daemon starts with empty tables).
+ */
+int fg_dp_state_load(struct fg_dp *dp);
+
+/**
+ * Restart hand-over, second half: writes every shard's live flows and the
+ * learned neighbours to fg_dp_params::state_path (a temporary file, synced
+ * and renamed over it, mode 0600).  Main lcore, after fg_dp_stop() (the
+ * workers stopped), before fg_dp_destroy().  Logs what it wrote.
+ * @return 0 (nothing to do without a path), or the -errno of the write
+ *   (logged; the next start then restores nothing).
+ */
+int fg_dp_state_save(struct fg_dp *dp);
 
 /** True while every started worker lcore has finished a loop iteration
  *  since the previous call (a stuck worker makes it false): the systemd

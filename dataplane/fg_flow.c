@@ -304,7 +304,7 @@ static bool dsr_build(struct fg_worker *w, const struct fg_neigh_table *nt,
 		return false;
 	const struct fg_port *pt = &w->dp->ports[*port];
 
-	e.family = fg_ct_family_of(b->addr.family);
+	e.family = ct_family_of_af(b->addr.family);
 	e.flags = 0;
 	/* the egress port's VLAN (a packet came in on its port's VLAN:
 	 * others are dropped as vlan_foreign) */
@@ -511,12 +511,12 @@ static bool send_nat(struct fg_worker *w, const struct fg_neigh_table *nt,
 /* Builds the request-direction NAT target: local:nat_port -> backend. */
 static void nat_fwd_key(struct fg_worker *w, const struct fg_pkt *p,
 			const struct ct_entry *e, const struct fg_lb_backend *b,
-			union fg_key *to)
+			union ct_key *to)
 {
 	const struct fg_addr *local = &w->dp->locals[e->nat_addr];
 
-	fg_key_make(to, p->family, local->bytes, b->addr.bytes, e->nat_port,
-		    b->port_be, fg_key_proto(&p->key, p->family));
+	ct_key_make(to, p->family, local->bytes, b->addr.bytes, e->nat_port,
+		    b->port_be, ct_key_proto(&p->key, p->family));
 }
 
 /*
@@ -539,12 +539,12 @@ static bool nat_icmp_err_ok(struct fg_worker *w, const struct rte_mbuf *m,
 	uint16_t il4;
 	uint32_t seq;
 
-	if (memcmp(d + p->l3_off + (v6 ? 8 : 12), fg_key_saddr(&p->key, p->family),
+	if (memcmp(d + p->l3_off + (v6 ? 8 : 12), ct_key_saddr(&p->key, p->family),
 		   v6 ? 16 : 4) == 0)
 		return true;
 	if (v6 ? ic[0] != 2 : (ic[0] != 3 || ic[1] != 4))
 		return false;
-	if (fg_key_proto(&p->key, p->family) != IPPROTO_TCP)
+	if (ct_key_proto(&p->key, p->family) != IPPROTO_TCP)
 		return true;   /* no sequence number to prove anything */
 	if (sender == NULL || fg_pkt_icmp_inner(d, m->data_len, p, &il4) < 0 ||
 	    il4 + 8u > m->data_len)
@@ -560,7 +560,7 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 		       struct rte_mbuf *m, const struct fg_pkt *p,
 		       struct ct_entry *e, uint64_t now)
 {
-	union fg_key to;
+	union ct_key to;
 	const void *fk = ct_key_at(w->ct, p->family, e->peer);
 	const uint8_t *client;
 
@@ -573,7 +573,7 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 		/* an error about local:P -> backend (e.g. frag-needed from a
 		 * router on the backend side): for the client it is about
 		 * client:cp -> VIP:vp, sent from the VIP */
-		union fg_key outer;
+		union ct_key outer;
 
 		if (unlikely(!nat_icmp_err_ok(w, m, p, ct_entry_at(w->ct, p->family,
 								    e->peer)))) {
@@ -582,10 +582,10 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 		}
 		/* only the addresses of the outer key count: from the VIP
 		 * to the client */
-		fg_key_reverse(&outer, p->family, fk);
-		client = fg_key_saddr(fk, p->family);
+		ct_key_reverse(&outer, p->family, fk);
+		client = ct_key_saddr(fk, p->family);
 		w->cc[FG_CC_icmp_err_fwd]++;
-		send_nat(w, nt, o, m, p, &outer, fk, fg_af_of(p->family), client,
+		send_nat(w, nt, o, m, p, &outer, fk, ct_family_af(p->family), client,
 			 NULL, now);
 		return;
 	}
@@ -597,8 +597,8 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 		fg_worker_drop(w, o, m, FG_DROP_tcp_rst_oow);
 		return;
 	}
-	fg_key_reverse(&to, p->family, fk);
-	client = fg_key_saddr(fk, p->family);
+	ct_key_reverse(&to, p->family, fk);
+	client = ct_key_saddr(fk, p->family);
 	uint16_t sid = lb->svc_by_id[e->service];
 
 	if (likely(sid)) {
@@ -610,7 +610,7 @@ void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
 			be_count(w, lb, b, FG_BC_reply_bytes, p->l3_len);
 		}
 	}
-	send_nat(w, nt, o, m, p, &to, NULL, fg_af_of(p->family), client, NULL, now);
+	send_nat(w, nt, o, m, p, &to, NULL, ct_family_af(p->family), client, NULL, now);
 }
 
 /* Least-connections on this core: fewest (opened - closed) / weight. */
@@ -761,7 +761,7 @@ static void frag_follow(struct fg_worker *w, struct rte_mbuf *m,
 	e = ct_lookup(w->ct, f.family, &f.key, sig, now, &pos);
 	if (e == NULL) {
 		e = ct_insert(w->ct, f.family, &f.key, sig,
-			      fg_key_proto(&f.key, f.family), CT_ST_OTHER,
+			      ct_key_proto(&f.key, f.family), CT_ST_OTHER,
 			      false, now, &pos, &err);
 		if (e == NULL) {
 			w->dc[FG_DC_frag_follow_fail]++;
@@ -894,16 +894,16 @@ void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
 		svc_count(w, lb, s, FG_SC_drops, 1);
 		return;
 	}
-	union fg_key to;
+	union ct_key to;
 
 	nat_fwd_key(w, p, e, b, &to);
 	if (unlikely(p->kind == FG_PK_ICMP_ERR)) {
 		/* an error about VIP:vp -> client:cp (e.g. frag-needed from
 		 * the client's side): for the backend it is about its own
 		 * backend:bp -> local:P, sent from the local address */
-		union fg_key inner;
+		union ct_key inner;
 
-		fg_key_reverse(&inner, p->family, &to);
+		ct_key_reverse(&inner, p->family, &to);
 		send_nat(w, nt, o, m, p, &to, &inner, b->addr.family,
 			 b->addr.bytes, c, now);
 		return;
@@ -977,7 +977,7 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 		nat4_send(w, o, m, p, e, c);
 		return false;
 	}
-	union fg_key to;
+	union ct_key to;
 
 	nat_fwd_key(w, p, e, c->b, &to);
 	send_nat(w, nt, o, m, p, &to, NULL, c->b->addr.family, c->b->addr.bytes,
@@ -1030,7 +1030,7 @@ static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 		return -EADDRNOTAVAIL;
 	local = &w->dp->locals[li];
 	for (int tries = 0; tries < NAT_PORT_TRIES; tries++) {
-		union fg_key rk;
+		union ct_key rk;
 		int port;
 
 		if (tries && (tries & 7) == 0) {
@@ -1051,9 +1051,9 @@ static int nat_setup(struct fg_worker *w, const struct fg_pkt *p,
 			return port;
 		r.start = port == NAT_PORT_HI ? NAT_PORT_LO : port + 1;
 		w->nat_next = r.start;
-		fg_key_make(&rk, p->family, b->addr.bytes, local->bytes, b->port_be,
+		ct_key_make(&rk, p->family, b->addr.bytes, local->bytes, b->port_be,
 			    rte_cpu_to_be_16((uint16_t)port),
-			    fg_key_proto(&p->key, p->family));
+			    ct_key_proto(&p->key, p->family));
 		uint32_t rsig = ct_hash_crc(&rk, p->family == CT_V4 ?
 					    sizeof(rk.k4) : sizeof(rk.k6));
 		uint32_t rpos;
@@ -1112,8 +1112,8 @@ static void flow_new_icmp_err(struct fg_worker *w, const struct fg_lb_table *lb,
 			      const void *key, uint64_t now)
 {
 	if (s == NULL || s->mode == FG_MODE_NAT || s->n_usable == 0) {
-		bool local = fg_lb_addr_kind(lb, fg_af_of(p->family),
-					     fg_key_daddr(&p->key, p->family)) &
+		bool local = fg_lb_addr_kind(lb, ct_family_af(p->family),
+					     ct_key_daddr(&p->key, p->family)) &
 			     FG_LB_ADDR_LOCAL;
 
 		if ((s != NULL || local) &&
@@ -1231,11 +1231,11 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		     struct rte_mbuf *m, const struct fg_pkt *p, uint32_t sig,
 		     const void *key, uint64_t now)
 {
-	const uint8_t *daddr = fg_key_daddr(&p->key, p->family);
-	const uint8_t *saddr = fg_key_saddr(&p->key, p->family);
-	uint16_t dport = fg_key_dport(&p->key, p->family);
-	uint8_t proto = fg_key_proto(&p->key, p->family);
-	uint8_t af = fg_af_of(p->family);
+	const uint8_t *daddr = ct_key_daddr(&p->key, p->family);
+	const uint8_t *saddr = ct_key_saddr(&p->key, p->family);
+	uint16_t dport = ct_key_dport(&p->key, p->family);
+	uint8_t proto = ct_key_proto(&p->key, p->family);
+	uint8_t af = ct_family_af(p->family);
 	const struct fg_lb_service *s;
 	const struct fg_lb_backend *b;
 	/* --gpu: the service and the Maglev slot were computed on the GPU,

@@ -30,15 +30,10 @@
 #include <rte_malloc.h>
 
 #include "fg_dp_private.h"
+#include "fg_lb.h"
 #include "fg_log.h"
 #include "fg_rcu.h"
 #include "fg_maglev.h"
-
-const char *const fg_dp_counter_names[FG_DC_MAX] = {
-#define FG_X(n, d) #n,
-	FG_DP_COUNTER_LIST(FG_X)
-#undef FG_X
-};
 
 static uint32_t addr_len(uint8_t family)
 {

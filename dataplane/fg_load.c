@@ -2,6 +2,7 @@
 /*
  * Load table build and RCU publication for maglev-load.  See fg_load.h.
  */
+#include "fg_dp_private.h"
 #include "fg_load.h"
 #include "fg_rcu.h"
 
@@ -13,9 +14,9 @@
 #include <rte_malloc.h>
 
 int fg_load_table_build(const struct fg_lb_table *lb,
-			int (*get)(uint32_t service_id, uint32_t backend_id,
+			int (*get)(void *ctx, uint32_t service_id, uint32_t backend_id,
 				   struct fg_health_load *out),
-			struct fg_load_table **out)
+			void *ctx, struct fg_load_table **out)
 {
 	struct fg_load_table *t = rte_zmalloc("fg_load", sizeof(*t), 0);
 
@@ -43,7 +44,7 @@ int fg_load_table_build(const struct fg_lb_table *lb,
 			struct fg_health_load l;
 
 			/* no signal (not checked yet, checker gone): flags 0 = stale */
-			if (get == NULL || get(s->id, b->id, &l) != 0)
+			if (get == NULL || get(ctx, s->id, b->id, &l) != 0)
 				continue;
 			ls->margin_milli = l.margin_milli;
 			ls->slot[j].score_milli = l.score_milli;
@@ -86,6 +87,13 @@ void fg_load_table_free(struct fg_load_table *t)
 	rte_free(t);
 }
 
+/* The checker's signal of one backend (fg_load_table_build's get). */
+static int health_load(void *ctx, uint32_t service_id, uint32_t backend_id,
+		       struct fg_health_load *out)
+{
+	return ctx == NULL ? -ENOENT : fg_health_load(ctx, service_id, backend_id, out);
+}
+
 /* main lcore state of the poll */
 static uint64_t g_last_gen = UINT64_MAX;
 static uint64_t g_last_look, g_last_publish;
@@ -94,7 +102,7 @@ void fg_dp_load_poll(struct fg_dp *dp)
 {
 	uint64_t now = rte_rdtsc();
 	uint64_t ms = dp->hz / 1000;
-	uint64_t gen = fg_dp_health_load_gen();
+	uint64_t gen = dp->health == NULL ? 0 : fg_health_load_gen(dp->health);
 	const struct fg_lb_table *lb = __atomic_load_n(&dp->lb, __ATOMIC_ACQUIRE);
 	struct fg_load_table *old = dp->load;
 	bool lb_moved = lb != NULL && (old == NULL || old->lb_generation != lb->generation);
@@ -111,7 +119,7 @@ void fg_dp_load_poll(struct fg_dp *dp)
 	lb = dp->lb; /* stable under cfg_lock */
 	struct fg_load_table *nt = NULL;
 
-	if (fg_load_table_build(lb, fg_dp_health_load, &nt) == 0) {
+	if (fg_load_table_build(lb, health_load, dp->health, &nt) == 0) {
 		if (fg_load_table_same(nt, old)) {
 			fg_load_table_free(nt);
 		} else {

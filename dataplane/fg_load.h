@@ -24,13 +24,15 @@
 
 #include <stdint.h>
 
-#include "fg_dp_private.h"
+#include "fg_lb.h"
 #include "fg_health.h"
 #include "fg_place.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct fg_dp;
 
 #define FG_LOAD_MIN_PUBLISH_MS 10
 #define FG_LOAD_AGE_CHECK_MS 50
@@ -50,13 +52,13 @@ struct fg_load_table {
 
 /**
  * Builds a load table for @p lb from the checker's signals (@p get answers
- * one backend: 0 and *out, or -ENOENT).  Off the fast path.
+ * one backend of @p ctx: 0 and *out, or -ENOENT).  Off the fast path.
  * @return 0 and *out, or -ENOMEM.
  */
 int fg_load_table_build(const struct fg_lb_table *lb,
-			int (*get)(uint32_t service_id, uint32_t backend_id,
+			int (*get)(void *ctx, uint32_t service_id, uint32_t backend_id,
 				   struct fg_health_load *out),
-			struct fg_load_table **out);
+			void *ctx, struct fg_load_table **out);
 /** True when @p a and @p b place every flow alike. */
 bool fg_load_table_same(const struct fg_load_table *a, const struct fg_load_table *b);
 /** Frees (after the grace period).  NULL is a no-op. */
@@ -72,12 +74,6 @@ void fg_dp_load_poll(struct fg_dp *dp);
 /** Main lcore, workers stopped: frees the published table. */
 void fg_dp_load_free(struct fg_dp *dp);
 
-/** The checker's signal of one backend (fg_control.c).  Any non-worker
- *  thread.  @return 0, or -ENOENT (no checker, not a metrics backend). */
-int fg_dp_health_load(uint32_t service_id, uint32_t backend_id,
-		      struct fg_health_load *out);
-/** fg_health_load_gen() of the running checker (0 when none). */
-uint64_t fg_dp_health_load_gen(void);
 
 #ifdef __cplusplus
 }

@@ -5,8 +5,9 @@
  *
  *   flowgate [EAL options] -- [options]
  *
- * Signals: SIGINT / SIGTERM stop cleanly (final counters, the control
- * socket removed); SIGHUP re-reads the -c file and applies it exactly as
+ * Signals: SIGINT / SIGTERM stop cleanly (the tracked flows written to the
+ * --state-file for the next start, final counters, the control socket
+ * removed); SIGHUP re-reads the -c file and applies it exactly as
  * `fgctl config apply` does (an invalid file changes nothing and is
  * logged).  Under systemd (Type=notify) the daemon reports READY=1,
  * RELOADING=1, STOPPING=1 and, when the unit has WatchdogSec, WATCHDOG=1
@@ -177,6 +178,9 @@ static int run(struct fg_opts *o)
 		FG_LOG(ERR, "start failed: %s", strerror(-rc));
 		return 1;
 	}
+	/* the flows the previous process left (--state-file), before any
+	 * worker runs */
+	fg_dp_state_load(dp);
 	rc = fg_dp_start(dp);
 	if (rc == 0)
 		serve(dp, o->config_file);
@@ -187,6 +191,9 @@ static int run(struct fg_opts *o)
 		FG_LOG(NOTICE, "signal %d, stopping health checks, control, workers",
 		       (int)g_stop);
 	fg_dp_stop(dp);
+	/* the workers stopped: their flows for the next process */
+	if (rc == 0)
+		fg_dp_state_save(dp);
 	fg_dp_summary_print(dp, stdout);
 	fg_dp_destroy(dp);
 	return rc == 0 ? 0 : 1;

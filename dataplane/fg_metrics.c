@@ -17,6 +17,7 @@
 
 #include <rte_version.h>
 
+#include "fg_dp_counters.h"
 #include "fg_dp_private.h"
 #include "fg_metrics.h"
 #include "fg_stats.h"
@@ -317,6 +318,36 @@ static void render_ports(FILE *f, const struct fg_stats_snap *sn)
 	}
 }
 
+/* The restart hand-over (fg_state.h): counted once, at start. */
+static void render_state(FILE *f, const struct fg_stats_snap *sn)
+{
+	const struct fg_state_stats *st = &sn->state;
+
+	fg_prom_family(f, "flowgate_state_restored_flows_total", "counter",
+	       "flows restored from the state file at start (--state-file)");
+	fprintf(f, "flowgate_state_restored_flows_total %" PRIu64 "\n", st->restored);
+	fg_prom_family(f, "flowgate_state_restored_nat_flows_total", "counter",
+	       "full-NAT flows among them");
+	fprintf(f, "flowgate_state_restored_nat_flows_total %" PRIu64 "\n",
+		st->restored_nat);
+	fg_prom_family(f, "flowgate_state_refused_flows_total", "counter",
+	       "flows of the state file not restored at start, by reason "
+	       "(dataplane/fg_state.h FG_STATE_FLOW_REFUSE_LIST)");
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		fprintf(f, "flowgate_state_refused_flows_total{reason=\"%s\"} %" PRIu64 "\n",
+			fg_state_flow_refuse_names[r], st->refused[r]);
+	fg_prom_family(f, "flowgate_state_file_refused_total", "counter",
+	       "state files not loaded at start, by reason "
+	       "(dataplane/fg_state.h FG_STATE_FILE_REFUSE_LIST)");
+	for (int r = 1; r < FG_STATE_FILE_MAX; r++)
+		fprintf(f, "flowgate_state_file_refused_total{reason=\"%s\"} %" PRIu64 "\n",
+			fg_state_file_refuse_names[r], st->file_refused[r]);
+	fg_prom_family(f, "flowgate_state_gap_seconds", "gauge",
+	       "from the state file's write by the previous process to its load "
+	       "by this one (0: none loaded)");
+	fprintf(f, "flowgate_state_gap_seconds %.3f\n", (double)st->gap_ms / 1000.0);
+}
+
 int fg_metrics_render(struct fg_dp *dp, FILE *f)
 {
 	struct fg_stats_snap *sn;
@@ -335,6 +366,7 @@ int fg_metrics_render(struct fg_dp *dp, FILE *f)
 	render_ct(f, sn);
 	render_services(f, sn);
 	render_backends(f, sn);
+	render_state(f, sn);
 	if (sn->has_ctl) {
 		char name[96];
 

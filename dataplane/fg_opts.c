@@ -80,6 +80,11 @@ enum opt_kind {
 	X(CTL_IDLE, "ctl-idle-timeout", 0, required_argument, K_UINT, 0, INT32_MAX / 1000, "SEC", "30", \
 	  "close control clients without a complete request this long (0 = never; flows watch " \
 	  "clients are exempt)", "-1") \
+	X(STATE_FILE, "state-file", 0, required_argument, K_STR, 0, 0, "PATH|none", \
+	  "the control socket's path, .sock -> .state: /run/flowgate/flowgate.state", \
+	  "restart hand-over: on SIGTERM/SIGINT the tracked flows and learned neighbours " \
+	  "are written here, and the next start restores them (and removes the file); " \
+	  "none = off (docs/DEPLOY.md)", "") \
 	X(METRICS, "metrics", 0, required_argument, K_STR, 0, 0, "ADDR:PORT", "off", \
 	  "serve Prometheus GET /metrics there (bind a management address: no authentication)", "nowhere:1") \
 	X(PDUMP, "pdump", 0, no_argument, K_FLAG, 0, 0, "", "off", \
@@ -579,6 +584,14 @@ static void opt_str(struct state *st, enum opt_id id, const char *arg)
 		o->dp.idle_sleep_us = (uint32_t)v;
 		break;
 	}
+	case OPT_STATE_FILE:
+		if (*arg == '\0' || strlen(arg) >= sizeof(o->state_buf))
+			opt_err(st, id, arg, "a path of 1..%zu bytes, or none",
+				sizeof(o->state_buf) - 1);
+		else
+			snprintf(o->state_buf, sizeof(o->state_buf), "%s", arg);
+		o->state_set = true;
+		break;
 	case OPT_METRICS:
 		if (strlen(arg) >= sizeof(o->metrics_buf) ||
 		    fg_metrics_listen_parse(arg, &ss, &sl) < 0)
@@ -755,6 +768,24 @@ static int file_config(struct state *st, struct fg_config *out)
 	return rc == -EINVAL ? -EBADMSG : rc;
 }
 
+/* --state-file: as given ("none": off), else the control socket's path
+ * with .sock replaced by .state (appended when it has no .sock): one
+ * daemon's socket names its state too, so two daemons on a host never
+ * share a file, and systemd's /run/flowgate (RuntimeDirectory) holds it. */
+static void state_resolve(struct fg_opts *o)
+{
+	size_t n = strlen(o->socket_path);
+
+	if (o->state_set) {
+		o->dp.state_path = strcmp(o->state_buf, "none") ? o->state_buf : NULL;
+		return;
+	}
+	if (n >= 5 && !strcmp(o->socket_path + n - 5, ".sock"))
+		n -= 5;
+	snprintf(o->state_buf, sizeof(o->state_buf), "%.*s.state", (int)n, o->socket_path);
+	o->dp.state_path = o->state_buf;
+}
+
 /* socket: -s, then $FLOWGATE_SOCKET, then the file's control_socket
  * (default FG_CTL_DEFAULT_SOCKET); kept absolute (fg_config_validate) */
 static int socket_resolve(struct state *st)
@@ -782,6 +813,7 @@ static int socket_resolve(struct state *st)
 	}
 	memcpy(o->cfg.control_socket, o->socket_path, sizeof(o->cfg.control_socket));
 	o->dp.socket_path = o->socket_path;
+	state_resolve(o);
 	return 0;
 }
 

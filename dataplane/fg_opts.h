@@ -39,6 +39,10 @@ struct fg_opts {
 	char socket_path[FG_PATH_MAX]; /**< resolved control socket (absolute) */
 	char config_abs[FG_PATH_MAX]; /**< -c FILE made absolute (dp.config_path) */
 	char metrics_buf[64];
+	/** --state-file PATH (dp.state_path), "none" = off; unset: beside the
+	 *  control socket (fg_opts_parse resolves it) */
+	char state_buf[4096];
+	bool state_set;
 	int log_level;            /**< --log-level (RTE_LOG_*), or -1 */
 	bool log_syslog;          /**< --log-syslog */
 	bool help;                /**< -h / --help: print fg_opts_usage, exit 0 */

@@ -178,11 +178,6 @@ int fg_port_setup(struct fg_dp *dp, int sw_rss, unsigned int n_mbufs)
 		if (rc < 0)
 			return rc;
 	}
-	if (dp->sw_rss) {
-		rc = fg_worker_rings_create(dp);
-		if (rc < 0)
-			return rc;
-	}
 	return 0;
 }
 

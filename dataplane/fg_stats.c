@@ -141,6 +141,7 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 	sn->n_workers = dp->n_workers;
 	sn->sw_rss = dp->sw_rss;
 	sn->ct_capacity = dp->ct_capacity;
+	sn->state = dp->state;
 	/* the reply region's size in effect (nat_capacity or its default):
 	 * the same in every shard, fixed at creation */
 	if (dp->n_workers > 0 && dp->workers[0]->ct != NULL)
@@ -216,14 +217,18 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 			struct fg_stats_backend *b = &sn->services[i].backends[j];
 
 			b->checked = b->state != FG_STATS_BE_gone &&
-				     fg_dp_health_counters(sn->services[i].id, b->id,
-							   &b->hc_successes,
-							   &b->hc_failures) == 0;
+				     dp->health != NULL &&
+				     fg_health_counters(dp->health, sn->services[i].id, b->id,
+							&b->hc_successes,
+							&b->hc_failures) == 0;
 			b->has_load = b->state != FG_STATS_BE_gone &&
-				      fg_dp_health_load(sn->services[i].id, b->id,
-							&b->load) == 0;
+				      dp->health != NULL &&
+				      fg_health_load(dp->health, sn->services[i].id, b->id,
+						     &b->load) == 0;
 		}
-	sn->has_ctl = fg_dp_ctl_counters(&sn->ctl) == 0;
+	sn->has_ctl = dp->ctl != NULL;
+	if (sn->has_ctl)
+		fg_ctl_server_counters(dp->ctl, &sn->ctl);
 
 	for (unsigned int i = 0; (flags & FG_STATS_SNAP_CT) && i < dp->n_workers; i++)
 		sn->core[i].has_ct = fg_dp_ct_stats(dp, i, &sn->core[i].ct) == 0;
@@ -475,6 +480,40 @@ static int tel_ct(const char *cmd, const char *params, struct rte_tel_data *d)
 
 /* Help texts must stay under RTE_TEL_MAX_STRING_LEN (128) bytes, or the
  * command is not registered. */
+/* /flowgate/state: what the start restored from the state file (and what
+ * it refused, by reason), as `fgctl stats` "state" and /metrics show it */
+static int tel_state(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	const struct fg_state_stats *st = &g_dp->state;
+	struct rte_tel_data *ref = rte_tel_data_alloc(), *fref = rte_tel_data_alloc();
+
+	if (ref == NULL || fref == NULL) {
+		rte_tel_data_free(ref);
+		rte_tel_data_free(fref);
+		return -ENOMEM;
+	}
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "loaded", st->loaded);
+	rte_tel_data_add_dict_string(d, "writer", st->writer);
+	rte_tel_data_add_dict_u64(d, "gap_ms", st->gap_ms);
+	rte_tel_data_add_dict_u64(d, "load_ms", st->load_us / 1000);
+	rte_tel_data_add_dict_u64(d, "flows_in_file", st->flows_in_file);
+	rte_tel_data_add_dict_u64(d, "restored", st->restored);
+	rte_tel_data_add_dict_u64(d, "restored_nat", st->restored_nat);
+	rte_tel_data_add_dict_u64(d, "tombstones", st->tombstones);
+	rte_tel_data_add_dict_u64(d, "neighbours_restored", st->neigh_restored);
+	rte_tel_data_start_dict(ref);
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		rte_tel_data_add_dict_u64(ref, fg_state_flow_refuse_names[r], st->refused[r]);
+	rte_tel_data_add_dict_container(d, "refused", ref, 0);
+	rte_tel_data_start_dict(fref);
+	for (int r = 1; r < FG_STATE_FILE_MAX; r++)
+		rte_tel_data_add_dict_u64(fref, fg_state_file_refuse_names[r],
+					  st->file_refused[r]);
+	rte_tel_data_add_dict_container(d, "file_refused", fref, 0);
+	return 0;
+}
+
 int fg_stats_telemetry_register(struct fg_dp *dp)
 {
 	g_dp = dp;
@@ -489,6 +528,9 @@ int fg_stats_telemetry_register(struct fg_dp *dp)
 			"Parameter: service (optional)");
 	rc |= rte_telemetry_register_cmd("/flowgate/ct", tel_ct,
 			"flowgate conntrack per core: live flows by state, counters. No parameters");
+	rc |= rte_telemetry_register_cmd("/flowgate/state", tel_state,
+			"flowgate restart hand-over: flows restored from the state file at "
+			"start, refused by reason. No parameters");
 	return rc ? -EINVAL : 0;
 }
 

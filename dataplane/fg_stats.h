@@ -29,8 +29,14 @@
 #include "ct.h"
 #include "fg_config.h"
 #include "fg_ctl_server.h"
-#include "fg_dp_private.h"
+#include "fg_dp.h"
+#include "fg_dp_counters.h"
+#include "fg_lb.h"
+#include "fg_port.h"
 #include "fg_health.h"
+#include "fg_state.h"
+
+struct fg_dp;
 
 #ifdef __cplusplus
 extern "C" {
@@ -138,6 +144,8 @@ struct fg_stats_snap {
 		bool ok;                    /**< the device answered */
 		uint64_t c[FG_PC_MAX];      /**< FG_PORT_COUNTER_LIST */
 	} port[FG_MAX_PORTS];           /**< the devices' own counters */
+	/** restart hand-over: the load at start, the last save (fg_state.h) */
+	struct fg_state_stats state;
 };
 
 /** fg_stats_snap_take() flags. */

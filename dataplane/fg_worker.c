@@ -71,10 +71,10 @@ static inline uint16_t frag_owner(const struct fg_lb_table *lb,
 {
 	if (p->kind == FG_PK_FLOW && lb != NULL) {
 		const struct fg_lb_service *s =
-			fg_lb_service_find(lb, fg_af_of(p->family),
-					   fg_key_daddr(&p->key, p->family),
-					   fg_key_dport(&p->key, p->family),
-					   fg_key_proto(&p->key, p->family));
+			fg_lb_service_find(lb, ct_family_af(p->family),
+					   ct_key_daddr(&p->key, p->family),
+					   ct_key_dport(&p->key, p->family),
+					   ct_key_proto(&p->key, p->family));
 
 		if (s != NULL && s->mode == FG_MODE_NAT)
 			return fg_rss_queue(fg_rss_hash(p), reta);

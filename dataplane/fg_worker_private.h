@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Private to the worker's files (fg_worker.c: the burst pipeline;
- * fg_flow.c: flow decisions; fg_neigh.c: neighbour resolution and ARP/ND
- * input; fg_worker_setup.c: construction).  Other dataplane files include
- * it only to read a worker's counters.
- *
- * Holds the worker layout and the helpers those files share on the
- * per-packet path; they are static inline so that splitting the worker
- * into files costs the packet no call.
+ * A worker (one per worker lcore, written only by that lcore): its layout
+ * and the helpers the burst pipeline's files share on the per-packet path
+ * (fg_worker.c: the pipeline; fg_flow.c: flow decisions; fg_neigh.c:
+ * neighbour resolution; fg_worker_setup.c: construction).  Other files
+ * include it to read a worker's counters.  The helpers are static inline
+ * so that splitting the worker into files costs the packet no call.
  */
 #ifndef FLOWGATE_FG_WORKER_PRIVATE_H
 #define FLOWGATE_FG_WORKER_PRIVATE_H
@@ -19,8 +17,26 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include "ct.h"
+#include "fg_counters.h"
+#include "fg_dp_counters.h"
 #include "fg_dp_private.h"
+#include "fg_flow.h"
+#include "fg_lb.h"
+#include "fg_neigh.h"
+#include "fg_port.h"
 #include "fg_xlate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FG_BURST 32
+/** --idle-sleep: empty polls in a row before a worker starts sleeping. */
+#define FG_IDLE_SPINS 64
+/** Burst of generated ICMP errors / RSTs allowed above the rate
+ *  (FG_ICMP_RATE_DEFAULT, fg_dp.h). */
+#define FG_ICMP_BURST 10
 
 /* NAT: local ports handed out per worker, and how often to try */
 #define NAT_PORT_LO 1024
@@ -190,94 +206,6 @@ struct fg_worker {
 	bool rx_done;
 } __rte_cache_aligned;
 
-/* ------------------------------------------------------------ keys */
-
-/* A conntrack key of either family (NAT targets, reply keys). */
-union fg_key {
-	struct ct_key4 k4;
-	struct ct_key6 k6;
-};
-
-static inline uint8_t fg_af_of(uint8_t ct_family)
-{
-	return ct_family == CT_V6 ? AF_INET6 : AF_INET;
-}
-
-static inline uint8_t fg_ct_family_of(uint8_t af)
-{
-	return af == AF_INET6 ? CT_V6 : CT_V4;
-}
-
-/* Fields of a key (struct ct_key4 / ct_key6) of @p family: addresses as
- * 4 or 16 bytes in network order, ports in network order. */
-static inline const uint8_t *fg_key_saddr(const void *key, uint8_t family)
-{
-	return family == CT_V4 ? (const uint8_t *)&((const struct ct_key4 *)key)->saddr :
-				 ((const struct ct_key6 *)key)->saddr;
-}
-
-static inline const uint8_t *fg_key_daddr(const void *key, uint8_t family)
-{
-	return family == CT_V4 ? (const uint8_t *)&((const struct ct_key4 *)key)->daddr :
-				 ((const struct ct_key6 *)key)->daddr;
-}
-
-static inline uint16_t fg_key_dport(const void *key, uint8_t family)
-{
-	return family == CT_V4 ? ((const struct ct_key4 *)key)->dport :
-				 ((const struct ct_key6 *)key)->dport;
-}
-
-static inline uint8_t fg_key_proto(const void *key, uint8_t family)
-{
-	return family == CT_V4 ? ((const struct ct_key4 *)key)->proto :
-				 ((const struct ct_key6 *)key)->proto;
-}
-
-/*
- * Writes a conntrack key of @p family (CT_V4 / CT_V6): addresses of 4 or
- * 16 bytes in network order, ports in network order; padding zeroed, so
- * the key hashes and compares as the parser's keys do.  The one place a
- * key is assembled by hand.
- */
-static inline void fg_key_make(union fg_key *k, uint8_t family,
-			       const void *saddr, const void *daddr,
-			       uint16_t sport, uint16_t dport, uint8_t proto)
-{
-	memset(k, 0, sizeof(*k));
-	if (family == CT_V4) {
-		memcpy(&k->k4.saddr, saddr, 4);
-		memcpy(&k->k4.daddr, daddr, 4);
-		k->k4.sport = sport;
-		k->k4.dport = dport;
-		k->k4.proto = proto;
-	} else {
-		memcpy(k->k6.saddr, saddr, 16);
-		memcpy(k->k6.daddr, daddr, 16);
-		k->k6.sport = sport;
-		k->k6.dport = dport;
-		k->k6.proto = proto;
-	}
-}
-
-/* @p out = the key @p in (struct ct_key4 / ct_key6 of @p family) seen from
- * the other end: addresses and ports swapped, same protocol. */
-static inline void fg_key_reverse(union fg_key *out, uint8_t family,
-				  const void *in)
-{
-	if (family == CT_V4) {
-		const struct ct_key4 *k = in;
-
-		fg_key_make(out, family, &k->daddr, &k->saddr, k->dport,
-			    k->sport, k->proto);
-	} else {
-		const struct ct_key6 *k = in;
-
-		fg_key_make(out, family, k->daddr, k->saddr, k->dport,
-			    k->sport, k->proto);
-	}
-}
-
 /* --profile: the cycles since the last mark go to stage @p st. */
 static inline void fg_worker_prof(struct fg_worker *w, enum fg_stage st)
 {
@@ -371,89 +299,6 @@ static inline void fg_worker_consumed_reply(struct fg_worker *w,
 	o->free[o->n_free++] = m;
 }
 
-/* ----------------------------------------------- flow decisions (fg_flow.c) */
-
-/* A packet with no tracked entry: service lookup, scheduler, ct_insert
- * (and the NAT reply entry), then fg_flow_forward(). */
-void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
-		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
-		 struct rte_mbuf *m, const struct fg_pkt *p, uint32_t sig,
-		 const void *key, uint64_t now);
-/* A bulk lookup's hit of a request-direction entry: its common case in one
- * pass, everything else by fg_flow_forward().  @return true when it took
- * fg_flow_forward(), which may insert (a first fragment's follow entry)
- * and so evict; the one pass removes nothing. */
-bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_table *lb,
-		 const struct fg_neigh_table *nt, struct fg_burst_out *o,
-		 struct rte_mbuf *m, const struct fg_pkt *p, struct ct_entry *e,
-		 uint64_t now);
-/* Forwards a packet of a tracked (or untracked: e == NULL) request-direction
- * flow to its backend (s, b: known already, else taken from e). */
-void fg_flow_forward(struct fg_worker *w, const struct fg_lb_table *lb,
-		     const struct fg_neigh_table *nt, struct fg_burst_out *o,
-		     struct rte_mbuf *m, const struct fg_pkt *p,
-		     struct ct_entry *e, const struct fg_lb_service *s,
-		     const struct fg_lb_backend *b, uint64_t now);
-/* A packet of the reply direction of a NAT flow: backend -> local. */
-void fg_flow_reply(struct fg_worker *w, const struct fg_lb_table *lb,
-		   const struct fg_neigh_table *nt, struct fg_burst_out *o,
-		   struct rte_mbuf *m, const struct fg_pkt *p,
-		   struct ct_entry *e, uint64_t now);
-/* conntrack destroy hook (ct_set_destroy_cb), on the owner lcore. */
-void fg_flow_on_destroy(void *arg, enum ct_family fam, const void *key,
-			const struct ct_entry *e, enum ct_destroy_reason why);
-/* conntrack state hook (ct_set_state_cb), on the owner lcore: a flow's
- * state changed (per-backend established counts, watch UPDATE events). */
-void fg_flow_on_state(void *arg, enum ct_family fam, const void *key,
-		      const struct ct_entry *e, enum ct_state old, uint64_t now);
-
-/*
- * A client SYN that hits a tracked entry whose backend may take no new
- * flows (health down, drained, weight 0, removed) opens a new connection
- * on a reused tuple, or retries one that the dead backend never answered:
- * schedule it afresh instead of following the old flow.  Everything else
- * keeps its backend (a SYN on a TIME_WAIT tuple reopens the flow on the
- * same backend, and NAT keeps the same local port the backend may still
- * hold in TIME_WAIT).  SYNs are rare: the check costs nothing on the data
- * path.
- */
-static inline bool fg_flow_syn_reopens(const struct fg_lb_table *lb,
-			       const struct fg_pkt *p, const struct ct_entry *e)
-{
-	if (likely((p->tcp_flags & (CT_TCP_SYN | CT_TCP_ACK)) != CT_TCP_SYN) ||
-	    p->kind != FG_PK_FLOW)
-		return false;
-	uint16_t sid = lb->svc_by_id[e->service];
-	const struct fg_lb_backend *b;
-
-	if (sid == 0)
-		return false; /* service gone: fg_flow_forward counts and drops */
-	b = fg_lb_backend_get(&lb->services[sid - 1], e->backend);
-	return b != NULL && !b->usable;
-}
-
-/* ------------------------------------------- neighbours (fg_neigh.c) */
-
-/* ARP input: learns what may be learned, answers requests for our
- * addresses, consumes replies. */
-void fg_neigh_arp_input(struct fg_worker *w, const struct fg_lb_table *lb,
-			const struct fg_neigh_table *nt, struct fg_burst_out *o,
-			struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now);
-/* ND input: the same for neighbour solicitations and advertisements. */
-void fg_neigh_nd_input(struct fg_worker *w, const struct fg_lb_table *lb,
-		       const struct fg_neigh_table *nt, struct fg_burst_out *o,
-		       struct rte_mbuf *m, const struct fg_pkt *p, uint64_t now);
-/* Finds the egress port and MAC for a destination: the neighbour entry of
- * the address itself, else the gateway of the first port with one.
- * Returns false (and solicits) when nothing is known. */
-bool fg_neigh_next_hop_slow(struct fg_worker *w, const struct fg_neigh_table *nt,
-			    uint8_t af, const uint8_t *addr, uint16_t *port,
-			    const struct rte_ether_addr **mac, uint64_t now);
-/* NAT without a gateway: solicit a new flow's on-link client now, so its
- * MAC is known when the backend's first reply needs it. */
-void fg_neigh_resolve_client(struct fg_worker *w, const struct fg_neigh_table *nt,
-			     uint8_t af, const uint8_t *client, uint64_t now);
-
 /* Per-worker direct-mapped cache in front of next_hop_slow: DSR sends to
  * a handful of backends, NAT replies to a gateway, so this almost always
  * hits; an entry is valid for one neighbour-table generation. */
@@ -546,4 +391,38 @@ static inline bool fg_worker_no_reply(const struct fg_worker *w,
 	return !fg_worker_to_local(w, p);
 }
 
+/* fg_worker.c */
+/** Allocates a worker (conntrack shard, TX buffers).  Main lcore. */
+int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
+		     struct fg_worker **out);
+void fg_worker_free(struct fg_worker *w);
+/** The per-lcore loop (rte_eal_remote_launch entry).  Returns on w->stop. */
+int fg_worker_main(void *arg);
+/** Processes one burst (the pipeline of DESIGN.md).  mbuf->port must be
+ *  the flowgate port index.  @p rx: the burst is straight from a port's
+ *  RX and every packet is parsed here; else the private area's parsed flag
+ *  says which are parsed already (another worker's dispatch: all; the GPU
+ *  path: those it classified; FG_PARSED_NO: not yet).  Exposed for tests
+ *  and the bench.  Owner lcore only. */
+void fg_worker_burst(struct fg_worker *w, struct rte_mbuf **pkts, uint16_t n,
+		     uint64_t now, bool rx);
+/** Creates the SP/SC software-RSS rings between all workers.  Main lcore. */
+int fg_worker_rings_create(struct fg_dp *dp);
+/** Drains dispatch rings, expires, polls the mailbox, flushes TX.
+ *  @return packets it took from the dispatch rings and the host path
+ *  (--idle-sleep counts them as work).  Owner lcore only. */
+unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now);
+
+/** Runs a received burst through the GPU: parse, flow signature, dispatch
+ *  hash and Maglev answer land in each mbuf's private area
+ *  (FG_PARSED_GPU), so fg_worker_burst() skips that work.  Uploads the
+ *  service tables first when their generation changed.  Packets the GPU
+ *  path cannot take stay FG_PARSED_NO and the CPU parses them (counted as
+ *  gpu_fallback).  Owner lcore only; w->gpu must be set. */
+void fg_gpupath_classify(struct fg_worker *w, struct rte_mbuf **pkts,
+			 uint16_t n);
+
+#ifdef __cplusplus
+}
+#endif
 #endif /* FLOWGATE_FG_WORKER_PRIVATE_H */

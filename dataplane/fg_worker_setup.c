@@ -12,7 +12,14 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
+#include "fg_config_ct.h"
 #include "fg_worker_private.h"
+
+const char *const fg_dp_counter_names[FG_DC_MAX] = {
+#define FG_X(n, d) #n,
+	FG_DP_COUNTER_LIST(FG_X)
+#undef FG_X
+};
 
 /* A local address into the worker's set of its family (once; the
  * unspecified address is no local one). */
@@ -62,17 +69,10 @@ int fg_worker_create(struct fg_dp *dp, unsigned int idx, unsigned int lcore,
 	ct_config_defaults(&cc);
 	snprintf(name, sizeof(name), "fgct%u", idx);
 	cc.name = name;
-	cc.capacity = dp->ct_capacity;
-	/* NAT flows: the file's nat_capacity, else conntrack's default */
-	cc.capacity_reply = dp->cfg != NULL ? dp->cfg->ct_nat_capacity : 0;
+	fg_config_ct(dp->cfg, &cc);
+	cc.capacity = dp->ct_capacity; /* the file's, or --ct-capacity */
 	cc.socket_id = socket;
 	cc.hz = rte_get_tsc_hz();
-	if (dp->cfg) {
-		for (unsigned int s = 0; s < CT_ST_MAX && s < 16; s++)
-			if (dp->cfg->ct_timeouts_ms[s])
-				cc.timeouts.ms[s] = dp->cfg->ct_timeouts_ms[s];
-		cc.flood_rate = dp->cfg->flood_rate;
-	}
 	for (unsigned int i = 0; i < dp->n_locals; i++)
 		local_add(w, &dp->locals[i]);
 	w->ct = ct_shard_create(&cc);

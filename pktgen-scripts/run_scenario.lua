@@ -16,7 +16,9 @@
 --                range: Pktgen's range mode from the scenario's fields
 --                  (steady IPv4 single-size scenarios only; distinct tuples
 --                  are bounded by Pktgen's mbuf pool, see README.md)
---   FG_PORT      Pktgen port (default 0)
+--   FG_PORT      Pktgen port that sends (default 0)
+--   FG_RX_PORT   Pktgen port that counts what the DUT forwards (default
+--                  FG_PORT: one-armed; a two-port testbed gives the other)
 --   FG_DURATION  seconds of measurement (default: scenario duration_s)
 --   FG_RATE      % of the port's line rate (default: scenario rate_pct)
 --   FG_WARMUP    seconds sent before measuring (default 1)
@@ -43,6 +45,8 @@ if not s then fail(err) end
 local mode = os.getenv("FG_MODE") or "pcap"
 local port = os.getenv("FG_PORT") or "0"
 local pidx = tonumber(port) or fail("FG_PORT must be a single port number")
+local rxport = os.getenv("FG_RX_PORT") or port
+local ridx = tonumber(rxport) or fail("FG_RX_PORT must be a single port number")
 local secs = tonumber(os.getenv("FG_DURATION") or "") or S.num(s.duration_s)
 local rate = tonumber(os.getenv("FG_RATE") or "") or S.num(s.rate_pct)
 local warm = tonumber(os.getenv("FG_WARMUP") or "") or 1
@@ -94,21 +98,22 @@ pktgen.clr()
 pktgen.start(port)
 pktgen.delay(math.floor(warm * 1000))
 local a = pktgen.portStats(port, "port")[pidx]
-local t0 = os.time()
-local c0 = os.clock()
+local ra = pktgen.portStats(rxport, "port")[ridx]
 pktgen.delay(math.floor(secs * 1000))
 local b = pktgen.portStats(port, "port")[pidx]
+local rb = pktgen.portStats(rxport, "port")[ridx]
 pktgen.stop(port)
 pktgen.delay(300)
 local c = pktgen.portStats(port, "port")[pidx]
+local rc = pktgen.portStats(rxport, "port")[ridx]
 
-local tx, rx = b.opackets - a.opackets, b.ipackets - a.ipackets
+local tx, rx = b.opackets - a.opackets, rb.ipackets - ra.ipackets
 local res = string.format(
-  '{"bench":"pktgen","scenario":"%s","gen_mode":"%s","port":%d,"seconds":%.1f,' ..
+  '{"bench":"pktgen","scenario":"%s","gen_mode":"%s","port":%d,"rx_port":%d,"seconds":%.1f,' ..
   '"rate_pct":%.1f,"tx_pkts":%d,"rx_pkts":%d,"tx_mpps":%.3f,"rx_mpps":%.3f,' ..
   '"tx_total":%d,"rx_total":%d,"rx_nombuf":%d,"ierrors":%d,"oerrors":%d,"imissed":%d%s}',
-  s.name, mode, pidx, secs, rate, tx, rx, tx / secs / 1e6, rx / secs / 1e6,
-  c.opackets, c.ipackets, c.rx_nombuf, c.ierrors, c.oerrors, c.imissed,
+  s.name, mode, pidx, ridx, secs, rate, tx, rx, tx / secs / 1e6, rx / secs / 1e6,
+  c.opackets, rc.ipackets, rc.rx_nombuf, rc.ierrors, c.oerrors, rc.imissed,
   plan and string.format(',"range_distinct_tuples":%d', plan.distinct) or "")
 print("FG_RESULT " .. res)
 local out = os.getenv("FG_RESULT")

@@ -8,14 +8,16 @@
 #
 #   --quick        smallest sizes only (a few minutes; smoke test of the rig)
 #   --only LIST    comma list of steps: machine,testpmd,scenarios,conntrack,
-#                  dataplane,control,latency,daemon,inference,report
+#                  dataplane,control,latency,daemon,inference,generators,report
 #   --no-report    do not rewrite RESULTS.md / plots
 #
 # A sub-benchmark that is not built is recorded as "not available" (never a
 # made-up figure).  GPU and multi-core figures come from the device machine
 # (bench/results/device/*.json) and are not rerun here.
 # Environment: BENCH_TMP (pcaps, default /tmp/flowgate-bench),
-#              BENCH_LCORES (default 0-1).
+#              BENCH_LCORES (default 0-1), PKTGEN (a Pktgen-DPDK 23.03
+#              binary; default: pktgen in PATH): the generator step runs
+#              only if it is there.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -176,6 +178,23 @@ if want inference; then
   $PYTHON "$ROOT/bench/tools/inference_sweep.py" --fgb "$FGB" --out "$RES/inference.json" \
     --plot "$RES/plots/inference_p99.png" $( ((REPORT)) && echo --md "$ROOT/bench/RESULTS.md" ) ||
     say "      inference sweep failed (see above)"
+fi
+
+# ---- generators: Pktgen-DPDK -> flowgate and -> testpmd io over
+# net_memif, the short local versions of the device runs (issue 37)
+if want generators; then
+  PKTGEN=${PKTGEN:-$(command -v pktgen || true)}
+  gen_eal=""; grep -q '^HugePages_Free: *[1-9]' /proc/meminfo || gen_eal="--no-huge -m 3072"
+  if [[ -n "$PKTGEN" && -x "$PKTGEN" && -x "$DAEMON" ]]; then
+    say "[gen] Pktgen-DPDK -> flowgate / testpmd io over net_memif, every scenario, 1 worker"
+    "$ROOT/pktgen-scripts/pktgen_vs_dut.sh" --pktgen "$PKTGEN" --build "$BUILD" --workers 1 \
+      --seconds "$TP_SECS" --gen-cpus "$LCORES" --dut-cpus "$LCORES" ${gen_eal:+--eal "$gen_eal"} \
+      --out-dir "$RES" --tmp "$TMP" || say "      pktgen_vs_dut.sh failed (see above)"
+  else
+    say "[gen] Pktgen-DPDK not installed (PKTGEN) or daemon not built: skipped"
+  fi
+  # TRex: no runner yet (issue 37: its build did not finish on the 2-core
+  # machine; pktgen-scripts/trex/README.md says what ran and what is blocked)
 fi
 
 # ---- 8. report

@@ -7,6 +7,12 @@ resolved to the folder that holds the file, and the arrow must be one the
 map allows (or a chain of them).  Run by meson (test 'module_graph', suite
 unit) so a back arrow fails CI the day it is written.
 
+Inside dataplane/ the same holds at the file level (PARTS): each header is
+one part's face and defines the layouts of that part only (struct / union
+names by prefix); a header no part claims is refused; headers include each
+other without a circle; and the private layouts (PRIVATE) are included only
+by the files named there.
+
     usage: check-module-graph.py SOURCE_ROOT | --self-test
 """
 import os
@@ -24,6 +30,50 @@ ALLOWED = {
     "bench": {"dataplane", "xdp", "pkt", "gpu", "control", "conntrack"},
 }
 EXTS = (".c", ".h", ".cu", ".cuh")
+
+# dataplane header -> the layouts (struct / union name prefixes) it may define
+PARTS = {
+    "fg_dp.h": ("fg_dp_params",),          # the daemon's face
+    "fg_dp_private.h": ("fg_dp",),          # the daemon's state, control glue
+    "fg_dp_counters.h": (),
+    "fg_lb.h": ("fg_lb_",),                 # service / backend table
+    "fg_neigh.h": ("fg_neigh_",),           # neighbour table
+    "fg_port.h": ("fg_port", "fg_host_port", "fg_mbuf_priv"),  # devices, mbufs
+    "fg_flow.h": ("fg_flow_",),             # flow decisions, watch events
+    "fg_worker_private.h": ("fg_worker", "fg_fwd_", "fg_burst_out", "fg_local6",
+                            "fg_nh_slot", "fg_neigh_posted"),  # one lcore's own
+    "fg_load.h": ("fg_load_",),
+    "fg_state.h": ("fg_state_",),           # restart hand-over: file, stats
+    "fg_stats.h": ("fg_stats_",),
+    "fg_metrics.h": ("fg_metrics",),
+    "fg_announce.h": ("fg_announce",),
+    "fg_opts.h": ("fg_opts",),
+    "fg_log.h": (),
+    "fg_rcu.h": (),
+}
+# private layouts -> the only files that may include them
+PRIVATE = {
+    "fg_worker_private.h": {
+        # the worker's own files
+        "fg_worker.c", "fg_worker_setup.c", "fg_flow.c", "fg_neigh.c",
+        # readers of a worker's counters / rings / shard
+        "fg_stats.c", "fg_control.c", "fg_dp.c", "fg_gpupath.c",
+        "fg_metrics.c",
+        "fg_announce.c",    # liveness: a worker's tx_flushes
+        "fg_port.c",        # a queue's NUMA socket: its worker's lcore
+        "fg_state.c",       # the restart hand-over: shards, counter rows
+        # the bench and the tests that drive fg_worker_burst()
+        "bench_dataplane.c", "test_neigh.c", "test_tombstone.c",
+        "test_fixtures_worker.c",
+        # the restart hand-over's bench and test (shards, a worker's burst)
+        "bench_state.c", "test_state.c"},
+    "fg_dp_private.h": {
+        "fg_dp.c", "fg_control.c", "fg_stats.c", "fg_metrics.c", "fg_lb.c",
+        "fg_load.c", "fg_host.c", "fg_port.c", "fg_gpupath.c", "fg_announce.c",
+        "fg_state.c",
+        "fg_worker_private.h", "bench_dataplane.c", "test_lb_scaleout.c"},
+}
+STRUCT_DEF = re.compile(r"^\s*(?:typedef\s+)?(?:struct|union)\s+([A-Za-z_]\w*)\s*\{", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -35,6 +85,55 @@ def closure(mod):
                 seen.add(d)
                 todo.append(d)
     return seen
+
+
+def check_parts(root):
+    """dataplane/ at the file level: one part's layouts per header, no
+    header circle, private layouts included only where PRIVATE says."""
+    bad = []
+    dp = os.path.join(root, "dataplane")
+    headers = sorted(n for n in os.listdir(dp) if n.endswith(".h"))
+    incs = {}
+    for h in headers:
+        if h not in PARTS:
+            bad.append(f"dataplane/{h}: no part claims it (add it to PARTS in "
+                       f"scripts/check-module-graph.py: whose layouts it holds)")
+            continue
+        text = open(os.path.join(dp, h), encoding="utf-8", errors="replace").read()
+        for name in STRUCT_DEF.findall(text):
+            if not any(name.startswith(p) for p in PARTS[h]):
+                bad.append(f"dataplane/{h}: defines struct/union {name}, a layout of "
+                           f"another part (this header holds {', '.join(PARTS[h]) or 'none'})")
+        incs[h] = [os.path.basename(i) for i in INCLUDE.findall(text)
+                   if os.path.basename(i) in headers]
+    # circles among headers
+    state = {}
+    def visit(h, path):
+        state[h] = 1
+        for d in incs.get(h, ()):
+            if state.get(d) == 1:
+                bad.append("dataplane/ header circle: " + " -> ".join(path + [h, d]))
+            elif d not in state:
+                visit(d, path + [h])
+        state[h] = 2
+    for h in incs:
+        if h not in state:
+            visit(h, [])
+    # who includes the private layouts
+    for top in ("dataplane", "bench", "tests"):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for n in names:
+                if not n.endswith(EXTS):
+                    continue
+                text = open(os.path.join(dirpath, n), encoding="utf-8",
+                            errors="replace").read()
+                for inc in INCLUDE.findall(text):
+                    b = os.path.basename(inc)
+                    if b in PRIVATE and n != b and n not in PRIVATE[b]:
+                        rel = os.path.relpath(os.path.join(dirpath, n), root)
+                        bad.append(f"{rel}: includes {b}, which only "
+                                   f"{', '.join(sorted(PRIVATE[b]))} may")
+    return bad
 
 
 def self_test():
@@ -59,7 +158,26 @@ def self_test():
         if run() != 1:
             print("self-test: pkt -> dataplane was not refused", file=sys.stderr)
             return 1
-    print("self-test: clean tree passes, back arrow refused")
+        # the parts: a layout in another part's header is refused
+        write("dataplane/fg_dp_private.h", "struct fg_dp { int x; };\n")
+        write("pkt/fg_rss.c", "")
+        if run() != 0:
+            print("self-test: a clean dataplane/ was refused", file=sys.stderr)
+            return 1
+        write("dataplane/fg_dp_private.h", "struct fg_dp { int x; };\n"
+              "struct fg_lb_table { int y; };\n")
+        if run() != 1:
+            print("self-test: an lb layout in fg_dp_private.h was not refused",
+                  file=sys.stderr)
+            return 1
+        write("dataplane/fg_dp_private.h", "struct fg_dp { int x; };\n")
+        write("dataplane/fg_lb.h", '#include "fg_flow.h"\n')
+        write("dataplane/fg_flow.h", '#include "fg_lb.h"\n')
+        if run() != 1:
+            print("self-test: a header circle was not refused", file=sys.stderr)
+            return 1
+    print("self-test: clean tree passes, back arrow, foreign layout and header "
+          "circle refused")
     return 0
 
 
@@ -112,12 +230,15 @@ def main():
                     if t not in ok:
                         bad.append(f"{rel}: #include \"{inc}\": {mod} -> {t} "
                                    f"is not in the module map")
+    if os.path.isdir(os.path.join(root, "dataplane")) and \
+            os.path.exists(os.path.join(root, "dataplane", "fg_dp_private.h")):
+        bad += check_parts(root)
     for line in bad:
         print(line, file=sys.stderr)
     print("arrows: " + ", ".join(f"{a}->{b}" for a, b in sorted(arrows)))
     if bad:
-        print(f"{len(bad)} include(s) break the one-way module graph",
-              file=sys.stderr)
+        print(f"{len(bad)} include(s) break the one-way module graph or "
+              f"dataplane/'s parts", file=sys.stderr)
         return 1
     print("module graph is one-way")
     return 0

@@ -177,6 +177,19 @@ def load_results(d):
     return res
 
 
+def portable(cmd):
+    """A recorded command as anyone can run it: the build directory as
+    `build` (the README's), the scenario pcaps under $BENCH_TMP (the
+    directory scripts/bench.sh writes them to), not the names one machine
+    happened to use."""
+    cmd = re.sub(r'(?<![\w/.-])build-[\w.-]+', 'build', cmd or '?')
+    return cmd.replace('/tmp/flowgate-bench/', '$BENCH_TMP/')
+
+
+def cmd_of(rec):
+    return portable((rec or {}).get('command'))
+
+
 def R(rec):
     """The result dict of an ok record, else None."""
     if rec and rec.get('status') == 'ok':
@@ -218,7 +231,7 @@ def section_machine(res):
     tp = res.get('testpmd-null.json')
     if R(tp):
         lines.append(f"| framework ceiling | dpdk-testpmd io fwd {R(tp)['source']}, 1 core: "
-                     f"**{R(tp)['testpmd_io_mpps']:.1f} Mpps** (`{tp['command']}`) |")
+                     f"**{R(tp)['testpmd_io_mpps']:.1f} Mpps** (`{cmd_of(tp)}`) |")
     return lines
 
 
@@ -244,8 +257,12 @@ def section_scenarios(res, scen_dir):
         lines.append(f"| `{name}` | {s.get('description', '')} | " + ' | '.join(cells) + ' |')
         for rec in (tp, fg, pk):
             if rec and rec.get('command'):
-                cmds.append(f"- `{name}`: `{rec['command']}`")
-    return lines + ([''] + ['Commands:'] + cmds if cmds else [])
+                # one line per kind of run, the scenario's name as S
+                c = cmd_of(rec).replace(name, 'S')
+                if c not in cmds:
+                    cmds.append(c)
+    return lines + ([''] + ['Commands (S: the scenario):'] + [f"- `{c}`" for c in cmds]
+                    if cmds else [])
 
 
 def section_conntrack(res):
@@ -253,7 +270,9 @@ def section_conntrack(res):
              'rte_hash insert Mpps | ratio | miss Mpps | delete Mpps | expire ns/entry | bytes/flow | status |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     cmds = []
-    recs = [(k, v) for k, v in res.items() if k.startswith('conntrack-')]
+    # run records only (fg_results run); a bench's bare JSON kept beside them
+    # (e.g. conntrack-onemiss-*.json, session 6's prototype) is not a row
+    recs = [(k, v) for k, v in res.items() if k.startswith('conntrack-') and 'status' in v]
 
     def key(kv):
         r = R(kv[1]) or {}
@@ -271,7 +290,7 @@ def section_conntrack(res):
         else:
             lines.append(f"| {k[10:-5]} | | | | | | | | | | | | {na(rec)} |")
         if rec.get('command'):
-            cmds.append(f"`{rec['command']}`")
+            cmds.append(f"`{cmd_of(rec)}`")
     return lines + ['', 'Commands: ' + ', '.join(cmds) if cmds else 'Not run.']
 
 
@@ -297,7 +316,7 @@ def section_dataplane(res):
         else:
             lines.append(f"| {mode} | {human(flows)} | {'yes' if new else 'no'} | | | | | {na(rec)} |")
         if rec.get('command') and len(cmds) < 3:
-            cmds.append(f"`{rec['command']}`")
+            cmds.append(f"`{cmd_of(rec)}`")
     return lines + ['', ('Commands (e.g.): ' + ', '.join(cmds)) if cmds else 'Not run.']
 
 
@@ -312,7 +331,7 @@ def section_control(res):
     else:
         lines.append(f'| | | | | {na(rec)} |')
     if rec and rec.get('command'):
-        lines += ['', f"Command: `{rec['command']}`"]
+        lines += ['', f"Command: `{cmd_of(rec)}`"]
     return lines
 
 
@@ -350,7 +369,7 @@ def section_latency(res):
                          f"{fmt(x.get('p999_us'))} | {fmt(x.get('max_us'))} | {c.get('tx_full', '—')} | "
                          f"{c.get('gen_stalls', '—')} / {c.get('fwd_stalls', '—')} "
                          f"({c.get('gen_stall_us', '—')} / {c.get('fwd_stall_us', '—')}) |")
-        notes.append(f"Command: `{rec['command']}`")
+        notes.append(f"Command: `{cmd_of(rec)}`")
         if not r.get('dut_result'):
             notes.append('The flowgate DUT row appears when the daemon runs over net_memif '
                          '(scripts/bench.sh does this when build/dataplane/flowgate exists).')
@@ -364,7 +383,7 @@ def section_device(res):
             continue
         r = rec.get('result', rec)
         lines.append(f"- `{k}` ({rec.get('machine', {}).get('cpu', r.get('device', 'device machine'))}"
-                     f"{', ' + rec['date'] if rec.get('date') else ''}): command `{rec.get('command', '?')}`")
+                     f"{', ' + rec['date'] if rec.get('date') else ''}): command `{cmd_of(rec)}`")
         if 'workers' in r and 'mpps' in r:
             lines.append('')
             lines.append('| workers | aggregate Mpps | per worker | efficiency vs 1 worker |')

@@ -755,8 +755,9 @@ test_fin_then_syn_reopens(void **state)
 	}
 }
 
-/* DSR: an assured flow's RST or FIN outside CT_TD_WIN_DSR of what the
- * client sent changes nothing (and passes: the server judges it). */
+/* DSR: an assured flow's RST or FIN outside CT_TD_WIN_MIN of what the
+ * client sent changes nothing (and passes: the server judges it), even
+ * within CT_TD_WIN_DSR, where its data still refreshes the flow. */
 static void
 test_dsr_blind_rst_keeps_flow(void **state)
 {
@@ -771,6 +772,12 @@ test_dsr_blind_rst_keeps_flow(void **state)
 	assert_true(e->flags & CT_F_ASSURED);
 	assert_int_equal(seg(s, e, false, CT_TCP_RST, 131 + CT_TD_WIN_DSR + 1, 0, 0,
 			     CT_SEG_NO_WSCALE, 4000, &oow), CT_ST_ESTABLISHED);
+	assert_int_equal(oow, CT_OOW_PASS);
+	assert_int_equal(seg(s, e, false, CT_TCP_RST, 131 + CT_TD_WIN_MIN + 1, 0, 0,
+			     CT_SEG_NO_WSCALE, 4000, &oow), CT_ST_ESTABLISHED);
+	assert_int_equal(oow, CT_OOW_PASS);
+	assert_int_equal(seg(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 131 - CT_TD_WIN_MIN - 1,
+			     0, 0, CT_SEG_NO_WSCALE, 4000, &oow), CT_ST_ESTABLISHED);
 	assert_int_equal(oow, CT_OOW_PASS);
 	assert_int_equal(e->last_seen, 3001);     /* nor refreshes it */
 	assert_int_equal(seg(s, e, false, CT_TCP_FIN | CT_TCP_ACK, 131 - CT_TD_WIN_DSR - 1,

@@ -136,6 +136,7 @@ static int64_t op_flows_walk(const struct fg_flow_filter *f, fg_flow_emit_fn emi
 	struct fake_dp *d = ctx;
 	int64_t n = 0;
 	pthread_mutex_lock(&d->lock);
+	d->last_wait_ms = f->wait_ms;
 	size_t w = 0;
 	for (size_t i = 0; i < d->n_flows; i++) {
 		bool m = (!f->limit || (uint64_t)n < f->limit) &&

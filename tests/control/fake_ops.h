@@ -26,6 +26,7 @@ struct fake_dp {
 	/* health transitions seen (fg_health set_health) */
 	unsigned int health_calls;
 	bool last_up;
+	uint64_t last_wait_ms;    /* the last flows walk's fg_flow_filter::wait_ms */
 };
 
 extern const struct fg_ctl_ops fake_ops;

@@ -460,8 +460,9 @@ static void test_watch(void **state)
 	close(pp[1]);
 	FILE *p = fdopen(pp[0], "r");
 	assert_non_null(p);
-	/* wait until the server registered the watcher */
-	for (int i = 0; i < 200 && !e->dp.watching; i++)
+	/* wait until the server registered the watcher (polled; 60 s is the
+	 * hang guard: fgctl may take seconds to start on a loaded machine) */
+	for (int i = 0; i < 6000 && !e->dp.watching; i++)
 		usleep(10000);
 	assert_true(e->dp.watching);
 	fake_dp_push_event(&e->dp, "NEW", &e->dp.flows[0]);
@@ -482,7 +483,7 @@ static void test_watch(void **state)
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	fclose(p);
-	for (int i = 0; i < 300 && e->dp.watching; i++)
+	for (int i = 0; i < 6000 && e->dp.watching; i++)
 		usleep(10000);
 	assert_false(e->dp.watching);
 }
@@ -752,6 +753,43 @@ static void test_cli_misc(void **state)
 	snprintf(cmd, sizeof(cmd), "FLOWGATE_SOCKET=%s %s ping >/dev/null 2>&1", g_sock, g_fgctl);
 	st = system(cmd);
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* fgctl --timeout (issue 36): the request carries it to the engine's
+ * waits on its workers (fg_flow_filter::wait_ms), and fgctl stops waiting
+ * on a daemon that does not answer, by how long it waits for the next line,
+ * not by how long the whole answer takes. */
+static void test_fgctl_timeout(void **state)
+{
+	struct env *e = *state;
+	char path[200], cmd[600];
+
+	assert_int_equal(fgctl(NULL, NULL, "flows list --limit 1"), 0);
+	assert_true(e->dp.last_wait_ms == 5 * 60 * 1000);   /* the default */
+	assert_int_equal(fgctl(NULL, NULL, "--timeout 2s flows list --limit 1"), 0);
+	assert_true(e->dp.last_wait_ms == 2000);
+	assert_int_equal(fgctl(NULL, NULL, "flows list --limit 1 --timeout 0"), 0);
+	assert_true(e->dp.last_wait_ms == 0);                /* not sent: the engine's */
+	assert_int_equal(fgctl(NULL, NULL, "--timeout 100h flows list --limit 1"), 0);
+	assert_true(e->dp.last_wait_ms == 24ull * 3600 * 1000); /* capped at a day */
+	assert_int_equal(fgctl(NULL, NULL, "--timeout soon ping"), 2);
+	assert_int_equal(fgctl(NULL, NULL, "ping --timeout"), 2);
+	/* a daemon that takes the request and never answers (a listening
+	 * socket nobody accepts on): fgctl gives up and says why */
+	snprintf(path, sizeof(path), "%s/silent.sock", g_dir);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	snprintf(cmd, sizeof(cmd), "%s -s %s --timeout 300ms ping 2>%s", g_fgctl, path, g_err);
+	int st = system(cmd);
+	assert_int_equal(WEXITSTATUS(st), 1);
+	char *err = slurp(g_err);
+	assert_non_null(strstr(err, "no answer from flowgate within --timeout"));
+	free(err);
+	close(fd);
+	unlink(path);
 }
 
 /* ---- hostile clients ------------------------------------------------------ */
@@ -1029,7 +1067,10 @@ static void idle_case_timeout(struct env *e, const char *sock, struct fg_ctl_ser
 	const char *ping = "{\"v\":1,\"id\":4,\"cmd\":\"ping\"}\n";
 	send_all(partial, "{\"v\":1,\"id\":9,\"cm", 17);
 	send_all(watcher, watch, strlen(watch));
-	for (int i = 0; i < 10; i++) {  /* 1 s of pings, 100 ms apart */
+	/* pings 100 ms apart until the server closes the idle two (polled:
+	 * no bound on when; the 2 s timeout is 20 pings, so a loaded machine
+	 * must stall this thread 2 s to make the talker look idle) */
+	for (int i = 0; i < 600 && (still_open(silent) || still_open(partial)); i++) {
 		send_all(talker, ping, strlen(ping));
 		assert_true(read_line(talker, line, sizeof(line)) > 0);
 		assert_non_null(strstr(line, "\"ok\":true"));
@@ -1051,7 +1092,7 @@ static void idle_case_timeout(struct env *e, const char *sock, struct fg_ctl_ser
 static const struct idle_case idle_cases[] = {
 	{ "70 silent clients, default cap", 0, 0, idle_case_lockout },
 	{ "cap reached by busy clients", 4, 0, idle_case_cap_busy },
-	{ "idle timeout 300 ms", 8, 300, idle_case_timeout },
+	{ "idle timeout 2 s", 8, 2000, idle_case_timeout },
 };
 
 static void test_idle_clients(void **state)
@@ -1474,6 +1515,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_config_verbs),
 		cmocka_unit_test(test_config_apply_fields),
 		cmocka_unit_test(test_cli_misc),
+		cmocka_unit_test(test_fgctl_timeout),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_idle_clients),
 		cmocka_unit_test(test_lockout),

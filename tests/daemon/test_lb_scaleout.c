@@ -28,6 +28,7 @@
 
 #include "fg_config_parse.h"
 #include "fg_dp_private.h"
+#include "fg_lb.h"
 #include "../fg_test_eal.h"
 
 #define NB 4

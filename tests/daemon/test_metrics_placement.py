@@ -191,8 +191,7 @@ def main():
     def placed(ids):
         """flows of @ids (by sport) -> backend address"""
         want = set(ids)
-        fl = wl.wait_for(flows, lambda v: {int(f["sport"]) - 20000 for f in v} >= want,
-                         timeout=10)
+        fl = wl.wait_for(flows, lambda v: {int(f["sport"]) - 20000 for f in v} >= want)
         return {int(f["sport"]) - 20000: f["backend"] for f in fl
                 if int(f["sport"]) - 20000 in want}
 

@@ -53,7 +53,13 @@ def main():
 
             t = threading.Thread(target=reader, daemon=True)
             t.start()
-            time.sleep(1.0)       # the watch is registered
+            # the watch registered (polled, not slept on: a loaded machine
+            # may take seconds to start fgctl), else the deletes go unseen
+            deadline = time.monotonic() + HANG_S
+            while json.loads(d.fgctl("--json", "ping").stdout)["control"]["watchers"] < 1:
+                if time.monotonic() > deadline or w.poll() is not None:
+                    raise RuntimeError("fgctl flows watch did not register")
+                time.sleep(0.05)
             d.fgctl("flows", "delete", "--all")
             deadline = time.monotonic() + HANG_S
             while len(events) < N and time.monotonic() < deadline:

@@ -698,8 +698,13 @@ port {dev} {{
             self.fgctl("backend", "weight", "dsr4", BACKENDS[0], str(weight))
             for k, cs in conns.items():
                 bad = exchange(cs)
+                # a guess lands in a DSR flow's RST/FIN window (64 KB
+                # each side) with p = 2^17 / 2^32 = 1/32,768 per flow and
+                # spray: one of 100 flows hit is the design's 0.3 % (two:
+                # 4.6e-6), so one is allowed there, not more
+                ok = len(bad) <= (1 if k == "dsr" else 0)
                 self.record("B", f"B: {k} broken {len(bad)} of {len(cs)} after the {what} spray",
-                            not bad, why(bad))
+                            ok, why(bad))
                 for c in cs:
                     c.close()
 

@@ -168,8 +168,10 @@ def main():
     c.add_argument("-n", type=int, default=300)
     c.add_argument("--port", type=int, default=80)
     c.add_argument("--interval", type=float, default=0.1)
-    c.add_argument("--stall", type=float, default=20.0,
-                   help="a reply later than this (s) breaks the connection")
+    c.add_argument("--stall", type=float, default=60.0,
+                   help="a reply later than this (s) breaks the connection: a "
+                   "blackholed flow (TCP's retransmissions reach a live path in seconds; "
+                   "60 s leaves room for a loaded machine)")
     c.add_argument("--settle-replies", type=int, default=5)
     a = ap.parse_args()
     if a.mode == "server":

@@ -62,7 +62,12 @@ while True:
     c, a = s.accept(); c.sendall(b"host-ssh-ok\n"); c.close()
 ' &
 SRV=$!
-sleep 0.5
+# listening before the first connection (polled: python may take seconds to
+# start on a loaded machine; 30 s is the hang guard)
+for _ in $(seq 300); do
+	lb ss -Hltn 'sport = :8022' | grep -q 8022 && break
+	sleep 0.1
+done
 
 fail=0
 ip netns exec "$P-c" ping -c 5 -i 0.2 -W 2 10.99.0.1 > "$RUN/ping.txt" 2>&1

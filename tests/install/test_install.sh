@@ -6,8 +6,9 @@
 #
 # - flowgate (sbin), fgctl, flowgate-bench (bin), the example configuration
 #   (sysconfdir/flowgate/flowgate.conf and the doc copy), the systemd unit,
-#   man pages flowgate(8), fgctl(8), flowgate.conf(5); where XDP is built,
-#   flowgate-xdp (sbin), its unit and flowgate-xdp(8) too;
+#   man pages flowgate(8), fgctl(8), flowgate.conf(5), flowgate-bench(1), and
+#   with the XDP build (fg-decap installed) flowgate-xdp(8), fg-decap(8), and
+#   flowgate-xdp (sbin) with its unit;
 # - the installed binaries run (--version), the installed config passes
 #   `fgctl config check`;
 # - a second install keeps an edited /etc/flowgate/flowgate.conf;
@@ -40,9 +41,17 @@ echo "installed under $prefix (destdir $dest):"
 (cd "$dest" && find . -type f | sort | sed 's/^\./  /')
 for f in "$sbindir/flowgate" "$bindir/fgctl" "$bindir/flowgate-bench" \
 	 "$sysconfdir/flowgate/flowgate.conf" "$datadir/doc/flowgate/examples/flowgate.conf" \
-	 "$mandir/man8/flowgate.8" "$mandir/man8/fgctl.8" "$mandir/man5/flowgate.conf.5"; do
+	 "$mandir/man8/flowgate.8" "$mandir/man8/fgctl.8" "$mandir/man5/flowgate.conf.5" \
+	 "$mandir/man1/flowgate-bench.1"; do
 	[ -f "$dest$f" ] || bad "not installed: $f"
 done
+pages="$mandir/man8/flowgate.8 $mandir/man8/fgctl.8 $mandir/man5/flowgate.conf.5 $mandir/man1/flowgate-bench.1"
+if [ -f "$dest$bindir/fg-decap" ]; then
+	for f in "$mandir/man8/flowgate-xdp.8" "$mandir/man8/fg-decap.8"; do
+		[ -f "$dest$f" ] || bad "not installed: $f"
+	done
+	pages="$pages $mandir/man8/flowgate-xdp.8 $mandir/man8/fg-decap.8"
+fi
 [ -n "$unit" ] || bad "no flowgate.service installed"
 xdp=0
 if [ -x "$build/xdp/flowgate-xdp" ]; then
@@ -57,6 +66,8 @@ fi
 
 "$dest$sbindir/flowgate" --version | grep -q "^flowgate [0-9]" || bad "installed flowgate --version"
 "$dest$bindir/fgctl" --version | grep -q "^fgctl [0-9]" || bad "installed fgctl --version"
+"$dest$bindir/flowgate-bench" --version | grep -q "^flowgate-bench [0-9]" \
+	|| bad "installed flowgate-bench --version"
 "$dest$bindir/fgctl" config check "$dest$sysconfdir/flowgate/flowgate.conf" >/dev/null \
 	|| bad "the installed example config fails fgctl config check"
 
@@ -66,8 +77,7 @@ meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null 2>&1
 grep -q "edited by the operator" "$dest$sysconfdir/flowgate/flowgate.conf" \
 	|| bad "a re-install overwrote /etc/flowgate/flowgate.conf"
 
-for m in "$mandir/man8/flowgate.8" "$mandir/man8/fgctl.8" "$mandir/man5/flowgate.conf.5" \
-	 "$mandir/man8/flowgate-xdp.8"; do
+for m in $pages; do
 	[ -f "$dest$m" ] || continue
 	w=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z \
 		"$dest$m" 2>&1 >/dev/null) || bad "man $m failed"

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The state file: what a stopping flowgate leaves for the next one
+ * (restart and upgrade hand-over, issue 35; docs/DESIGN.md "Restart and
+ * upgrade hand-over", docs/DEPLOY.md "Restart and upgrade").
+ *
+ * ## Format, version FG_STATE_VERSION (integers big-endian)
+ *
+ *   header, 64 bytes:
+ *     0   8  magic "FGSTATE\n"
+ *     8   2  format version (FG_STATE_VERSION)
+ *     10  2  flow record version (CT_REC_VERSION, conntrack/ct_rec.h)
+ *     12  4  number of sections
+ *     16  8  when it was written: CLOCK_REALTIME, ns
+ *     24  4  the writer's worker count
+ *     28  4  0
+ *     32  24 the writer's version string, NUL-padded
+ *     56  4  0
+ *     60  4  CRC32C of bytes 0..59
+ *   sections, each:
+ *     0   4  type: FG_STATE_SEC_FLOWS, FG_STATE_SEC_NEIGH
+ *     4   4  number of entries
+ *     8   8  body length in bytes
+ *     16  .  body: the entries back to back
+ *     .   4  CRC32C of the body
+ *   FLOWS entries: flow records (ct_rec.h), any order.
+ *   NEIGH entries, FG_STATE_NEIGH_LEN bytes: family (4 / 6), 0, port name
+ *     (32, NUL-padded: the ethdev, matched by name as config ports are),
+ *     address (16), MAC (6), ms since the neighbour was last confirmed (4).
+ *
+ * A reader takes its own format version only, and a record version it
+ * reads (ct_rec_decode: CT_REC_VERSION); anything else is refused whole,
+ * with a reason (FG_STATE_FILE_REFUSE_LIST), never read as its own.  A
+ * later version that changes the format converts or refuses the versions
+ * before it, by name.
+ *
+ * Threads: the parser is pure (any thread; the fuzz target's subject);
+ * the writer is one thread's.
+ */
+#ifndef FLOWGATE_FG_STATE_H
+#define FLOWGATE_FG_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ct_rec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The format this build writes and reads. */
+#define FG_STATE_VERSION 1
+#define FG_STATE_MAGIC "FGSTATE\n"
+#define FG_STATE_HDR_LEN 64
+#define FG_STATE_SEC_HDR_LEN 16
+#define FG_STATE_SEC_FLOWS 1
+#define FG_STATE_SEC_NEIGH 2
+#define FG_STATE_NEIGH_LEN 60
+#define FG_STATE_PORT_NAME 32
+
+/** Why a whole state file is not loaded: one counter each
+ *  (state_file_refused{reason}) and the log line names it. */
+#define FG_STATE_FILE_REFUSE_LIST(X) \
+	X(unreadable, "could not be opened or read (a missing file is no refusal: nothing to load)") \
+	X(not_state,  "not a flowgate state file (its first bytes are not FGSTATE)") \
+	X(version,    "a format or flow record version this build does not read (it converts none yet)") \
+	X(truncated,  "shorter than its header and sections say: a write cut short") \
+	X(checksum,   "a header or section checksum does not match its bytes") \
+	X(malformed,  "a section or entry that does not decode: unknown section, a record out of range, bytes left over") \
+	X(stale,      "written longer ago than the longest conntrack timeout: every flow in it has expired")
+
+enum fg_state_file_refuse {
+	FG_STATE_FILE_OK = 0,
+#define FG_X(n, d) FG_STATE_FILE_##n,
+	FG_STATE_FILE_REFUSE_LIST(FG_X)
+#undef FG_X
+	FG_STATE_FILE_MAX
+};
+/** Names by reason (index 0 "ok"). */
+extern const char *const fg_state_file_refuse_names[FG_STATE_FILE_MAX];
+extern const char *const fg_state_file_refuse_help[FG_STATE_FILE_MAX];
+
+/** Why one flow of a loaded file is not restored (state_refused{reason}). */
+#define FG_STATE_FLOW_REFUSE_LIST(X) \
+	X(expired,        "idle longer than its state's timeout, the time since the file was written counted") \
+	X(service_gone,   "its service (VIP, port, protocol) is not in the config") \
+	X(mode_changed,   "its service changed between DSR and NAT") \
+	X(backend_gone,   "its backend left the config and could not be kept as a tombstone (FG_TOMBSTONE_MAX, FG_MAX_BACKENDS)") \
+	X(nat_local_gone, "NAT: its local address is no port's any more") \
+	X(nat_split,      "NAT: with this worker count its two directions hash to different workers (keep the worker count across a restart)") \
+	X(table_full,     "its worker's conntrack table (or NAT region) is full") \
+	X(duplicate,      "its key, or its NAT reply key, is tracked already")
+
+enum fg_state_flow_refuse {
+#define FG_X(n, d) FG_STATE_FLOW_##n,
+	FG_STATE_FLOW_REFUSE_LIST(FG_X)
+#undef FG_X
+	FG_STATE_FLOW_MAX
+};
+extern const char *const fg_state_flow_refuse_names[FG_STATE_FLOW_MAX];
+extern const char *const fg_state_flow_refuse_help[FG_STATE_FLOW_MAX];
+
+/** What the last load and save did: `fgctl stats` ("state"), telemetry
+ *  (/flowgate/state), /metrics (flowgate_state_*) and the log lines show
+ *  it.  Written by the main lcore before the workers start (load) and
+ *  after they stop (save); read by control-side threads. */
+struct fg_state_stats {
+	bool loaded;             /**< a file was read and its flows restored */
+	uint64_t written_ns;     /**< its CLOCK_REALTIME stamp */
+	char writer[25];         /**< the version that wrote it */
+	uint32_t writer_workers;
+	uint64_t gap_ms;         /**< written .. loaded */
+	uint64_t load_us;        /**< reading, checking and restoring */
+	uint64_t flows_in_file;
+	uint64_t restored;       /**< flows restored (NAT ones included) */
+	uint64_t restored_nat;
+	uint64_t tombstones;     /**< removed backends kept for restored flows */
+	uint64_t neigh_restored;
+	uint64_t refused[FG_STATE_FLOW_MAX];
+	uint64_t file_refused[FG_STATE_FILE_MAX]; /**< [0] unused */
+	uint64_t saved, saved_nat, neigh_saved, saved_bytes, save_us;
+};
+
+/** A learned neighbour as the file keeps it. */
+struct fg_state_neigh {
+	uint8_t family;                    /**< AF_INET / AF_INET6 */
+	char port[FG_STATE_PORT_NAME + 1]; /**< ethdev name */
+	uint8_t addr[16];
+	uint8_t mac[6];
+	uint32_t age_ms;                   /**< since last confirmed */
+};
+
+/** A parsed file: pointers into the caller's buffer. */
+struct fg_state_view {
+	uint16_t version, rec_version;
+	uint64_t written_ns;               /**< CLOCK_REALTIME */
+	uint32_t workers;                  /**< the writer's */
+	char writer[25];                   /**< the writer's version */
+	const uint8_t *flows;              /**< n_flows records, flows_len bytes */
+	size_t flows_len;
+	uint32_t n_flows;
+	const uint8_t *neigh;              /**< n_neigh entries */
+	uint32_t n_neigh;
+};
+
+/**
+ * Checks a whole file in @p buf: magic, versions, checksums, lengths,
+ * every section and every entry (each flow record through
+ * ct_rec_decode).  Nothing is read past @p len.  Pure.
+ * @return FG_STATE_FILE_OK and *v, or the reason it is refused.
+ */
+enum fg_state_file_refuse fg_state_parse(const uint8_t *buf, size_t len,
+					 struct fg_state_view *v);
+
+/** Decodes neighbour entry @p i of a view fg_state_parse accepted. */
+void fg_state_neigh_get(const struct fg_state_view *v, uint32_t i,
+			struct fg_state_neigh *n);
+
+/** CRC32C as the file uses it (seed CT_HASH_SEED), chained from @p crc
+ *  (start with CT_HASH_SEED).  Pure. */
+uint32_t fg_state_crc(uint32_t crc, const void *buf, size_t len);
+
+/** Writing a file: header, sections, entries, then the header again. */
+struct fg_state_writer {
+	FILE *f;
+	int err;              /**< first -errno; every call is a no-op after */
+	uint32_t n_sections;
+	long sec_off;         /**< the open section's header offset, or -1 */
+	uint32_t sec_type, sec_count;
+	uint64_t sec_len;
+	uint32_t sec_crc;
+	uint64_t bytes;       /**< written so far */
+	uint32_t workers;
+	char writer[25];
+	uint64_t written_ns;
+};
+
+/**
+ * Starts writing to @p f (opened for writing, positioned at 0).  @p
+ * version: the writer's version string (24 bytes kept).
+ */
+void fg_state_writer_init(struct fg_state_writer *w, FILE *f, uint32_t workers,
+			  const char *version, uint64_t written_ns);
+/** Opens a section of @p type (the previous one is closed). */
+void fg_state_section(struct fg_state_writer *w, uint32_t type);
+/** Appends a flow record (FLOWS section). */
+void fg_state_put_flow(struct fg_state_writer *w, const struct ct_rec *r);
+/** Appends a neighbour (NEIGH section). */
+void fg_state_put_neigh(struct fg_state_writer *w, const struct fg_state_neigh *n);
+/**
+ * Closes the last section, writes the header and flushes.  The caller
+ * fsyncs, closes and renames.
+ * @return 0 or the first -errno (-EINVAL for a record ct_rec_encode
+ *   refused, -EIO, -ENOSPC of the file system...).
+ */
+int fg_state_writer_finish(struct fg_state_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLOWGATE_FG_STATE_H */
