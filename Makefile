@@ -6,6 +6,11 @@
 #                namespace end-to-end, short fuzz run)
 #   make demo    real load-balancing run in network namespaces + fgctl output
 #   make bench   benchmarks that fit this machine -> bench/results, RESULTS.md
+#   make deb     Debian packages flowgate, flowgate-xdp, flowgate-bench (debian/)
+#                -> ./flowgate_VERSION_amd64.deb ...; `apt-get install
+#                ./flowgate_*.deb` installs one with its dependencies
+#   make deb-check   make deb, then its file lists and lintian (scripts/deb-check.sh;
+#                not part of `make test`: a package is a release build of its own)
 #   make test-clean-root   what CI runs (.ci/run): `make test` and `make demo`
 #                in a clean Debian 12 root (debootstrap minbase), CUDA on the host
 
@@ -17,6 +22,7 @@ HUGEPAGES ?= 1024
 NINJA ?= ninja
 
 .PHONY: all deps hugepages build build-asan build-fuzz test test-clean-root demo bench install clean
+.PHONY: deb deb-check
 
 all: build
 
@@ -75,6 +81,20 @@ bench: build hugepages
 # pages, /etc/flowgate/flowgate.conf when none exists (DESTDIR= works)
 install: build
 	meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
+
+# dpkg-buildpackage builds in obj-<triplet>/ (release, LTO, no CUDA, no tests:
+# debian/rules) and writes the packages to the parent directory; they are
+# moved here.  DEB_BUILD_OPTIONS=parallel=N as for any Debian package.
+DEB_VERSION = $(shell dpkg-parsechangelog -S Version)
+DEB_BUILD_OPTIONS ?= parallel=$(shell nproc)
+deb: deps
+	DEB_BUILD_OPTIONS="$(DEB_BUILD_OPTIONS)" dpkg-buildpackage -b -us -uc
+	mv ../flowgate*_$(DEB_VERSION)_*.deb ../flowgate_$(DEB_VERSION)_*.buildinfo \
+		../flowgate_$(DEB_VERSION)_*.changes .
+	@ls -1 flowgate*_$(DEB_VERSION)_*.deb
+
+deb-check: deb
+	@scripts/deb-check.sh .
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

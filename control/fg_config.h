@@ -153,6 +153,11 @@ struct fg_config {
 	uint32_t flood_rate;        /**< per core new flows/s; 0 = off */
 	/* daemon */
 	char control_socket[FG_PATH_MAX];
+	/** `control_socket_ro PATH group G;`: a second control socket, mode
+	 *  0660 and group G, on which every request that changes state is
+	 *  refused (monitoring users); "" = none.  Restart-only. */
+	char control_socket_ro[FG_PATH_MAX];
+	char control_socket_ro_group[FG_NAME_MAX]; /**< group name or number */
 	uint32_t gue_port;
 	/** Runtime state, not in the file: the highest backend id
 	 *  fg_config_assign_ids has handed out, so it never hands one out

@@ -1108,6 +1108,33 @@ static void parse_conntrack(struct ctx *c, const struct stmt *s)
 	}
 }
 
+/* control_socket_ro PATH group G; (a group name as useradd(8) takes it,
+ * or a number) */
+static void parse_socket_ro(struct ctx *c, const struct stmt *s)
+{
+	const char *g;
+	bool ok;
+
+	if (!no_block(c, s) || !want_args(c, s, 3, 3, "PATH group GROUP"))
+		return;
+	g = s->w[3];
+	ok = strcmp(s->w[2], "group") == 0 && g[0] != '\0' && strlen(g) < FG_NAME_MAX &&
+	     g[0] != '-';
+	for (const char *p = g; ok && *p; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		     (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.';
+	if (s->w[1][0] != '/' || strlen(s->w[1]) >= FG_PATH_MAX)
+		E(c, s->line, "control_socket_ro: '%s' must be an absolute path shorter than "
+		  "%d bytes", s->w[1], FG_PATH_MAX);
+	else if (!ok)
+		E(c, s->line, "control_socket_ro: expected 'PATH group GROUP' with GROUP a "
+		  "group name or number (letters, digits, _ - .; under %d bytes)", FG_NAME_MAX);
+	else {
+		snprintf(c->cfg->control_socket_ro, FG_PATH_MAX, "%s", s->w[1]);
+		snprintf(c->cfg->control_socket_ro_group, FG_NAME_MAX, "%s", g);
+	}
+}
+
 static void parse_top(struct ctx *c, const struct stmt *root)
 {
 	for (const struct stmt *s = root; s; s = s->next) {
@@ -1129,13 +1156,15 @@ static void parse_top(struct ctx *c, const struct stmt *root)
 				  "than %d bytes", s->w[1], FG_PATH_MAX);
 			else
 				snprintf(c->cfg->control_socket, FG_PATH_MAX, "%s", s->w[1]);
+		} else if (!strcmp(k, "control_socket_ro")) {
+			parse_socket_ro(c, s);
 		} else if (!strcmp(k, "gue_port")) {
 			if (no_block(c, s) && want_args(c, s, 1, 1, "a UDP port") &&
 			    get_u(c, s, 1, 1, 65535, &v))
 				c->cfg->gue_port = (uint32_t)v;
 		} else {
 			unknown(c, s, "the top level", "service, port, neighbour, conntrack, "
-				"control_socket, gue_port");
+				"control_socket, control_socket_ro, gue_port");
 		}
 	}
 }
@@ -1319,6 +1348,16 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
 	if ((cfg->control_socket[0] && cfg->control_socket[0] != '/') ||
 	    !memchr(cfg->control_socket, 0, FG_PATH_MAX))
 		E(c, 0, "control_socket must be an absolute path");
+	if (cfg->control_socket_ro[0] &&
+	    (cfg->control_socket_ro[0] != '/' || !memchr(cfg->control_socket_ro, 0, FG_PATH_MAX) ||
+	     !cfg->control_socket_ro_group[0] ||
+	     !memchr(cfg->control_socket_ro_group, 0, FG_NAME_MAX)))
+		E(c, 0, "control_socket_ro needs an absolute path and a group");
+	else if (cfg->control_socket_ro[0] &&
+		 !strcmp(cfg->control_socket_ro, cfg->control_socket[0] ? cfg->control_socket :
+			 FG_CTL_DEFAULT_SOCKET))
+		E(c, 0, "control_socket_ro %s: the read-write control_socket has that path: "
+		  "give the read-only one a path of its own", cfg->control_socket_ro);
 	if (!cfg->gue_port || cfg->gue_port > 65535)
 		E(c, 0, "gue_port %u out of range 1..65535", cfg->gue_port);
 #undef E
@@ -1539,6 +1578,13 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 		dump_quoted(f, cfg->control_socket);
 		fprintf(f, ";\n");
 	}
+	if (cfg->control_socket_ro[0]) {
+		fprintf(f, "control_socket_ro ");
+		dump_quoted(f, cfg->control_socket_ro);
+		fprintf(f, " group ");
+		dump_quoted(f, cfg->control_socket_ro_group);
+		fprintf(f, ";\n");
+	}
 	fprintf(f, "gue_port %u;\n\n", cfg->gue_port);
 	fprintf(f, "conntrack {\n");
 	if (cfg->ct_capacity)
@@ -1719,6 +1765,8 @@ bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 	    x->ct_nat_capacity != y->ct_nat_capacity ||
 	    x->flood_rate != y->flood_rate || x->gue_port != y->gue_port ||
 	    strcmp(x->control_socket, y->control_socket) ||
+	    strcmp(x->control_socket_ro, y->control_socket_ro) ||
+	    strcmp(x->control_socket_ro_group, y->control_socket_ro_group) ||
 	    memcmp(x->ct_timeouts_ms, y->ct_timeouts_ms, sizeof(x->ct_timeouts_ms)))
 		return false;
 	for (uint32_t p = 0; p < x->n_ports; p++)
@@ -1795,13 +1843,20 @@ int fg_config_restart_diff(const struct fg_config *running, const struct fg_conf
 		if (x->ct_timeouts_ms[st] != y->ct_timeouts_ms[st]) {
 			char lower[16];
 			snprintf(msg, len, "conntrack timeout %s: %ums running, %ums in the new "
-				 "config (0 = default)", state_lower(st, lower, sizeof(lower)),
+				 "config", state_lower(st, lower, sizeof(lower)),
 				 x->ct_timeouts_ms[st], y->ct_timeouts_ms[st]);
 			return 1;
 		}
 	if (strcmp(x->control_socket, y->control_socket)) {
 		snprintf(msg, len, "control_socket: '%s' running, '%s' in the new config",
 			 x->control_socket, y->control_socket);
+		return 1;
+	}
+	if (strcmp(x->control_socket_ro, y->control_socket_ro) ||
+	    strcmp(x->control_socket_ro_group, y->control_socket_ro_group)) {
+		snprintf(msg, len, "control_socket_ro: '%s' group '%s' running, '%s' group '%s' "
+			 "in the new config", x->control_socket_ro, x->control_socket_ro_group,
+			 y->control_socket_ro, y->control_socket_ro_group);
 		return 1;
 	}
 	return 0;

@@ -59,6 +59,7 @@ struct client {
 	struct fg_flow_filter watch_filter; /* events this watcher gets */
 	uint64_t last_active_ms;  /* last request, or last reply fully read */
 	struct ucred cred;        /* peer, for the audit trail (-1: unknown) */
+	bool read_only;           /* came in on the read-only socket */
 };
 
 struct fg_ctl_server {
@@ -66,7 +67,9 @@ struct fg_ctl_server {
 	struct fg_ctl_ops ops;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char config_path[PATH_MAX];     /**< the -c file, "" = none */
+	char ro_path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /**< "" = none */
 	int lfd;
+	int ro_lfd;                     /**< read-only socket, -1 = none */
 	int wake[2];
 	struct client **clients;
 	unsigned int n_clients;
@@ -114,26 +117,90 @@ static int check_parent(const char *path)
 	return 0;
 }
 
+/* A listening Unix socket at @p path, mode @p mode (umask ignored), group
+ * @p gid when @p chgrp; a stale socket file is replaced only if nobody
+ * answers on it.  @return the fd, or -errno. */
+static int listen_on(const char *path, mode_t mode, bool chgrp, gid_t gid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (!*path || strlen(path) >= sizeof(sa.sun_path))
+		return -EINVAL;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	rc = check_parent(path);
+	if (rc)
+		return rc;
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		/* a live daemon answers: never steal its socket */
+		int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (t >= 0) {
+			int c = connect(t, (struct sockaddr *)&sa, sizeof(sa));
+			close(t);
+			if (!c)
+				return -EADDRINUSE;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* bind() creates the file with the umask applied: make it owner-only
+	 * from the start rather than chmod-ing a socket that was briefly open;
+	 * the group gets its access once the file has that group */
+	mode_t old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(old);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	if ((chgrp && chown(path, (uid_t)-1, gid)) || chmod(path, mode) || listen(fd, 64)) {
+		rc = -errno;
+		unlink(path);
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static void params_defaults(struct fg_ctl_server_params *p)
+{
+	if (!p->max_clients)
+		p->max_clients = 64;
+	if (!p->max_request)
+		p->max_request = FG_PROTO_MAX_REQUEST;
+	if (!p->max_outbuf)
+		p->max_outbuf = 16u << 20;
+	if (p->max_outbuf < 2 * STREAM_FLUSH_BYTES)
+		p->max_outbuf = 2 * STREAM_FLUSH_BYTES;
+	if (!p->write_timeout_ms)
+		p->write_timeout_ms = 15000;
+	if (!p->idle_timeout_ms)
+		p->idle_timeout_ms = FG_CTL_DEFAULT_IDLE_MS;
+	if (!p->max_watchers)
+		p->max_watchers = FG_CTL_DEFAULT_WATCHERS;
+}
+
 int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 			 struct fg_ctl_server **out)
 {
 	if (!p || !p->ops || !out)
 		return -EINVAL;
 	const char *path = p->socket_path ? p->socket_path : FG_CTL_DEFAULT_SOCKET;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (!*path || strlen(path) >= sizeof(sa.sun_path))
-		return -EINVAL;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	int rc = check_parent(path);
-	if (rc)
-		return rc;
+	int rc;
 
+	if (!*path || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -EINVAL;
 	struct fg_ctl_server *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->p = *p;
 	s->ops = *p->ops;
-	s->lfd = -1;
+	s->lfd = s->ro_lfd = -1;
 	pthread_mutex_init(&s->local_lock, NULL);
 	pthread_cond_init(&s->local_cv, NULL);
 	s->wake[0] = s->wake[1] = -1;
@@ -141,20 +208,7 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 	if (p->config_path)
 		snprintf(s->config_path, sizeof(s->config_path), "%s", p->config_path);
 	s->p.config_path = NULL;	/* the copy above outlives the caller's */
-	if (!s->p.max_clients)
-		s->p.max_clients = 64;
-	if (!s->p.max_request)
-		s->p.max_request = FG_PROTO_MAX_REQUEST;
-	if (!s->p.max_outbuf)
-		s->p.max_outbuf = 16u << 20;
-	if (s->p.max_outbuf < 2 * STREAM_FLUSH_BYTES)
-		s->p.max_outbuf = 2 * STREAM_FLUSH_BYTES;
-	if (!s->p.write_timeout_ms)
-		s->p.write_timeout_ms = 15000;
-	if (!s->p.idle_timeout_ms)
-		s->p.idle_timeout_ms = FG_CTL_DEFAULT_IDLE_MS;
-	if (!s->p.max_watchers)
-		s->p.max_watchers = FG_CTL_DEFAULT_WATCHERS;
+	params_defaults(&s->p);
 	/* ordinary and watcher slots: accept_clients and h_flows_watch keep
 	 * each kind under its cap, so n_clients never exceeds the sum */
 	s->clients = calloc(s->p.max_clients + s->p.max_watchers, sizeof(*s->clients));
@@ -167,47 +221,12 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 		rc = -errno;
 		goto fail;
 	}
-
-	struct stat st;
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			rc = -EEXIST;
-			goto fail;
-		}
-		/* a live daemon answers: never steal its socket */
-		int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (t >= 0) {
-			int c = connect(t, (struct sockaddr *)&sa, sizeof(sa));
-			close(t);
-			if (!c) {
-				rc = -EADDRINUSE;
-				goto fail;
-			}
-		}
-		unlink(path);
-	}
-	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->lfd < 0) {
-		rc = -errno;
+	rc = s->lfd = listen_on(path, 0600, false, 0);
+	if (rc < 0)
 		goto fail;
-	}
-	/* bind() creates the file with the umask applied: make it 0600 from
-	 * the start rather than chmod-ing a socket that was briefly open */
-	mode_t old = umask(0177);
-	rc = bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
-	umask(old);
-	if (rc)
-		goto fail;
-	if (chmod(path, 0600) || listen(s->lfd, 64)) {
-		rc = -errno;
-		unlink(path);
-		goto fail;
-	}
 	*out = s;
 	return 0;
 fail:
-	if (s->lfd >= 0)
-		close(s->lfd);
 	if (s->wake[0] >= 0) {
 		close(s->wake[0]);
 		close(s->wake[1]);
@@ -216,6 +235,21 @@ fail:
 	free(s->evbuf);
 	free(s);
 	return rc;
+}
+
+int fg_ctl_server_listen_ro(struct fg_ctl_server *s, const char *path, gid_t gid)
+{
+	int fd;
+
+	if (!s || !path || !*path || s->running || s->ro_lfd >= 0 || !strcmp(path, s->path) ||
+	    strlen(path) >= sizeof(s->ro_path))
+		return -EINVAL;
+	fd = listen_on(path, 0660, true, gid);
+	if (fd < 0)
+		return fd;
+	s->ro_lfd = fd;
+	snprintf(s->ro_path, sizeof(s->ro_path), "%s", path);
+	return 0;
 }
 
 /* ---- clients ------------------------------------------------------------ */
@@ -1176,8 +1210,38 @@ static int h_config_show(struct req_ctx *x)
 	return 0;
 }
 
+static int h_version(struct req_ctx *x)
+{
+	struct fg_json_writer *w = x->w;
+
+	fg_proto_reply_begin(w, x->r->id);
+	fg_jw_obj_open(w, NULL);
+	fg_jw_i64(w, "protocol", FG_PROTO_VERSION);
+	if (x->s->ops.build_info)
+		x->s->ops.build_info(w, x->s->p.ctx);
+	fg_jw_str(w, "socket", x->c->read_only ? x->s->ro_path : x->s->path);
+	fg_jw_bool(w, "read_only", x->c->read_only);
+	fg_jw_obj_close(w);
+	fg_proto_reply_end(w);
+	return 0;
+}
+
+/* A request that changes state, on the read-only socket: refused, the
+ * reason and the way to do it in one sentence. */
+static int refuse_read_only(struct req_ctx *x)
+{
+	x->s->cnt.refused_read_only++;
+	return fail(x, "read-only sockets serve stats, flows, backends, services, health, "
+		    "config show / check and version",
+		    "%s%s changes flowgate's state, and %s is the read-only control socket: "
+		    "run it as root on the read-write socket %s", x->r->cmd_name,
+		    x->r->cmd == FG_CMD_STATS ? " --zero" : "", x->s->ro_path, x->s->path);
+}
+
 static int dispatch(struct req_ctx *x)
 {
+	if (x->c->read_only && fg_ctl_request_writes(x->r))
+		return refuse_read_only(x);
 	switch ((enum fg_cmd)x->r->cmd) {
 	case FG_CMD_PING: return h_ping(x);
 	case FG_CMD_SERVICE_ADD: return h_service_add(x);
@@ -1199,14 +1263,19 @@ static int dispatch(struct req_ctx *x)
 	case FG_CMD_CONFIG_APPLY: return h_config_text(x, true);
 	case FG_CMD_CONFIG_SHOW: return h_config_show(x);
 	case FG_CMD_CONFIG_CHECK: return h_config_text(x, false);
+	case FG_CMD_VERSION: return h_version(x);
 	case FG_CMD_MAX: break;
 	}
 	return fail(x, NULL, "command not implemented");
 }
 
-static bool changes_state(int cmd)
+bool fg_ctl_request_writes(const struct fg_proto_req *r)
 {
-	switch ((enum fg_cmd)cmd) {
+	bool zero = false;
+
+	switch ((enum fg_cmd)r->cmd) {
+	case FG_CMD_STATS:
+		return fg_json_get_bool(r->args, "zero", &zero) == 0 && zero;
 	case FG_CMD_SERVICE_ADD: case FG_CMD_SERVICE_DEL:
 	case FG_CMD_BACKEND_ADD: case FG_CMD_BACKEND_DEL:
 	case FG_CMD_BACKEND_WEIGHT: case FG_CMD_BACKEND_DRAIN:
@@ -1225,7 +1294,7 @@ static void audit(struct fg_ctl_server *s, const struct client *c,
 	struct fg_json_writer w;
 	const struct fg_json *text = fg_json_get(r->args, "text");
 
-	if (!s->p.audit || !changes_state(r->cmd))
+	if (!s->p.audit || !fg_ctl_request_writes(r))
 		return;
 	fg_jw_init(&w, 64 * 1024);
 	if (text == NULL) {
@@ -1509,10 +1578,10 @@ static int expire_clients(struct fg_ctl_server *s)
 	return next == UINT64_MAX ? -1 : next > INT_MAX ? INT_MAX : (int)next;
 }
 
-static void accept_clients(struct fg_ctl_server *s)
+static void accept_clients(struct fg_ctl_server *s, int lfd, bool read_only)
 {
 	for (;;) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
 		if (s->n_clients - s->watchers >= s->p.max_clients && !evict_idle(s)) {
@@ -1529,6 +1598,7 @@ static void accept_clients(struct fg_ctl_server *s)
 			continue;
 		}
 		c->fd = fd;
+		c->read_only = read_only;
 		c->last_active_ms = now_ms();
 		socklen_t cl = sizeof(c->cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &cl) < 0)
@@ -1567,18 +1637,23 @@ static void watch_pump(struct fg_ctl_server *s)
 	}
 }
 
+/* poll slots before the clients': wake pipe, socket, read-only socket */
+#define NFIXED 3
+
 int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 {
 	/* before the snapshot below: it closes clients */
 	int idle_next = expire_clients(s);
 	unsigned int n = s->n_clients;
-	struct pollfd *pfd = calloc(n + 2, sizeof(*pfd));
+	struct pollfd *pfd = calloc(n + NFIXED, sizeof(*pfd));
 	if (!pfd)
 		return -ENOMEM;
 	pfd[0].fd = s->wake[0];
 	pfd[0].events = POLLIN;
 	pfd[1].fd = s->lfd;
 	pfd[1].events = POLLIN;
+	pfd[2].fd = s->ro_lfd;      /* -1 (none): poll() skips it */
+	pfd[2].events = POLLIN;
 	struct client **snap = calloc(n + 1, sizeof(*snap));
 	if (!snap) {
 		free(pfd);
@@ -1587,10 +1662,10 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 	for (unsigned i = 0; i < n; i++) {
 		struct client *c = s->clients[i];
 		snap[i] = c;
-		pfd[i + 2].fd = c->fd;
+		pfd[i + NFIXED].fd = c->fd;
 		/* a client behind on its replies is not read: back-pressure */
 		bool rd = !c->closing && !c->backlog && !client_paused(c);
-		pfd[i + 2].events = (rd ? POLLIN : 0) | (out_pending(c) ? POLLOUT : 0);
+		pfd[i + NFIXED].events = (rd ? POLLIN : 0) | (out_pending(c) ? POLLOUT : 0);
 		if (c->backlog && !client_paused(c))
 			timeout_ms = 0;   /* its lines wait for no event */
 	}
@@ -1598,7 +1673,7 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 		timeout_ms = WATCH_POLL_MS;
 	if (idle_next >= 0 && (timeout_ms < 0 || timeout_ms > idle_next))
 		timeout_ms = idle_next;
-	int r = poll(pfd, n + 2, timeout_ms);
+	int r = poll(pfd, n + NFIXED, timeout_ms);
 	if (r < 0) {
 		int e = errno;
 		free(pfd);
@@ -1613,7 +1688,7 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct client *c = snap[i];
-		short re = pfd[i + 2].revents;
+		short re = pfd[i + NFIXED].revents;
 		if (re & POLLNVAL) {
 			c->dead = true;
 			continue;
@@ -1624,7 +1699,7 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 			c->dead = true;
 		/* gone while paused (nothing read): nobody to answer */
 		if (!c->dead && (re & (POLLHUP | POLLERR)) && !(re & POLLIN) &&
-		    !(pfd[i + 2].events & POLLIN))
+		    !(pfd[i + NFIXED].events & POLLIN))
 			c->dead = true;
 	}
 	watch_pump(s);
@@ -1649,7 +1724,9 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 		}
 	}
 	if (pfd[1].revents & POLLIN)
-		accept_clients(s);
+		accept_clients(s, s->lfd, false);
+	if (pfd[2].revents & POLLIN)
+		accept_clients(s, s->ro_lfd, true);
 	free(pfd);
 	free(snap);
 	return 0;
@@ -1792,6 +1869,10 @@ void fg_ctl_server_destroy(struct fg_ctl_server *s)
 		client_close(s, s->n_clients - 1);
 	close(s->lfd);
 	unlink(s->path);
+	if (s->ro_lfd >= 0) {
+		close(s->ro_lfd);
+		unlink(s->ro_path);
+	}
 	close(s->wake[0]);
 	close(s->wake[1]);
 	free(s->clients);

@@ -75,6 +75,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fg_config.h"
 #include "fg_proto.h"
@@ -192,6 +193,10 @@ struct fg_ctl_ops {
 	int (*watch_set)(bool on, void *ctx);
 	/** Takes up to @p max pending events.  @return count (>= 0). */
 	int (*watch_poll)(struct fg_flow_event *ev, unsigned int max, void *ctx);
+	/** Writes the daemon's version and build options as keys of the open
+	 *  object @p w ("version", "dpdk", ...) for the version command.
+	 *  NULL: version answers the protocol only. */
+	void (*build_info)(struct fg_json_writer *w, void *ctx);
 };
 
 /** Server counters, declared once (JSON keys of the "control" stats). */
@@ -206,7 +211,8 @@ struct fg_ctl_ops {
 	X(idle_closed)   /* client closed: no request for idle_timeout_ms */ \
 	X(evicted_idle)  /* idle client closed to admit a new one at the cap */ \
 	X(errors)        /* requests answered ok:false */                   \
-	X(watch_rejected) /* flows.watch refused: max_watchers reached */
+	X(watch_rejected) /* flows.watch refused: max_watchers reached */ \
+	X(refused_read_only) /* a change request on the read-only socket */
 
 struct fg_ctl_counters {
 #define FG_X(n) uint64_t n;
@@ -225,8 +231,9 @@ struct fg_ctl_audit {
 };
 
 /** Called once per state-changing request (service.add / del, backend.add /
- *  del / weight / drain / undrain, config.apply, flows.delete) after it
- *  ran, on the control thread. */
+ *  del / weight / drain / undrain, config.apply, flows.delete, stats with
+ *  zero: fg_ctl_request_writes) after it ran or was refused, on the
+ *  control thread. */
 typedef void (*fg_ctl_audit_fn)(const struct fg_ctl_audit *a, void *ctx);
 
 struct fg_ctl_server_params {
@@ -274,6 +281,24 @@ struct fg_ctl_server_params {
  */
 int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 			 struct fg_ctl_server **out);
+
+/**
+ * Adds the read-only socket at @p path: mode 0660, group @p gid, so that
+ * the members of that group may connect (its directory must let them
+ * reach it).  Requests that change state (fg_ctl_request_writes) are
+ * refused on it with an error naming the read-write socket
+ * (refused_read_only).  Call after fg_ctl_server_create, before start.
+ * @return 0, or -EINVAL (bad path, the read-write path, already added),
+ *   the errors of fg_ctl_server_create's socket, or chown's.
+ */
+int fg_ctl_server_listen_ro(struct fg_ctl_server *s, const char *path, gid_t gid);
+
+/**
+ * Whether request @p r changes the daemon's state: the edit verbs,
+ * config.apply, flows.delete, and stats with zero (the baseline every
+ * later stats answer subtracts).  Audited; refused on the read-only socket.
+ */
+bool fg_ctl_request_writes(const struct fg_proto_req *r);
 
 /**
  * Starts the control thread (named "fg-ctl").

@@ -58,6 +58,10 @@ extern "C" {
 #define FG_PROTO_MAX_REQUEST FG_JSON_DEFAULT_MAX_LEN
 /** Socket path used when neither -s nor FLOWGATE_SOCKET is given. */
 #define FG_CTL_DEFAULT_SOCKET "/run/flowgate/flowgate.sock"
+/** The read-only socket's conventional path (`control_socket_ro`): fgctl
+ *  tries it when the default socket refuses it (not root) and neither -s
+ *  nor FLOWGATE_SOCKET names one. */
+#define FG_CTL_DEFAULT_RO_SOCKET "/run/flowgate/flowgate-ro.sock"
 /** Environment variable that overrides the default socket path. */
 #define FG_CTL_SOCKET_ENV "FLOWGATE_SOCKET"
 
@@ -79,6 +83,8 @@ extern "C" {
  * - config.apply: text*, name, allow_empty
  *   (bool: a config with no service is refused without it)
  * - config.show: - | config.check: text*, name | ping: -
+ * - version: - (replies {protocol, version, dpdk, gpu, march, options,
+ *   socket, read_only})
  * config.check replies {applied:false, services, backends, daemon_checked,
  * restart_needed (string, only when a restart-only field differs)}.
  */
@@ -102,7 +108,8 @@ extern "C" {
 	X(HEALTH, "health", false)                  \
 	X(CONFIG_APPLY, "config.apply", false)      \
 	X(CONFIG_SHOW, "config.show", false)        \
-	X(CONFIG_CHECK, "config.check", false)
+	X(CONFIG_CHECK, "config.check", false)      \
+	X(VERSION, "version", false)
 
 enum fg_cmd {
 #define FG_X(e, s, st) FG_CMD_##e,

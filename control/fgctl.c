@@ -30,6 +30,8 @@
 
 static bool g_json;
 static const char *g_socket;
+static bool g_socket_given;   /* -s or FLOWGATE_SOCKET: no read-only fallback */
+static int g_probe_errno;     /* why a probe found no daemon (config check) */
 /* --timeout: the longest fgctl waits for the next line of an answer, and
  * what the daemon may wait on a worker for one step of this request
  * (args.timeout_ms).  5 minutes: a 1M-flow listing streams within seconds
@@ -76,8 +78,14 @@ static const char usage_text[] =
 	"                      per-second changes over D (default 1s)\n"
 	"  stats --zero [--service S]  print, then count from zero for 'fgctl stats'\n"
 	"                      (the daemon's counters, /metrics and telemetry are not reset)\n"
+	"  backends [--service S] [--interval D] | --stats\n"
+	"                      one line per backend, as ipvsadm -Ln --rate: ActiveConn,\n"
+	"                      InActConn, CPS, InPPS, OutPPS, InBPS, OutBPS over D (1s);\n"
+	"                      --stats: totals (Conns, InPkts, OutPkts, InBytes, OutBytes)\n"
+	"                      as ipvsadm -Ln --stats, since 'stats --zero'\n"
 	"  health\n"
 	"  ping\n"
+	"  version             fgctl's version, and the daemon's with its build options\n"
 	"configuration:\n"
 	"  config apply FILE [--allow-empty]\n"
 	"                      validate, then apply all-or-nothing; a change of a\n"
@@ -92,7 +100,9 @@ static const char usage_text[] =
 	"\n"
 	"SERVICE is VIP:PORT/PROTO (e.g. 10.0.0.100:80/tcp, [fd00::100]:443/tcp) or a service name.\n"
 	"IPv6 addresses with a port are written [addr]:port.\n"
-	"Socket: -s PATH, else $FLOWGATE_SOCKET, else " FG_CTL_DEFAULT_SOCKET ".\n"
+	"Socket: -s PATH, else $FLOWGATE_SOCKET, else " FG_CTL_DEFAULT_SOCKET ",\n"
+	"and for a user it refuses, the read-only " FG_CTL_DEFAULT_RO_SOCKET "\n"
+	"(control_socket_ro: stats, flows, backends, lists; changes are refused).\n"
 	"--json: JSON on stdout for every answer, errors included ({\"ok\":false,\"error\":...}).\n"
 	"--timeout D: wait at most D for each line of the daemon's answer (default 5m; 0: for\n"
 	"ever; flows watch always waits); the daemon waits as long on its workers.\n"
@@ -168,17 +178,29 @@ static int conn_open(struct conn *c, bool probe)
 	}
 	strcpy(sa.sun_path, g_socket);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	int cr = c->fd < 0 ? -1 : connect(c->fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (cr && c->fd >= 0 && errno == EACCES && !g_socket_given &&
+	    !access(FG_CTL_DEFAULT_RO_SOCKET, F_OK)) {
+		/* not root: the monitoring users' socket, if this user may use it */
+		close(c->fd);
+		strcpy(sa.sun_path, FG_CTL_DEFAULT_RO_SOCKET);
+		g_socket = FG_CTL_DEFAULT_RO_SOCKET;
+		c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr = c->fd < 0 ? -1 : connect(c->fd, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (cr) {
 		int e = errno;
 		snprintf(msg, sizeof(msg), "cannot connect to flowgate at %s: %s", g_socket,
 			 strerror(e));
 		if (c->fd >= 0)
 			close(c->fd);
 		c->fd = -1;
-		if (probe && (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR))
+		g_probe_errno = e;
+		if (probe && (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR || e == EACCES))
 			return RUN_NO_DAEMON;
 		return report_error(msg, e == EACCES ?
-				    "the socket is 0600: run fgctl as the daemon's user (root)" :
+				    "the socket is 0600: run fgctl as root, or as a member of the "
+				    "group of the read-only socket (control_socket_ro) with -s PATH" :
 				    "is flowgate running? Point fgctl at its socket with -s PATH or "
 				    "FLOWGATE_SOCKET");
 	}
@@ -1775,9 +1797,260 @@ static int cmd_config(int argc, char **argv)
 		       ns, nb);
 	else
 		printf("%s: OK (%u services, %u backends)\n", file, ns, nb);
-	fprintf(stderr, "fgctl: note: no flowgate at %s: port names were not checked against "
-		"devices, nor settings that need a restart\n", g_socket);
+	fprintf(stderr, "fgctl: note: %s at %s: the file alone was checked, not its port names "
+		"against devices nor settings that need a restart\n",
+		g_probe_errno == EACCES ? "no access to flowgate's socket" : "no flowgate",
+		g_socket);
 	return EXIT_OK;
+}
+
+/* ---- backends: ipvsadm -Ln --rate / --stats, one line per backend -------- */
+
+/* One stats answer (counters since 'stats --zero'), and when the daemon
+ * read them: the middle of the request. */
+static int stats_sample(const char *service, struct fg_json_writer *w,
+			struct fg_json_doc **doc, double *t)
+{
+	struct req r;
+	char err[128];
+	double t0;
+	int rc;
+
+	req_begin(&r, "stats");
+	if (service)
+		fg_jw_str(&r.w, "service", service);
+	t0 = mono_s();
+	rc = run(&r, NULL, NULL, final_keep, w);
+	*t = (t0 + mono_s()) / 2;
+	if (rc)
+		return rc;
+	*doc = fg_json_parse(w->buf, w->len, w->len + 1, err, sizeof(err));
+	return *doc ? EXIT_OK : report_error("unreadable stats answer from the daemon", NULL);
+}
+
+/* The element of array @p arr whose "id" is @p id (NULL: none). */
+static const struct fg_json *by_id(const struct fg_json *arr, uint64_t id)
+{
+	uint64_t v;
+
+	for (const struct fg_json *e = arr && arr->type == FG_JSON_ARR ? arr->child : NULL; e;
+	     e = e->next)
+		if (!fg_json_get_u64(e, "id", &v) && v == id)
+			return e;
+	return NULL;
+}
+
+/* ipvsadm's counters of a backend: Conns, InPkts, OutPkts, InBytes, OutBytes
+ * (Out: a NAT backend's replies; DSR replies never pass the balancer). */
+static const char *const be_keys[5] = { "new_flows", "packets", "reply_packets", "bytes",
+					"reply_bytes" };
+static const char *const be_total_json[5] = { "conns", "in_packets", "out_packets",
+					      "in_bytes", "out_bytes" };
+static const char *const be_rate_json[5] = { "cps", "in_pps", "out_pps", "in_bps",
+					     "out_bps" };
+
+/* "10.0.0.1:80/tcp" -> "TCP", "10.0.0.1:80", and its port */
+static void spec_split(const char *spec, char *prot, size_t pl, char *local, size_t ll,
+		       uint64_t *port)
+{
+	const char *slash = strrchr(spec, '/'), *colon;
+	size_t n = slash ? (size_t)(slash - spec) : strlen(spec);
+
+	snprintf(local, ll, "%.*s", (int)n, spec);
+	snprintf(prot, pl, "%s", slash ? slash + 1 : "?");
+	for (char *p = prot; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	colon = strrchr(local, ':');
+	*port = colon ? strtoull(colon + 1, NULL, 10) : 0;
+}
+
+/* One backend: a JSON object, or a table line.  @p a: the same backend in
+ * the first sample (NULL: totals only). */
+static void backend_line(struct fg_json_writer *w, const struct fg_json *s,
+			 const struct fg_json *b, const struct fg_json *a, double dt)
+{
+	char prot[8], local[80], remote[96];
+	const char *addr = jstr(b, "addr");
+	uint64_t sport, port = jnum(b, "port"), v[5];
+	double r[5] = { 0 };
+
+	spec_split(jstr(s, "service"), prot, sizeof(prot), local, sizeof(local), &sport);
+	snprintf(remote, sizeof(remote), strchr(addr, ':') ? "[%s]:%" PRIu64 : "%s:%" PRIu64,
+		 addr, port ? port : sport);
+	for (int k = 0; k < 5; k++) {
+		uint64_t va = a ? jnum(a, be_keys[k]) : 0;
+
+		v[k] = jnum(b, be_keys[k]);
+		r[k] = a && v[k] >= va ? round3((double)(v[k] - va) / dt) : 0;
+	}
+	if (w == NULL) {
+		printf("%-4s %-24s %-26s %-8s %6" PRIu64 " %10" PRIu64 " %9" PRIu64, prot, local,
+		       remote, jstr(b, "state"), jnum(b, "weight"), jnum(b, "active_conns"),
+		       jnum(b, "inactive_conns"));
+		for (int k = 0; k < 5; k++)
+			if (a)
+				printf(" %*.0f", k < 3 ? 8 : 10, r[k]);
+			else
+				printf(" %*" PRIu64, k < 3 ? 8 : 10, v[k]);
+		printf("\n");
+		return;
+	}
+	fg_jw_obj_open(w, NULL);
+	fg_jw_str(w, "service", jstr(s, "service"));
+	fg_jw_str(w, "name", jstr(s, "name"));
+	fg_jw_str(w, "backend", remote);
+	fg_jw_u64(w, "id", jnum(b, "id"));
+	fg_jw_str(w, "state", jstr(b, "state"));
+	fg_jw_u64(w, "weight", jnum(b, "weight"));
+	fg_jw_u64(w, "active_conns", jnum(b, "active_conns"));
+	fg_jw_u64(w, "inactive_conns", jnum(b, "inactive_conns"));
+	for (int k = 0; k < 5; k++)
+		fg_jw_u64(w, be_total_json[k], v[k]);
+	for (int k = 0; a && k < 5; k++)
+		fg_jw_dbl(w, be_rate_json[k], r[k]);
+	fg_jw_obj_close(w);
+}
+
+/* The table (or JSON) of every backend of sample @p db; rates against
+ * @p da when given. */
+static int backends_render(const struct fg_json *da, const struct fg_json *db, double dt)
+{
+	const struct fg_json *svcs = fg_json_get(db, "services");
+	struct fg_json_writer w;
+	int rc = EXIT_OK;
+
+	fg_jw_init(&w, 0);
+	if (g_json) {
+		fg_jw_obj_open(&w, NULL);
+		if (da)
+			fg_jw_dbl(&w, "interval_s", round3(dt));
+		fg_jw_arr_open(&w, "backends");
+	} else {
+		printf("%-4s %-24s %-26s %-8s %6s %10s %9s", "Prot", "LocalAddress:Port",
+		       "RemoteAddress:Port", "State", "Weight", "ActiveConn", "InActConn");
+		if (da)
+			printf(" %8s %8s %8s %10s %10s\n", "CPS", "InPPS", "OutPPS", "InBPS",
+			       "OutBPS");
+		else
+			printf(" %8s %8s %8s %10s %10s\n", "Conns", "InPkts", "OutPkts", "InBytes",
+			       "OutBytes");
+	}
+	for (const struct fg_json *s = svcs && svcs->type == FG_JSON_ARR ? svcs->child : NULL;
+	     s; s = s->next) {
+		const struct fg_json *sa = da ? by_id(fg_json_get(da, "services"),
+						      jnum(s, "id")) : NULL;
+		const struct fg_json *bs = fg_json_get(s, "backends");
+
+		for (const struct fg_json *b = bs && bs->type == FG_JSON_ARR ? bs->child : NULL;
+		     b; b = b->next) {
+			const struct fg_json *ba = sa ? by_id(fg_json_get(sa, "backends"),
+							      jnum(b, "id")) : NULL;
+
+			/* a backend new since the first sample has no rate yet: 0 */
+			backend_line(g_json ? &w : NULL, s, b, da && !ba ? b : ba, dt);
+		}
+	}
+	if (g_json) {
+		fg_jw_arr_close(&w);
+		fg_jw_obj_close(&w);
+		if (fg_jw_error(&w))
+			rc = report_error("out of memory", NULL);
+		else
+			printf("%s\n", w.buf);
+	}
+	fg_jw_fini(&w);
+	return rc;
+}
+
+static int cmd_backends(int argc, char **argv)
+{
+	enum { BO_SERVICE, BO_INTERVAL, BO_STATS, BO_MAX };
+	struct opt o[BO_MAX] = {
+		[BO_SERVICE] = { "--service", true, NULL },
+		[BO_INTERVAL] = { "--interval", true, NULL },
+		[BO_STATS] = { "--stats", false, NULL },
+	};
+	struct fg_json_writer wa, wb;
+	struct fg_json_doc *da = NULL, *db = NULL;
+	uint64_t interval = 1000;
+	double ta = 0, tb = 0;
+	const char *pos[1];
+	unsigned np;
+	int rc = parse_opts(argc, argv, o, BO_MAX, pos, &np, 0);
+
+	if (rc)
+		return rc;
+	if (o[BO_SERVICE].val && (rc = check_service(o[BO_SERVICE].val)))
+		return rc;
+	if (o[BO_INTERVAL].val && o[BO_STATS].val)
+		return usage_err("backends: --interval goes with rates, not --stats");
+	if (o[BO_INTERVAL].val && (fg_duration_parse(o[BO_INTERVAL].val, &interval) ||
+				   interval < 10 || interval > 3600000))
+		return usage_err("--interval: '%s' is not a duration from 10ms to 1h (e.g. 1s, "
+				 "500ms)", o[BO_INTERVAL].val);
+	fg_jw_init(&wa, 0);
+	fg_jw_init(&wb, 0);
+	if (!o[BO_STATS].val) {
+		struct timespec ts = { (time_t)(interval / 1000), (long)(interval % 1000) * 1000000L };
+
+		rc = stats_sample(o[BO_SERVICE].val, &wa, &da, &ta);
+		while (!rc && nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	if (!rc)
+		rc = stats_sample(o[BO_SERVICE].val, &wb, &db, &tb);
+	if (!rc)
+		rc = backends_render(da ? fg_json_root(da) : NULL, fg_json_root(db),
+				     tb - ta > 0.001 ? tb - ta : 0.001);
+	fg_json_free(da);
+	fg_json_free(db);
+	fg_jw_fini(&wa);
+	fg_jw_fini(&wb);
+	return rc;
+}
+
+/* ---- version --------------------------------------------------------------- */
+
+static int final_version(const struct fg_json *data, void *arg)
+{
+	(void)arg;
+	if (g_json) {
+		struct fg_json_writer w;
+
+		fg_jw_init(&w, 0);
+		fg_jw_obj_open(&w, NULL);
+		fg_jw_obj_open(&w, "fgctl");
+		fg_jw_str(&w, "version", FG_VERSION);
+		fg_jw_i64(&w, "protocol", FG_PROTO_VERSION);
+		fg_jw_obj_close(&w);
+		fg_jw_value(&w, "daemon", data);
+		fg_jw_obj_close(&w);
+		printf("%s\n", w.buf ? w.buf : "{}");
+		fg_jw_fini(&w);
+		return EXIT_OK;
+	}
+	printf("flowgate %s (%s, CUDA batch path %s, -march=%s, %s)\n", jstr(data, "version"),
+	       jstr(data, "dpdk"), jstr(data, "gpu"), jstr(data, "march"), jstr(data, "options"));
+	bool ro = false;
+
+	(void)fg_json_get_bool(data, "read_only", &ro);
+	printf("  at %s%s, protocol %" PRIu64 "\n", jstr(data, "socket"), ro ? " (read-only)" : "",
+	       jnum(data, "protocol"));
+	return EXIT_OK;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	struct req r;
+
+	(void)argv;
+	if (argc)
+		return usage_err("version takes no arguments");
+	if (!g_json)
+		printf("fgctl %s (protocol %d)\n", FG_VERSION, FG_PROTO_VERSION);
+	fflush(stdout);
+	req_begin(&r, "version");
+	return run(&r, NULL, NULL, final_version, NULL);
 }
 
 static int cmd_simple(int argc, char **argv, const char *cmd,
@@ -1794,7 +2067,8 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	g_socket = getenv(FG_CTL_SOCKET_ENV);
-	if (!g_socket || !*g_socket)
+	g_socket_given = g_socket && *g_socket;
+	if (!g_socket_given)
 		g_socket = FG_CTL_DEFAULT_SOCKET;
 	/* global options may appear anywhere; the rest is the command line */
 	/* --json first: every error, usage ones included, answers in JSON */
@@ -1819,8 +2093,10 @@ int main(int argc, char **argv)
 				return usage_err("%s needs a path", a);
 			}
 			g_socket = argv[++i];
+			g_socket_given = true;
 		} else if (!strncmp(a, "--socket=", 9)) {
 			g_socket = a + 9;
+			g_socket_given = true;
 		} else if (!strcmp(a, "--timeout")) {
 			if (i + 1 >= argc || fg_duration_parse(argv[i + 1], &g_timeout_ms)) {
 				free(rest);
@@ -1859,6 +2135,10 @@ int main(int argc, char **argv)
 		rc = cmd_simple(nr - 1, rest + 1, "health", final_health);
 	} else if (!strcmp(rest[0], "ping")) {
 		rc = cmd_simple(nr - 1, rest + 1, "ping", final_tree);
+	} else if (!strcmp(rest[0], "backends")) {
+		rc = cmd_backends(nr - 1, rest + 1);
+	} else if (!strcmp(rest[0], "version")) {
+		rc = cmd_version(nr - 1, rest + 1);
 	} else if (!strcmp(rest[0], "config")) {
 		rc = cmd_config(nr - 1, rest + 1);
 	} else {

@@ -7,6 +7,7 @@
  * shard goes through that shard's mailbox and runs on its worker.
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "fg_dp_private.h"
 #include "fg_load.h"
 #include "fg_log.h"
+#include "fg_opts.h"
 #include "fg_worker_private.h"
 #include "fg_rcu.h"
 #include "fg_health.h"
@@ -391,6 +393,45 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
+/* The conntrack settings of @p c as the shards run them: a value left at
+ * 0 becomes its default (ct_config_defaults' timeouts, nat_capacity
+ * capacity / 2 as ct.h has it), so a file that writes a default out
+ * (`timeout established 15m;`) equals one that leaves it out. */
+static void ct_effective(struct fg_config *c)
+{
+	struct ct_config d;
+
+	ct_config_defaults(&d);
+	if (c->ct_capacity == 0)
+		c->ct_capacity = CT_DEFAULT_CAPACITY;
+	if (c->ct_nat_capacity == 0)
+		c->ct_nat_capacity = RTE_MAX(c->ct_capacity / 2, 8u);
+	for (unsigned int st = 0; st < CT_ST_MAX && st < RTE_DIM(c->ct_timeouts_ms); st++)
+		if (c->ct_timeouts_ms[st] == 0)
+			c->ct_timeouts_ms[st] = d.timeouts.ms[st];
+}
+
+/* fg_config_restart_diff() of the effective values (ct_effective): shallow
+ * copies, the configs themselves keep what their files say. */
+static int restart_diff(const struct fg_config *running, const struct fg_config *next,
+			char *err, size_t errlen)
+{
+	struct fg_config *x = malloc(2 * sizeof(*x));
+	int rc;
+
+	if (x == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	x[0] = *running;
+	x[1] = *next;
+	ct_effective(&x[0]);
+	ct_effective(&x[1]);
+	rc = fg_config_restart_diff(&x[0], &x[1], err, errlen);
+	free(x);
+	return rc;
+}
+
 /*
  * @p cfg in the running daemon's terms, into @p out (a shallow copy: the
  * services stay @p cfg's): ports matched to devices by name; a conntrack
@@ -416,7 +457,7 @@ static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
 		       sizeof(out->control_socket));
 	if (out->ct_capacity == 0)
 		out->ct_capacity = dp->cli_ct_capacity ? dp->cfg->ct_capacity : CT_DEFAULT_CAPACITY;
-	return fg_config_restart_diff(dp->cfg, out, err, errlen);
+	return restart_diff(dp->cfg, out, err, errlen);
 }
 
 static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
@@ -872,7 +913,23 @@ static int op_backend_placed(uint32_t service_id, uint32_t backend_id, uint64_t 
 	return rc;
 }
 
+/* The version command's build keys (fg_opts_build_get: the same words as
+ * `flowgate --version` and /metrics' flowgate_build_info). */
+static void op_build_info(struct fg_json_writer *w, void *ctx)
+{
+	struct fg_opts_build b;
+
+	RTE_SET_USED(ctx);
+	fg_opts_build_get(&b);
+	fg_jw_str(w, "version", b.version);
+	fg_jw_str(w, "dpdk", b.dpdk);
+	fg_jw_str(w, "gpu", b.gpu);
+	fg_jw_str(w, "march", b.march);
+	fg_jw_str(w, "options", b.options);
+}
+
 static const struct fg_ctl_ops g_ops = {
+	.build_info = op_build_info,
 	.backend_placed = op_backend_placed,
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
@@ -1013,6 +1070,40 @@ static void audit_log(const struct fg_ctl_audit *a, void *ctx)
 	       a->ok ? "" : ": ", a->error);
 }
 
+/* control_socket_ro PATH group G: G resolved here (a name, else a number),
+ * each failure one sentence with its fix. */
+static int control_listen_ro(struct fg_ctl_server *srv, const struct fg_config *cfg)
+{
+	const char *path = cfg->control_socket_ro, *grp = cfg->control_socket_ro_group;
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long gid;
+	int rc;
+
+	if (path[0] == '\0')
+		return 0;
+	if (getgrnam_r(grp, &gr, buf, sizeof(buf), &res) == 0 && res != NULL) {
+		gid = gr.gr_gid;
+	} else {
+		errno = 0;
+		gid = strtoul(grp, &end, 10);
+		if (grp[0] < '0' || grp[0] > '9' || *end || errno || gid > INT32_MAX) {
+			FG_LOG(ERR, "control_socket_ro %s group %s: no such group on this host: "
+			       "create it (groupadd --system %s) or name an existing one", path,
+			       grp, grp);
+			return -ENOENT;
+		}
+	}
+	rc = fg_ctl_server_listen_ro(srv, path, (gid_t)gid);
+	if (rc < 0)
+		FG_LOG(ERR, "control_socket_ro %s: %s: give it a path of its own in a directory "
+		       "only root may write (like /run/flowgate), with no other socket there",
+		       path, strerror(-rc));
+	else
+		FG_LOG(INFO, "read-only control socket %s (group %s, mode 0660)", path, grp);
+	return rc;
+}
+
 int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *config_path,
 		     int idle_timeout_ms)
 {
@@ -1037,10 +1128,18 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	p.audit = audit_log;
 	rc = fg_ctl_server_create(&p, &dp->ctl);
 	if (rc < 0) {
-		fprintf(stderr, "flowgate: control socket %s: %s\n",
-			socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc));
+		FG_LOG(ERR, "control socket %s: %s: %s",
+		       socket_path ? socket_path : FG_CTL_DEFAULT_SOCKET, strerror(-rc),
+		       rc == -EADDRINUSE ? "another flowgate answers there: stop it, or give "
+		       "this one -s PATH" : rc == -EPERM ? "its directory is writable by "
+		       "others: give -s PATH in a directory only root may write (like "
+		       "/run/flowgate)" : "give -s PATH (or control_socket) in a directory "
+		       "flowgate may write");
 		goto fail;
 	}
+	rc = control_listen_ro(dp->ctl, dp->cfg);
+	if (rc < 0)
+		goto fail;
 	rc = fg_ctl_server_start(dp->ctl);
 	if (rc < 0) {
 		fprintf(stderr, "flowgate: control thread: %s\n", strerror(-rc));

@@ -15,16 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_version.h>
 
 #include "fg_dp_counters.h"
 #include "fg_dp_private.h"
 #include "fg_metrics.h"
+#include "fg_opts.h"
 #include "fg_stats.h"
-
-#ifndef FG_VERSION
-#define FG_VERSION "unknown"
-#endif
 
 /* ------------------------------------------------------------ render */
 
@@ -351,14 +347,16 @@ static void render_state(FILE *f, const struct fg_stats_snap *sn)
 int fg_metrics_render(struct fg_dp *dp, FILE *f)
 {
 	struct fg_stats_snap *sn;
+	struct fg_opts_build bi;
 	int rc = fg_stats_snap_take(dp, NULL, FG_STATS_SNAP_CT, &sn);
 
 	if (rc < 0)
 		return rc;
+	fg_opts_build_get(&bi);
 	fg_prom_family(f, "flowgate_build_info", "gauge",
-	       "flowgate and DPDK versions (value always 1)");
-	fprintf(f, "flowgate_build_info{version=\"%s\",dpdk=\"%s\"} 1\n",
-		FG_VERSION, rte_version());
+	       "flowgate's version and build options, the DPDK in use (value always 1)");
+	fprintf(f, "flowgate_build_info{version=\"%s\",dpdk=\"%s\",gpu=\"%s\",march=\"%s\","
+		"options=\"%s\"} 1\n", bi.version, bi.dpdk, bi.gpu, bi.march, bi.options);
 	fg_prom_family(f, "flowgate_workers", "gauge", "worker lcores");
 	fprintf(f, "flowgate_workers %u\n", sn->n_workers);
 	render_cores(f, sn);

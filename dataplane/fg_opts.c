@@ -61,7 +61,7 @@ enum opt_kind {
 	X(SW_RSS, "sw-rss", 0, required_argument, K_ENUM, 0, 0, "auto|on|off", "auto", \
 	  "software RSS dispatch between workers", "maybe") \
 	X(CT_CAPACITY, "ct-capacity", 0, required_argument, K_CFG, 0, 0, "N", "1048576", \
-	  "conntrack entries per worker, 1024..2^30 (overrides the file's)", "10") \
+	  "conntrack entries per worker, 1024..2^30", "10") \
 	X(MBUFS, "mbufs", 0, required_argument, K_UINT, 1024, 1u << 28, "N", "65535", \
 	  "mbufs per NUMA socket (raise it when a port cannot fill its rings)", "xyz") \
 	X(HOST_TAP, "host-tap", 0, optional_argument, K_STR, 1, 10, "[=PREFIX]", "off", \
@@ -105,7 +105,7 @@ enum opt_kind {
 	  "print this help, exit", "") \
 	X(SERVICE, "service", 0, required_argument, K_CFG, 0, 0, \
 	  "VIP:PORT[/tcp|udp][,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N][,gue-port=P][,on-fail=keep|reset]", "", \
-	  "a service (config built from options, when no -c is given)", "10.0.0.1:80,on-fail=never") \
+	  "a service", "10.0.0.1:80,on-fail=never") \
 	X(BACKEND, "backend", 0, required_argument, K_CFG, 0, 0, \
 	  "ADDR[:PORT][,weight=W][,drained][,id=N][,src=ADDR]", "", \
 	  "a backend of the last --service (weight 0..65535)", "10.0.1.1,weight=70000") \
@@ -118,7 +118,7 @@ enum opt_kind {
 	X(PORT_MAC, "port-mac", 0, required_argument, K_CFG, 0, 0, "N,MAC", "", \
 	  "source MAC of port N", "0,nomac") \
 	X(FLOOD_RATE, "flood-rate", 0, required_argument, K_CFG, 0, 0, "N", "0 (off)", \
-	  "conntrack flood threshold, new flows/s per worker (overrides the file's)", "-5") \
+	  "conntrack flood threshold, new flows/s per worker", "-5") \
 	X(MTU, "mtu", 0, required_argument, K_STR, 68, 16000, "N[,port=P]", "the device's", \
 	  "egress L3 MTU of port P (default every port), 68..16000; encapsulations above it " \
 	  "drop as encap_too_big; mbufs grow to hold frames of the largest MTU", "9")
@@ -153,6 +153,40 @@ const char *fg_opts_bad_example(unsigned int i)
 	return i < OPT_MAX && opt_defs[i].has_arg != no_argument ? opt_defs[i].bad : NULL;
 }
 
+/* How a config-describing option (K_CFG) goes with -c FILE, as --help,
+ * docs/CONFIG.md and the parser all say it (tests/daemon/test_service.py
+ * holds them together): --ct-capacity overrides the file's capacity; the
+ * others build a config only when there is no file, and the refusal names
+ * the statement to write instead. */
+enum file_rule { RULE_NONE, RULE_OVERRIDE, RULE_NOT_WITH_C };
+static const char *const rule_text[] = {
+	[RULE_NONE] = "", [RULE_OVERRIDE] = "overrides the file's",
+	[RULE_NOT_WITH_C] = "not with -c: write it in the file",
+};
+
+static enum file_rule opt_file_rule(unsigned int id)
+{
+	if (opt_defs[id].kind != K_CFG)
+		return RULE_NONE;
+	return id == OPT_CT_CAPACITY ? RULE_OVERRIDE : RULE_NOT_WITH_C;
+}
+
+/* The file statement a K_CFG option stands for. */
+static const char *opt_file_stmt(unsigned int id)
+{
+	switch (id) {
+	case OPT_SERVICE: return "service [NAME] VIP:PORT/PROTO { ... }";
+	case OPT_BACKEND: return "backend ADDR[:PORT] [weight W]; in its service block";
+	case OPT_LOCAL: return "port NAME { local ADDR; }";
+	case OPT_GATEWAY: return "port NAME { gateway ADDR; }";
+	case OPT_NEIGH: return "neighbour ADDR MAC port NAME;";
+	case OPT_PORT_MAC: return "port NAME { mac MAC; }";
+	case OPT_FLOOD_RATE: return "conntrack { flood_rate N; }";
+	case OPT_CT_CAPACITY: return "conntrack { capacity N; }";
+	default: return "";
+	}
+}
+
 /* ------------------------------------------------------------ messages */
 
 struct state {
@@ -160,6 +194,7 @@ struct state {
 	FILE *err;
 	struct cfgtext *ct;
 	int bad;               /* problems reported */
+	bool has_c;            /* -c / --config anywhere on the command line */
 };
 
 static void opt_err(struct state *st, enum opt_id id, const char *arg,
@@ -195,8 +230,10 @@ struct cfgtext {
 	unsigned int n_backends_total;
 	uint32_t backend_id[FG_MAX_SERVICES * 4]; /* id=N + 1 per --backend, 0 none */
 	unsigned int n_backend_ids;
-	bool any_cfg;          /* a config-describing option was given */
 	bool has_ct_cap, has_flood;
+	/* the first option of FG_OPT_RULE_NOT_WITH_C given, for the refusal */
+	int not_with_c;        /* enum opt_id + 1, 0 = none */
+	const char *not_with_c_arg;
 };
 
 /* Appends one line (printf) to a section, remembering its source. */
@@ -682,9 +719,16 @@ static int opt_apply(struct state *st, enum opt_id id, const char *arg)
 	case K_CFG:
 		break;
 	}
+	if (opt_file_rule(id) == RULE_NOT_WITH_C && st->has_c) {
+		/* refused as a whole in config_finish, whatever its value */
+		if (!st->ct->not_with_c) {
+			st->ct->not_with_c = (int)id + 1;
+			st->ct->not_with_c_arg = arg;
+		}
+		return 0;
+	}
 	if (id == OPT_CT_CAPACITY || id == OPT_FLOOD_RATE)
 		return opt_conntrack(st, id, arg);
-	st->ct->any_cfg = true;
 	if (id == OPT_SERVICE)
 		return opt_service(st, arg);
 	if (id == OPT_BACKEND)
@@ -826,17 +870,18 @@ static int config_finish(struct state *st)
 	int rc;
 
 	memset(&oc, 0, sizeof(oc));
+	if (o->config_file && st->ct->not_with_c) {
+		unsigned int id = (unsigned int)st->ct->not_with_c - 1;
+
+		fprintf(st->err, "flowgate: --%s %s: not with -c %s (it builds a config only "
+			"when there is no file): write %s in %s instead\n", opt_defs[id].name,
+			st->ct->not_with_c_arg, o->config_file, opt_file_stmt(id),
+			o->config_file);
+		return -EINVAL;
+	}
 	rc = options_config(st, &oc);
 	if (rc == 0 && o->config_file) {
-		if (st->ct->any_cfg || st->ct->has_flood) {
-			fprintf(st->err, "flowgate: --service, --backend, --local, --gateway, "
-				"--neigh, --port-mac and --flood-rate build a config when no "
-				"-c is given; with -c %s, write them in the file\n",
-				o->config_file);
-			rc = -EINVAL;
-		} else {
-			rc = file_config(st, &o->cfg);
-		}
+		rc = file_config(st, &o->cfg);
 		if (rc == 0 && realpath(o->config_file, o->config_abs) != NULL)
 			o->dp.config_path = o->config_abs;
 		if (rc == 0 && st->ct->has_ct_cap) {
@@ -875,6 +920,9 @@ int fg_opts_parse(int argc, char **argv, struct fg_opts *o, FILE *err)
 		lo[i] = (struct option){ opt_defs[i].name, opt_defs[i].has_arg, NULL,
 					 256 + (int)i };
 	memset(&lo[OPT_MAX], 0, sizeof(lo[0]));
+	for (int i = 1; i < argc; i++)
+		st.has_c |= !strncmp(argv[i], "-c", 2) || !strcmp(argv[i], "--config") ||
+			    !strncmp(argv[i], "--config=", 9);
 	optind = 1;
 	opterr = 0;
 	while (rc == 0 && (c = getopt_long(argc, argv, ":c:s:hV", lo, NULL)) != -1) {
@@ -940,6 +988,10 @@ void fg_opts_usage(FILE *f, const char *prog)
 			snprintf(head + n, sizeof(head) - (size_t)n, "%s%s",
 				 d->has_arg == optional_argument ? "" : " ", d->meta);
 		fprintf(f, "%s\n          %s", head, d->help);
+		if (opt_file_rule(i) == RULE_OVERRIDE)
+			fprintf(f, " (%s %s)", rule_text[RULE_OVERRIDE], opt_file_stmt(i));
+		else if (opt_file_rule(i) == RULE_NOT_WITH_C)
+			fprintf(f, " (%s)", rule_text[RULE_NOT_WITH_C]);
 		if (d->kind == K_UINT)
 			fprintf(f, " (%" PRIu64 "..%" PRIu64 ")", d->min, d->max);
 		if (d->dflt[0])
@@ -953,14 +1005,28 @@ void fg_opts_usage(FILE *f, const char *prog)
 		"runtime file outlives it.\n");
 }
 
+#ifndef FG_BUILD_OPTS
+#define FG_BUILD_OPTS ""
+#endif
+
+void fg_opts_build_get(struct fg_opts_build *out)
+{
+	out->version = FG_VERSION;
+	out->dpdk = rte_version();
+#ifdef FG_HAVE_GPU
+	out->gpu = "on";
+#else
+	out->gpu = "off";
+#endif
+	out->march = FG_MARCH;
+	out->options = FG_BUILD_OPTS;
+}
+
 void fg_opts_version(FILE *f, const char *prog)
 {
-	fprintf(f, "%s %s (DPDK %d.%02d.%d, CUDA batch path %s, -march=%s)\n", prog,
-		FG_VERSION, RTE_VER_YEAR, RTE_VER_MONTH, RTE_VER_MINOR,
-#ifdef FG_HAVE_GPU
-		"on",
-#else
-		"off",
-#endif
-		FG_MARCH);
+	struct fg_opts_build b;
+
+	fg_opts_build_get(&b);
+	fprintf(f, "%s %s (%s, CUDA batch path %s, -march=%s, %s)\n", prog, b.version,
+		b.dpdk, b.gpu, b.march, b.options);
 }

@@ -70,6 +70,19 @@ void fg_opts_usage(FILE *f, const char *prog);
  *  path on/off, -march). */
 void fg_opts_version(FILE *f, const char *prog);
 
+/** The build, as `flowgate --version`, `fgctl version` and /metrics'
+ *  flowgate_build_info report it (each from here). */
+struct fg_opts_build {
+	const char *version;    /**< meson project version */
+	const char *dpdk;       /**< rte_version() of the DPDK in use */
+	const char *gpu;        /**< CUDA batch path built: "on" / "off" */
+	const char *march;      /**< -march level, "default" for the compiler's */
+	const char *options;    /**< "buildtype=release b_lto=true static_dpdk=false" */
+};
+
+/** Fills @p out (static strings). */
+void fg_opts_build_get(struct fg_opts_build *out);
+
 /** Number of options in the table, and the long name of option @p i
  *  (for tests and docs checks). */
 unsigned int fg_opts_count(void);

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "ct.h"
+#include "fg_config_ct.h"
 #include "fg_config_parse.h"
 #include "fg_maglev.h"
 #include "fg_rss.h"
@@ -373,9 +374,9 @@ static int apply_cfg(struct fgx *x, const struct fg_config *cfg, const uint8_t *
 
 	memset(&c, 0, sizeof(c));
 	ct_config_defaults(&cc);
+	fg_config_ct(cfg, &cc);     /* the file's conntrack block, as the DPDK shards take it */
 	for (int i = 0; i < CT_ST_MAX && i < 16; i++)
-		c.timeout_ns[i] = (uint64_t)(i > 0 && cfg->ct_timeouts_ms[i] ?
-					     cfg->ct_timeouts_ms[i] : cc.timeouts.ms[i]) * 1000000ull;
+		c.timeout_ns[i] = (uint64_t)cc.timeouts.ms[i] * 1000000ull;
 	c.pickup_pkts = (uint16_t)cc.pickup_pkts;
 	c.pickup_ns = (uint64_t)cc.pickup_ms * 1000000ull;
 	c.pass_unknown = x->par.pass_unknown;

@@ -78,6 +78,12 @@ static const struct bad_case bad_cases[] = {
 	{ "\n\ngue_port 70000;\n", 3, "gue_port" },
 	{ "gue_port x;\n", 1, "not an integer" },
 	{ "control_socket relative.sock;\n", 1, "absolute path" },
+	{ "control_socket_ro ro.sock group g;\n", 1, "absolute path" },
+	{ "control_socket_ro /run/ro.sock;\n", 1, "PATH group GROUP" },
+	{ "control_socket_ro /run/ro.sock owner g;\n", 1, "group name or number" },
+	{ "control_socket_ro /run/ro.sock group \"a b\";\n", 1, "group name or number" },
+	{ "control_socket /run/x.sock;\ncontrol_socket_ro /run/x.sock group g;\n", 0,
+	  "a path of its own" },
 	{ "conntrack {\n capacity 10;\n}\n", 2, "capacity" },
 	{ "conntrack {\n nat_capacity 1000;\n}\n", 2, "nat_capacity" },
 	{ "conntrack {\n timeout estab 5s;\n}\n", 2, "unknown state" },
@@ -482,6 +488,7 @@ static void edit_port_name(struct fg_config *c) { strcpy(c->ports[1].name, "net_
 static void edit_port_vlan(struct fg_config *c) { c->ports[0].vlan = 7; }
 static void edit_port_gone(struct fg_config *c) { c->n_ports = 1; }
 static void edit_socket(struct fg_config *c) { strcpy(c->control_socket, "/tmp/o.sock"); }
+static void edit_socket_ro(struct fg_config *c) { strcpy(c->control_socket_ro_group, "adm"); }
 static void edit_backend(struct fg_config *c) { c->services[0].backends[0].weight = 3; }
 static void edit_neigh(struct fg_config *c) { c->neigh[0].mac[5] ^= 1; }
 static void edit_gue(struct fg_config *c) { c->gue_port = 7000; }
@@ -502,6 +509,8 @@ static const struct restart_case {
 	{ "port vlan", edit_port_vlan, 1, "port 0 ('net_af_packet0'): its settings" },
 	{ "port removed", edit_port_gone, 1, "ports: 2 running, 1" },
 	{ "control_socket", edit_socket, 1, "control_socket: '/run/flowgate/flowgate.sock'" },
+	{ "control_socket_ro", edit_socket_ro, 1,
+	  "control_socket_ro: '/run/flowgate/flowgate-ro.sock' group 'flowgate-mon' running" },
 	{ "backend weight (live)", edit_backend, 0, NULL },
 	{ "neighbour (live)", edit_neigh, 0, NULL },
 	{ "gue_port (live)", edit_gue, 0, NULL },

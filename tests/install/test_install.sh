@@ -5,8 +5,9 @@
 #   test_install.sh BUILD_DIR
 #
 # - flowgate (sbin), fgctl, flowgate-bench (bin), the example configuration
-#   (sysconfdir/flowgate/flowgate.conf and the doc copy), the systemd unit,
-#   man pages flowgate(8), fgctl(8), flowgate.conf(5), flowgate-bench(1), and
+#   (/etc/flowgate/flowgate.conf whatever the prefix, and the doc copy),
+#   /etc/default/flowgate, the systemd unit in /lib/systemd/system, man
+#   pages flowgate(8), fgctl(8), flowgate.conf(5), flowgate-bench(1), and
 #   with the XDP build (fg-decap installed) flowgate-xdp(8), fg-decap(8), and
 #   flowgate-xdp (sbin) with its unit;
 # - the installed binaries run (--version), the installed config passes
@@ -33,14 +34,17 @@ p = o['prefix']
 v = o['$1']
 print(v if v.startswith('/') else p + '/' + v)"; }
 prefix=$(intro prefix) sbindir=$(intro sbindir) bindir=$(intro bindir)
-sysconfdir=$(intro sysconfdir) mandir=$(intro mandir) datadir=$(intro datadir)
+mandir=$(intro mandir) datadir=$(intro datadir)
+# issue 40: /etc whatever the prefix, as flowgate(8) and the package say
+sysconfdir=/etc
 unit=$(cd "$dest" && find . -name flowgate.service | head -1)
 xunit=$(cd "$dest" && find . -name flowgate-xdp.service | head -1)
 
 echo "installed under $prefix (destdir $dest):"
 (cd "$dest" && find . -type f | sort | sed 's/^\./  /')
 for f in "$sbindir/flowgate" "$bindir/fgctl" "$bindir/flowgate-bench" \
-	 "$sysconfdir/flowgate/flowgate.conf" "$datadir/doc/flowgate/examples/flowgate.conf" \
+	 "$sysconfdir/flowgate/flowgate.conf" "$sysconfdir/default/flowgate" \
+	 "$datadir/doc/flowgate/examples/flowgate.conf" /lib/systemd/system/flowgate.service \
 	 "$mandir/man8/flowgate.8" "$mandir/man8/fgctl.8" "$mandir/man5/flowgate.conf.5" \
 	 "$mandir/man1/flowgate-bench.1"; do
 	[ -f "$dest$f" ] || bad "not installed: $f"
