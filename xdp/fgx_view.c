@@ -23,6 +23,9 @@
 #include <string.h>
 #include <time.h>
 #include <syslog.h>
+#include <sys/utsname.h>
+
+#include <bpf/libbpf.h>
 
 #include "ct.h"
 #include "fg_config_parse.h"
@@ -384,7 +387,26 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 	return fg_jw_error(w);
 }
 
+/* fgctl version: this build, the libbpf it runs with, the kernel, the
+ * attach mode (the words of flowgate-xdp --version and /metrics'
+ * flowgate_build_info). */
+static void op_build_info(struct fg_json_writer *w, void *ctx)
+{
+	const struct xd *d = ctx;
+	struct utsname u;
+	char lb[32];
+
+	uname(&u);
+	snprintf(lb, sizeof(lb), "%u.%u", libbpf_major_version(), libbpf_minor_version());
+	fg_jw_str(w, "version", FG_VERSION);
+	fg_jw_str(w, "dataplane", "xdp");
+	fg_jw_str(w, "libbpf", lb);
+	fg_jw_str(w, "kernel", u.release);
+	fg_jw_str(w, "attach_mode", d->att.mode == FGX_MODE_NATIVE ? "native" : "generic");
+}
+
 const struct fg_ctl_ops fgx_view_ops = {
+	.build_info = op_build_info,
 	.config_get = op_config_get,
 	.config_apply = op_config_apply,
 	.config_check = op_config_check,
