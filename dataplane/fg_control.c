@@ -15,6 +15,7 @@
 
 #include <rte_cycles.h>
 
+#include "fg_config_ct.h"
 #include "fg_config_parse.h"
 #include "fg_ctl_server.h"
 #include "fg_dp_private.h"
@@ -393,22 +394,22 @@ static int op_config_get(struct fg_config *out, void *ctx)
 	return rc;
 }
 
-/* The conntrack settings of @p c as the shards run them: a value left at
- * 0 becomes its default (ct_config_defaults' timeouts, nat_capacity
- * capacity / 2 as ct.h has it), so a file that writes a default out
+/* The conntrack settings of @p c as the shards run them (fg_config_ct(),
+ * the one mapping, over ct_config_defaults(); nat_capacity 0 is capacity
+ * / 2 as ct.h has it), so a file that writes a default out
  * (`timeout established 15m;`) equals one that leaves it out. */
 static void ct_effective(struct fg_config *c)
 {
-	struct ct_config d;
+	struct ct_config cc;
 
-	ct_config_defaults(&d);
-	if (c->ct_capacity == 0)
-		c->ct_capacity = CT_DEFAULT_CAPACITY;
-	if (c->ct_nat_capacity == 0)
-		c->ct_nat_capacity = RTE_MAX(c->ct_capacity / 2, 8u);
-	for (unsigned int st = 0; st < CT_ST_MAX && st < RTE_DIM(c->ct_timeouts_ms); st++)
-		if (c->ct_timeouts_ms[st] == 0)
-			c->ct_timeouts_ms[st] = d.timeouts.ms[st];
+	ct_config_defaults(&cc);
+	fg_config_ct(c, &cc);
+	c->ct_capacity = cc.capacity;
+	c->ct_nat_capacity = cc.capacity_reply ? cc.capacity_reply :
+			     RTE_MAX(cc.capacity / 2, 8u);
+	for (unsigned int st = 0; st < CT_ST_MAX; st++)
+		c->ct_timeouts_ms[st] = cc.timeouts.ms[st];
+	c->flood_rate = cc.flood_rate;
 }
 
 /* fg_config_restart_diff() of the effective values (ct_effective): shallow

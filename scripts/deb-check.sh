@@ -82,6 +82,8 @@ if ((install)); then
 	[[ $(id -u) -eq 0 ]] || bad "--install needs root"
 	if dpkg-query -W -f='${Status}' flowgate 2>/dev/null | grep -q 'installed'; then
 		bad "flowgate is installed already: not touching it"
+	elif [[ -e /run/flowgate ]]; then
+		bad "/run/flowgate exists (a flowgate runs here?): purge would remove it; not installing"
 	elif ((!fail)); then
 		export DEBIAN_FRONTEND=noninteractive
 		timeout 600 apt-get install -y -qq "$(deb flowgate)" >/dev/null || bad "apt-get install"
@@ -104,6 +106,7 @@ if ((install)); then
 			if [[ -e $f || -L $f ]]; then bad "left after purge: $f"; fi
 		done
 		[[ -e /etc/flowgate ]] && bad "left after purge: /etc/flowgate"
+		[[ -e /run/flowgate ]] && bad "left after purge: /run/flowgate"
 		echo "install / purge: done"
 	fi
 fi
