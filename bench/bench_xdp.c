@@ -162,7 +162,9 @@ static int fg_open(struct prog *p, uint32_t flows)
 	int rc;
 
 	p->name = "flowgate-xdp";
-	rc = fgx_open(&par, &p->fgx);
+	rc = fgx_open(&par, &p->fgx, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "flowgate-bench xdp: %s\n", err);
 	if (rc)
 		return rc;
 	rc = fgx_apply(p->fgx, &g_cfg, NULL, 1500, 0, err, sizeof(err));

@@ -1397,9 +1397,9 @@ int fg_config_parse(const char *text, size_t len, const char *name,
 	return errs->n != n0 ? -EINVAL : rc;
 }
 
-int fg_config_load(const char *path, struct fg_config *out, struct fg_cfg_errs *errs)
+int fg_config_read_file(const char *path, char **text, size_t *len,
+			struct fg_cfg_errs *errs)
 {
-	fg_config_init(out);
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		int e = errno;
@@ -1430,7 +1430,22 @@ int fg_config_load(const char *path, struct fg_config *out, struct fg_cfg_errs *
 		free(buf);
 		return -EIO;
 	}
-	int rc = fg_config_parse(buf, n, path, out, errs);
+	buf[n] = '\0';
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int fg_config_load(const char *path, struct fg_config *out, struct fg_cfg_errs *errs)
+{
+	char *buf;
+	size_t n;
+
+	fg_config_init(out);
+	int rc = fg_config_read_file(path, &buf, &n, errs);
+	if (rc)
+		return rc;
+	rc = fg_config_parse(buf, n, path, out, errs);
 	free(buf);
 	return rc;
 }

@@ -43,6 +43,12 @@ struct fg_cfg_errs {
 /** Sets the defaults of an empty config (no services, no ports). */
 void fg_config_init(struct fg_config *cfg);
 
+/** Reads a config file whole (a regular file, at most the parser's
+ *  size limit) into a NUL-terminated *text (caller frees) of *len bytes.
+ *  @return 0, or -errno with the reason in @p errs. */
+int fg_config_read_file(const char *path, char **text, size_t *len,
+			struct fg_cfg_errs *errs);
+
 /**
  * Loads and validates a config file.
  * @param out   receives the config (fg_config_free it, also on error)

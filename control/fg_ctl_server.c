@@ -79,6 +79,18 @@ struct fg_ctl_server {
 	volatile bool stop;
 	struct fg_ctl_counters cnt;
 	struct fg_flow_event *evbuf;
+	/* a request of the daemon itself (fg_ctl_server_reload), handed to
+	 * the control thread */
+	pthread_mutex_t local_lock;
+	pthread_cond_t local_cv;
+	struct local_req *local;
+};
+
+struct local_req {
+	const char *line;
+	size_t len;
+	char *reply;    /* the reply line (malloc), NULL: out of memory */
+	bool done;
 };
 
 /* ---- socket setup ------------------------------------------------------- */
@@ -189,6 +201,8 @@ int fg_ctl_server_create(const struct fg_ctl_server_params *p,
 	s->p = *p;
 	s->ops = *p->ops;
 	s->lfd = s->ro_lfd = -1;
+	pthread_mutex_init(&s->local_lock, NULL);
+	pthread_cond_init(&s->local_cv, NULL);
 	s->wake[0] = s->wake[1] = -1;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (p->config_path)
@@ -1595,6 +1609,8 @@ static void accept_clients(struct fg_ctl_server *s, int lfd, bool read_only)
 	}
 }
 
+static void local_run(struct fg_ctl_server *s);
+
 static void watch_pump(struct fg_ctl_server *s)
 {
 	if (!s->watchers || !s->ops.watch_poll)
@@ -1668,6 +1684,7 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 		char b[64];
 		while (read(s->wake[0], b, sizeof(b)) > 0)
 			;
+		local_run(s);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct client *c = snap[i];
@@ -1713,6 +1730,103 @@ int fg_ctl_server_poll(struct fg_ctl_server *s, int timeout_ms)
 	free(pfd);
 	free(snap);
 	return 0;
+}
+
+/* The daemon's own request, if one waits: handled as a client's would
+ * be (the same handler, counters and audit call), the client being this
+ * process.  On the control thread (or the caller's, when none runs). */
+static void local_run(struct fg_ctl_server *s)
+{
+	pthread_mutex_lock(&s->local_lock);
+	struct local_req *r = s->local;
+	if (r && !r->done) {
+		struct client c;
+		memset(&c, 0, sizeof(c));
+		c.fd = -1;
+		c.cred = (struct ucred){ .pid = getpid(), .uid = getuid(), .gid = getgid() };
+		fg_jw_init(&c.out, s->p.max_outbuf);
+		handle_line(s, &c, r->line, r->len);
+		r->reply = c.out.buf ? strndup(c.out.buf, c.out.len) : NULL;
+		fg_jw_fini(&c.out);
+		r->done = true;
+		pthread_cond_broadcast(&s->local_cv);
+	}
+	pthread_mutex_unlock(&s->local_lock);
+}
+
+/* Runs request @p line (one JSON line) as the daemon itself; the reply
+ * line in *reply (caller frees). */
+static int local_request(struct fg_ctl_server *s, const char *line, size_t len,
+			 char **reply)
+{
+	struct local_req r = { .line = line, .len = len };
+	int rc = 0;
+	pthread_mutex_lock(&s->local_lock);
+	s->local = &r;
+	pthread_mutex_unlock(&s->local_lock);
+	if (!s->running) {
+		local_run(s);
+	} else {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 120;   /* a hang guard: an apply takes milliseconds */
+		(void)!write(s->wake[1], "l", 1);
+		pthread_mutex_lock(&s->local_lock);
+		while (!r.done && rc == 0)
+			rc = -pthread_cond_timedwait(&s->local_cv, &s->local_lock, &until);
+		pthread_mutex_unlock(&s->local_lock);
+	}
+	pthread_mutex_lock(&s->local_lock);
+	s->local = NULL;
+	pthread_mutex_unlock(&s->local_lock);
+	if (!r.done)
+		return rc ? rc : -EIO;
+	*reply = r.reply;
+	return r.reply ? 0 : -ENOMEM;
+}
+
+int fg_ctl_server_reload(struct fg_ctl_server *s, const char *path, const char *origin,
+			 char *err, size_t errlen)
+{
+	struct fg_cfg_err ev[4];
+	struct fg_cfg_errs e = { .v = ev, .max = 4 };
+	struct fg_json_writer w;
+	struct fg_proto_resp resp;
+	char *text = NULL, *reply = NULL;
+	size_t len;
+	int rc = fg_config_read_file(path, &text, &len, &e);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", path, e.n ? ev[0].msg : strerror(-rc));
+		return rc;
+	}
+	fg_jw_init(&w, 0);
+	fg_proto_req_begin(&w, 1, "config.apply");
+	fg_jw_str(&w, "text", text);
+	fg_jw_str(&w, "name", path);
+	fg_jw_str(&w, "origin", origin ? origin : "reload");
+	fg_proto_req_end(&w);
+	free(text);
+	rc = fg_jw_error(&w);
+	if (rc == 0)
+		rc = local_request(s, w.buf, w.len && w.buf[w.len - 1] == '\n' ? w.len - 1 : w.len,
+				   &reply);
+	fg_jw_fini(&w);
+	if (rc) {
+		snprintf(err, errlen, "%s", strerror(-rc));
+		return rc;
+	}
+	char *nl = strchr(reply, '\n');
+	rc = fg_proto_resp_parse(reply, nl ? (size_t)(nl - reply) : strlen(reply), &resp,
+				 err, errlen);
+	free(reply);
+	if (rc)
+		return rc;
+	rc = resp.ok ? 0 : -EINVAL;
+	if (!resp.ok)
+		snprintf(err, errlen, "%s%s%s", resp.error ? resp.error : "refused",
+			 resp.hint && resp.hint[0] ? "; " : "", resp.hint ? resp.hint : "");
+	fg_proto_resp_free(&resp);
+	return rc;
 }
 
 static void *server_main(void *arg)
@@ -1763,6 +1877,8 @@ void fg_ctl_server_destroy(struct fg_ctl_server *s)
 	close(s->wake[1]);
 	free(s->clients);
 	free(s->evbuf);
+	pthread_mutex_destroy(&s->local_lock);
+	pthread_cond_destroy(&s->local_cv);
 	free(s);
 }
 

@@ -320,6 +320,21 @@ void fg_ctl_server_stop(struct fg_ctl_server *s);
 /** Stops, closes every client, unlinks the socket, frees.  NULL is a no-op. */
 void fg_ctl_server_destroy(struct fg_ctl_server *s);
 
+/**
+ * Re-reads @p path and applies it exactly as `fgctl config apply PATH`
+ * does (parse, validate, restart-only check, stable ids, apply, health
+ * checker, audit call with "origin" @p origin and this process as the
+ * client), on the control thread, and waits for the outcome: a daemon's
+ * SIGHUP, without a socket client of its own.
+ * Thread safety: any thread but the control thread (before
+ * fg_ctl_server_start: the caller's thread runs it).
+ * @return 0 (applied); -EINVAL (refused: @p err says why, in one line
+ *   per problem, and the running config is unchanged); -errno (the file
+ *   unreadable, -ETIMEDOUT after 120 s).
+ */
+int fg_ctl_server_reload(struct fg_ctl_server *s, const char *path, const char *origin,
+			 char *err, size_t errlen);
+
 /** Snapshot of the counters (racy read of plain counters; fine for stats). */
 void fg_ctl_server_counters(const struct fg_ctl_server *s,
 			    struct fg_ctl_counters *out);

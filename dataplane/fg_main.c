@@ -34,6 +34,7 @@
 
 #include "fg_dp.h"
 #include "fg_log.h"
+#include "fg_logline.h"
 #include "fg_opts.h"
 #include "fg_proto.h"
 
@@ -49,32 +50,17 @@ static void on_signal(int sig)
 
 /* ---------------------------------------------------- systemd notify */
 
-/* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET (a path
- * or, with a leading '@', an abstract name).  No socket: a no-op. */
+/* sd_notify(3) (control/fg_logline.h); a failure is logged once: the
+ * watchdog would repeat it. */
 static void notify(const char *msg)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static bool warned;
-	socklen_t len;
-	int fd;
+	int rc = fg_sd_notify(msg);
 
-	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
-	    strlen(path) >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, path, strlen(path));
-	if (path[0] == '@')
-		sa.sun_path[0] = '\0';
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	if (sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0 &&
-	    !warned) {
-		warned = true;  /* once: the watchdog would repeat it */
-		FG_LOG(WARNING, "sd_notify %s: %s", path, strerror(errno));
+	if (rc < 0 && !warned) {
+		warned = true;
+		FG_LOG(WARNING, "sd_notify %s: %s", getenv("NOTIFY_SOCKET"), strerror(-rc));
 	}
-	close(fd);
 }
 
 static uint64_t mono_us(void)
@@ -309,8 +295,7 @@ static void reload(struct fg_dp *dp, const char *file)
 
 static void serve(struct fg_dp *dp, const char *config_file)
 {
-	const char *wd = getenv("WATCHDOG_USEC");
-	uint64_t wd_us = wd ? strtoull(wd, NULL, 10) / 2 : 0, wd_next = 0;
+	uint64_t wd_us = fg_sd_watchdog_half_us(), wd_next = 0;
 
 	notify("READY=1");
 	while (!g_stop) {

@@ -15,11 +15,8 @@
  * names come from the X-macro lists, so a counter added there appears here
  * with no edit.
  *
- * Threads: the server runs on its own pthread (name "fg-metrics"), never on
- * a worker.  One poll() loop serves up to FG_METRICS_MAX_CLIENTS
- * connections at once with non-blocking sockets; a request has
- * FG_METRICS_TIMEOUT_MS to arrive and its answer as long to leave, and is
- * at most FG_METRICS_MAX_REQUEST bytes.  A scrape costs the workers one
+ * Threads: the server (control/fg_promserve.h) runs on its own pthread
+ * (name "fg-metrics"), never on a worker.  A scrape costs the workers one
  * mailbox answer each (conntrack counters, between bursts) and nothing else.
  *
  * Security: the endpoint has no authentication; bind it to a management
@@ -33,13 +30,11 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "fg_promserve.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FG_METRICS_MAX_CLIENTS 16
-#define FG_METRICS_MAX_REQUEST 4096
-#define FG_METRICS_TIMEOUT_MS 5000
 
 struct fg_dp;
 struct fg_metrics;
@@ -63,37 +58,6 @@ void fg_metrics_stop(struct fg_metrics *m);
  * @return 0, -ENOMEM (snapshot), -EIO (write error on @p f).
  */
 int fg_metrics_render(struct fg_dp *dp, FILE *f);
-
-/**
- * Parses "ADDR:PORT" or "[V6ADDR]:PORT" into @p ss.  Pure, any thread.
- * @return 0, or -EINVAL.
- */
-int fg_metrics_listen_parse(const char *s, struct sockaddr_storage *ss,
-			    socklen_t *len);
-
-/** What fg_metrics_http_parse() decided. */
-enum fg_metrics_http {
-	FG_METRICS_HTTP_INCOMPLETE = 0, /**< no end of headers yet */
-	FG_METRICS_HTTP_METRICS,        /**< GET /metrics (query ignored) */
-	FG_METRICS_HTTP_HEAD,           /**< HEAD /metrics */
-	FG_METRICS_HTTP_NOT_FOUND,      /**< 404: another path */
-	FG_METRICS_HTTP_BAD_METHOD,     /**< 405: not GET/HEAD */
-	FG_METRICS_HTTP_BAD_REQUEST,    /**< 400: no request line / not HTTP/1.x */
-	FG_METRICS_HTTP_TOO_LARGE,      /**< 431: headers past FG_METRICS_MAX_REQUEST */
-};
-
-/**
- * Classifies the bytes received so far of one HTTP/1.0 or 1.1 request.
- * Pure, any thread.
- */
-enum fg_metrics_http fg_metrics_http_parse(const char *buf, size_t len);
-
-/**
- * Escapes a label value of the exposition format (`\` -> `\\`, `"` ->
- * `\"`, newline -> `\n`) into @p out.  Pure, any thread.
- * @return the escaped length, or -ENOSPC (truncated, still terminated).
- */
-int fg_metrics_label_escape(const char *in, char *out, size_t len);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-FOLDERS = ["conntrack", "pkt", "control", "gpu", "dataplane", "bench"]
+FOLDERS = ["conntrack", "pkt", "control", "gpu", "dataplane", "xdp", "bench"]
 EXTS = (".c", ".h", ".cu")
 ALLOW = {(f"bench/bench_{b}.c", f"bench_{b}_main")
          for b in ("conntrack", "control", "gpu", "latency")}

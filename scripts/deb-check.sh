@@ -38,7 +38,8 @@ mapfile -t man_files < <(sed -n '/^\.SH FILES/,/^\.SH /p' "$src/man/flowgate.8" 
 want_flowgate=(/usr/sbin/flowgate /usr/bin/fgctl /usr/share/man/man8/flowgate.8.gz
 	/usr/share/man/man8/fgctl.8.gz /usr/share/man/man5/flowgate.conf.5.gz
 	/usr/share/doc/flowgate/examples/flowgate.conf "${man_files[@]}")
-want_xdp=(/usr/bin/flowgate-xdp /usr/bin/fg-decap /usr/share/man/man8/flowgate-xdp.8.gz
+want_xdp=(/usr/sbin/flowgate-xdp /usr/bin/fg-decap /usr/share/man/man8/flowgate-xdp.8.gz
+	/lib/systemd/system/flowgate-xdp.service
 	/usr/share/man/man8/fg-decap.8.gz)
 want_bench=(/usr/bin/flowgate-bench /usr/share/man/man1/flowgate-bench.1.gz)
 check_list() {  # package, wanted paths...

@@ -44,6 +44,7 @@ static int usage(FILE *f, int rc)
 		   " [--second-chance]\n"
 		   "       fg-decap status IFACE [--json]\n"
 		   "       fg-decap detach IFACE\n"
+		   "       fg-decap --help | --version\n"
 		   "Strips flowgate's DSR encapsulation (IPIP, IP6IP6, GUE) for the given VIPs\n"
 		   "on IFACE's ingress (TC); everything else passes untouched.  GUE port\n"
 		   "default 6080 (0 = GUE off).  --second-chance: a TCP segment without SYN\n"
@@ -270,6 +271,11 @@ int main(int argc, char **argv)
 
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
 		return usage(stdout, 0);
+	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+		printf("fg-decap %s (libbpf %u.%u)\n", FG_VERSION, libbpf_major_version(),
+		       libbpf_minor_version());
+		return 0;
+	}
 	if (argc < 3)
 		return usage(stderr, 2);
 	ifindex = (int)if_nametoindex(argv[2]);

@@ -52,6 +52,14 @@ struct {
 	__type(value, struct fgx_counters);
 } fgx_counters SEC(".maps");
 
+/* per-backend counters, by slot, per CPU (fgx_be_count) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FGX_MAX_BACKENDS);
+	__type(key, __u32);
+	__type(value, struct fgx_be_stats);
+} fgx_be_stats SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 2 * FGX_MAX_SERVICES);
@@ -1008,16 +1016,36 @@ static __always_inline const struct fgx_backend *backend_at(__u32 slot)
 	return b && (b->flags & FGX_BE_LIVE) ? b : 0;
 }
 
+/* One backend's counters (fgx_be_stats).  A global function: the
+ * verifier checks it once, not at each of send()'s call sites (the
+ * program is near its budget of a million instructions). */
+__attribute__((noinline)) int fgx_be_count(__u32 slot, __u32 bytes, __u32 new_flow)
+{
+	struct fgx_be_stats *st = bpf_map_lookup_elem(&fgx_be_stats, &slot);
+
+	if (!st)
+		return 0;
+	st->packets++;
+	st->bytes += bytes;
+	st->new_flows += new_flow;
+	return 0;
+}
+
+/* Encapsulates towards @p b (backend slot @p slot) and counts what was
+ * sent; @p new_flow: this packet scheduled a new flow. */
 static __always_inline int send(struct xdp_md *ctx, struct fgx_counters *C,
 				const struct fg_pkt *p,
 				const struct fgx_cfg *cfg, const struct fgx_svc *s,
-				const struct fgx_backend *b, __u16 sport)
+				const struct fgx_backend *b, __u32 slot, __u16 sport,
+				__u32 new_flow)
 {
 	int gue = s->mode == FGX_MODE_GUE;
+	__u32 l3 = p->l3_len;
 	int r = encap(ctx, p, cfg, b, gue, s->gue_port, sport);
 
 	if (r < 0)
 		return drop(C, (__u32)-r);
+	fgx_be_count(slot, l3, new_flow);
 	cnt(C, FG_CC_tx_packets, 1);
 	cnt(C, FG_CC_tx_bytes, ctx->data_end - ctx->data);
 	return XDP_TX;
@@ -1170,14 +1198,14 @@ int fg_xdp(struct xdp_md *ctx)
 			fgx_ct_touch(e, &p, cfg, now);
 			if (p.flags & FG_PF_FRAG)
 				frag_follow(ctx, &p, e->service, e->backend, e->slot, now);
-			return send(ctx, C, &p, cfg, s, b, e->gue_sport);
+			return send(ctx, C, &p, cfg, s, b, e->slot, e->gue_sport, 0);
 		}
 		if (p.kind == FG_PK_ICMP_ERR)
 			C->c[FG_CC_icmp_err_fwd]++;
 		else
 			C->c[FG_CC_frag_later]++;
-		return send(ctx, C, &p, cfg, s, b,
-			    s->mode == FGX_MODE_GUE ? gue_sport(pkt_rss(&p)) : 0);
+		return send(ctx, C, &p, cfg, s, b, e->slot,
+			    s->mode == FGX_MODE_GUE ? gue_sport(pkt_rss(&p)) : 0, 0);
 	}
 miss:
 	if (p.kind == FG_PK_FRAG_LATER)
@@ -1195,8 +1223,8 @@ miss:
 		if (!b)
 			return drop(C, FG_DROP_icmp_unrelated);
 		C->c[FG_CC_icmp_err_fwd]++;
-		return send(ctx, C, &p, cfg, s, b,
-			    s->mode == FGX_MODE_GUE ? gue_sport(pkt_rss(&p)) : 0);
+		return send(ctx, C, &p, cfg, s, b, slot,
+			    s->mode == FGX_MODE_GUE ? gue_sport(pkt_rss(&p)) : 0, 0);
 	}
 	if (!s) {
 		if (cfg->pass_unknown && !svc_find(&p, 1))
@@ -1234,7 +1262,7 @@ miss:
 			C->c[FG_CC_ct_untracked]++; /* Maglev alone */
 		if (p.flags & FG_PF_FRAG)
 			frag_follow(ctx, &p, s->id, b->id, slot, now);
-		return send(ctx, C, &p, cfg, s, b, v.gue_sport);
+		return send(ctx, C, &p, cfg, s, b, slot, v.gue_sport, 1);
 	}
 }
 

@@ -74,10 +74,18 @@ struct fgx_backend {
 };
 
 /** Conntrack value (both families).  Written by the CPU that receives
- *  the flow (NIC RSS keeps a flow on one CPU). */
+ *  the flow (NIC RSS keeps a flow on one CPU).  The maps outlive the
+ *  process (pinned, fgx_pin.c): a build that changes this layout has its
+ *  entries converted member by member, by name (FGX_SEMANTICS). */
 struct fgx_ct {
 	uint64_t last_seen;   /**< bpf_ktime_get_coarse_ns of the last packet */
-	uint64_t first_seen;  /**< insertion time (PICKUP probation) */
+	uint64_t first_seen;  /**< insertion time, the same clock (PICKUP
+				   probation; flows list lifetime_ms, created_ms) */
+#ifdef FGX_TEST_LAYOUT_NEXT
+	/* tests/xdp only: the "next version" of this layout, a member that
+	 * moves every later one (e2e-xdp-restart upgrades to it and back) */
+	uint64_t layout_next;
+#endif
 	uint64_t packets;
 	uint64_t bytes;       /**< L3 bytes */
 	uint32_t backend;     /**< backend id */
@@ -88,6 +96,24 @@ struct fgx_ct {
 	uint16_t cpu;         /**< CPU that created it (flows list "core") */
 	uint32_t slot;        /**< backend slot (fgx_backends) */
 };
+
+/** fgx_be_stats value (per CPU), by backend slot: the DPDK worker's
+ *  per-backend counters that mean the same on XDP (FG_BACKEND_COUNTER_LIST
+ *  packets, bytes, new_flows).  A freed slot is zeroed by the loader. */
+struct fgx_be_stats {
+	uint64_t packets;     /**< packets sent to the backend */
+	uint64_t bytes;       /**< their L3 bytes before encapsulation */
+	uint64_t new_flows;   /**< new flows assigned to it */
+};
+
+/**
+ * What the maps' contents mean beyond their layout (which the loader
+ * reads from BTF): bump it when a member keeps its name and type but
+ * changes meaning (a flag bit, a unit), so that a build never reads maps
+ * a different build left pinned as if they were its own (fgx_pin.c).
+ * The counter and state name lists are hashed in automatically.
+ */
+#define FGX_SEMANTICS 1
 
 /** fgx_counters value (per CPU): core counters then drops by reason. */
 struct fgx_counters {

@@ -8,7 +8,8 @@
 #   (/etc/flowgate/flowgate.conf whatever the prefix, and the doc copy),
 #   /etc/default/flowgate, the systemd unit in /lib/systemd/system, man
 #   pages flowgate(8), fgctl(8), flowgate.conf(5), flowgate-bench(1), and
-#   with the XDP build (fg-decap installed) flowgate-xdp(8), fg-decap(8);
+#   with the XDP build (fg-decap installed) flowgate-xdp(8), fg-decap(8), and
+#   flowgate-xdp (sbin) with its unit;
 # - the installed binaries run (--version), the installed config passes
 #   `fgctl config check`;
 # - a second install keeps an edited /etc/flowgate/flowgate.conf;
@@ -37,6 +38,7 @@ mandir=$(intro mandir) datadir=$(intro datadir)
 # issue 40: /etc whatever the prefix, as flowgate(8) and the package say
 sysconfdir=/etc
 unit=$(cd "$dest" && find . -name flowgate.service | head -1)
+xunit=$(cd "$dest" && find . -name flowgate-xdp.service | head -1)
 
 echo "installed under $prefix (destdir $dest):"
 (cd "$dest" && find . -type f | sort | sed 's/^\./  /')
@@ -55,6 +57,16 @@ if [ -f "$dest$bindir/fg-decap" ]; then
 	pages="$pages $mandir/man8/flowgate-xdp.8 $mandir/man8/fg-decap.8"
 fi
 [ -n "$unit" ] || bad "no flowgate.service installed"
+xdp=0
+if [ -x "$build/xdp/flowgate-xdp" ]; then
+	xdp=1
+	for f in "$sbindir/flowgate-xdp" "$mandir/man8/flowgate-xdp.8"; do
+		[ -f "$dest$f" ] || bad "not installed: $f"
+	done
+	[ -n "$xunit" ] || bad "no flowgate-xdp.service installed"
+	"$dest$sbindir/flowgate-xdp" --version | grep -q "^flowgate-xdp [0-9]" \
+		|| bad "installed flowgate-xdp --version"
+fi
 
 "$dest$sbindir/flowgate" --version | grep -q "^flowgate [0-9]" || bad "installed flowgate --version"
 "$dest$bindir/fgctl" --version | grep -q "^fgctl [0-9]" || bad "installed fgctl --version"
@@ -91,6 +103,18 @@ if [ -n "$unit" ]; then
 	# Documentation=man:... must resolve to the installed pages
 	out=$(MANPATH="$dest$mandir" systemd-analyze verify "$v" 2>&1) || bad "systemd-analyze verify: $out"
 	echo "$out" | grep -i flowgate-verify && bad "systemd-analyze verify warns: $out"
+fi
+if [ "$xdp" = 1 ] && [ -n "$xunit" ]; then
+	u="$dest/$xunit"
+	grep -q '^Type=notify$' "$u" || bad "xdp unit: not Type=notify"
+	grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$u" || bad "xdp unit: no ExecReload=SIGHUP"
+	grep -q '^WatchdogSec=' "$u" || bad "xdp unit: no WatchdogSec"
+	grep -q "^ExecStart=$sbindir/flowgate-xdp -c $sysconfdir/flowgate/flowgate.conf -i " "$u" \
+		|| bad "xdp unit: ExecStart does not run $sbindir/flowgate-xdp -c $sysconfdir/flowgate/flowgate.conf -i IFACE"
+	v="$dest/flowgate-xdp-verify.service"
+	sed -e "s#$sbindir/flowgate-xdp#$dest$sbindir/flowgate-xdp#g" "$u" > "$v"
+	out=$(MANPATH="$dest$mandir" systemd-analyze verify "$v" 2>&1) || bad "systemd-analyze verify (xdp): $out"
+	echo "$out" | grep -i flowgate-xdp-verify && bad "systemd-analyze verify warns (xdp): $out"
 fi
 [ $fail -eq 0 ] && echo "install: ok"
 exit $fail

@@ -5,11 +5,13 @@
 # on the balancer's veth, backends decapsulating with fg-decap (TC), the
 # same network and HTTP stubs as the DPDK e2e test (scripts/netns-setup.sh).
 # Asserts: every connection answered by a backend with the right reply
-# (load_client.py checks each one), spread within ±15% of weights 1:2:3,
-# each connection on exactly one backend (check_run.py); fgctl flows
+# (load_client.py checks each one), spread of weights 1:2:3 (a binomial
+# test, check_run.py), each connection on exactly one backend; fgctl flows
 # count / list / get and stats answer from flowgate-xdp with the flows and
 # counters of the run; the backends' fg-decap counters saw the traffic;
-# flowgate-xdp exits cleanly on SIGTERM and detaches.
+# flowgate-xdp exits cleanly on SIGTERM leaving the program attached
+# (restarts keep the flows: e2e-xdp-restart), and `flowgate-xdp detach`
+# removes it, its pinned link and maps.
 # Root only (exit 77 otherwise).  Bounded: ~1-2 min.
 #
 #   tests/xdp/e2e_xdp.sh BUILD_DIR [N]
@@ -32,8 +34,11 @@ done
 "$HERE/scripts/netns-teardown.sh" --sweep
 mkdir -p "$RUN"
 
+PIN="$RUN/bpffs/flowgate"
 cleanup() {
 	if [ -f "$RUN/fgx.pid" ]; then kill -TERM "$(cat "$RUN/fgx.pid")" 2>/dev/null; sleep 0.5; fi
+	ip netns exec "$P-lb" "$FGX" detach lb0 --pin-dir "$PIN" > /dev/null 2>&1
+	mountpoint -q "$RUN/bpffs" && umount "$RUN/bpffs"
 	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "e2e-xdp: logs kept in /tmp/flowgate-kept-$P"; fi
 	"$HERE/scripts/netns-teardown.sh" "$P"
 	rm -rf "$RUN"
@@ -42,6 +47,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 "$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "e2e-xdp: FAIL: network setup (the line above says which step)"; exit 1; }
+# the maps and the link are pinned in a bpffs of the test's own
+mkdir -p "$RUN/bpffs" && mount -t bpf bpf "$RUN/bpffs" || { echo "e2e-xdp: FAIL: mount -t bpf on $RUN/bpffs"; exit 1; }
 
 # On an XDP node the kernel keeps the interface: it answers ARP / ND for
 # the VIPs (on lb0 here) and the XDP program takes the VIP traffic first.
@@ -103,7 +110,7 @@ for i in 1 2 3; do
 done
 # directly, not through nse: $! must be flowgate-xdp itself (SIGTERM below)
 ip netns exec "$P-lb" "$FGX" -c "$RUN/xdp.conf" -i lb0 --mode generic -s "$RUN/ctl.sock" \
-	> "$RUN/fgx.log" 2>&1 &
+	--pin-dir "$PIN" > "$RUN/fgx.log" 2>&1 &
 echo $! > "$RUN/fgx.pid"
 for _ in $(seq 300); do   # 30 s: a guard against a hang, not a bound
 	grep -q "flowgate-xdp: running" "$RUN/fgx.log" 2>/dev/null && break
@@ -275,7 +282,14 @@ if kill -0 "$pid" 2>/dev/null; then
 fi
 rm -f "$RUN/fgx.pid"
 grep -q "flowgate-xdp: stopped cleanly" "$RUN/fgx.log" || { echo "FAIL: flowgate-xdp did not exit cleanly"; tail -5 "$RUN/fgx.log"; fail=1; }
-if ip -n "$P-lb" link show lb0 | grep -qE 'xdpgeneric|xdpdrv|prog\/xdp'; then echo "FAIL: XDP still attached to lb0 after exit"; fail=1; fi
+# the program outlives the daemon (its link is pinned); detach removes all
+ip -n "$P-lb" link show lb0 | grep -qE 'xdpgeneric|xdpdrv|prog/xdp' \
+	|| { echo "FAIL: no XDP program on lb0 after flowgate-xdp stopped: a restart would lose the flows"; fail=1; }
+ip netns exec "$P-lb" "$FGX" detach lb0 --pin-dir "$PIN" > "$RUN/detach.out" 2>&1 \
+	|| { echo "FAIL: flowgate-xdp detach: $(cat "$RUN/detach.out")"; fail=1; }
+echo "  $(cat "$RUN/detach.out")"
+if ip -n "$P-lb" link show lb0 | grep -qE 'xdpgeneric|xdpdrv|prog/xdp'; then echo "FAIL: XDP still attached to lb0 after flowgate-xdp detach"; fail=1; fi
+[ -e "$PIN" ] && { echo "FAIL: $PIN left after flowgate-xdp detach: $(ls "$PIN")"; fail=1; }
 
 [ $fail = 0 ] && echo "e2e-xdp: PASS" || { echo "e2e-xdp: FAIL"; tail -30 "$RUN/fgx.log"; }
 exit $fail

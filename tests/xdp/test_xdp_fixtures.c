@@ -77,7 +77,7 @@ static unsigned int too_big_small_mtu(const struct fg_config *cfg, struct fx_cas
 	for (unsigned int i = 0; i < fx_count(); i++)
 		if (!strcmp(fx_get(i)->name, "dsr4_syn"))
 			fx = fx_get(i);
-	if (!fx || fx_build(fx, c) || fgx_open(&par, &x))
+	if (!fx || fx_build(fx, c) || fgx_open(&par, &x, err, sizeof(err)))
 		return 1;
 	l3 = (uint32_t)c->p[0].in[16] << 8 | c->p[0].in[17]; /* IPv4 total length */
 	rc = fgx_apply(x, cfg, NULL, (uint16_t)(l3 + 20 - 1), FGX_APPLY_SKIP_NAT, err,
@@ -123,7 +123,7 @@ int main(void)
 	struct fgx *x = NULL;
 	int rc;
 
-	rc = fgx_open(&par, &x);
+	rc = fgx_open(&par, &x, err, sizeof(err));
 	if (rc == -EPERM || rc == -EACCES) {
 		printf("xdp-fixtures: cannot load BPF programs here (%s): skipped\n",
 		       strerror(-rc));

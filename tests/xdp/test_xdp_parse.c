@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 
 	if (!cfg || !c)
 		return 1;
-	rc = fgx_open(&par, &x);
+	rc = fgx_open(&par, &x, err, sizeof(err));
 	if (rc == -EPERM || rc == -EACCES) {
 		printf("xdp-parse: cannot load BPF programs here (%s): skipped\n", strerror(-rc));
 		return 77;
