@@ -13,8 +13,7 @@ describes it.
 - commands: fgctl's (`service add`, `flows watch`, ...), fg-decap's
   (`attach`, ...), flowgate-bench's benchmarks (one `.SS` each, and every
   benchmark's own --help is read too);
-- --version prints "NAME VERSION" (VERSION_PENDING: binaries whose
-  --version another branch adds, reported, not failed);
+- --version prints "NAME VERSION";
 - flowgate.conf(5) names every statement keyword of docs/CONFIG.md's
   reference table and every conntrack state (conntrack/ct.h), the
   `timeout STATE` words.
@@ -26,8 +25,6 @@ import subprocess
 import sys
 
 # binaries whose --version is not there yet (none: issue 38 gave the XDP pair theirs)
-VERSION_PENDING = set()
-
 OPT = re.compile(r"(?<![\w/.-])(--[a-z0-9][a-z0-9-]*|-[A-Za-z])(?![\w-])")
 
 
@@ -107,10 +104,7 @@ def check_binary(c, src, name, path, page, help_argvs, commands=None, version=Tr
     if version:
         rc, out = run([path, "--version"])
         ok = rc == 0 and re.match(re.escape(name) + r" \d", out) is not None
-        if name in VERSION_PENDING and not ok:
-            print(f"{name}: --version pending (VERSION_PENDING; issue 38)")
-        else:
-            c.expect(ok, f"{name} --version: exit {rc}, printed {out.strip()[:80]!r}")
+        c.expect(ok, f"{name} --version: exit {rc}, printed {out.strip()[:80]!r}")
     return True
 
 
