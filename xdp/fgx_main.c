@@ -388,6 +388,7 @@ static int run(const struct opts *o)
 	}
 	snprintf(d.ifname, sizeof(d.ifname), "%s", o->iface);
 	pthread_mutex_init(&d.cfg_lock, NULL);
+	fgx_view_gate_init(&d);
 	rc = config_load(&d, o);
 	if (rc == 0)
 		rc = lock = pin_lock(o->pin_dir);
