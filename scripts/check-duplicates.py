@@ -12,7 +12,7 @@ becomes `a`, every number `0`, every string or character literal `""`.  A
 run is a stretch of MIN or more consecutive kept lines of an xdp/ file
 whose normalized text stands in the same order in a file outside xdp/.
 
-A run of which more than half the lines are thin (two words at most:
+A run of which half the lines or more are thin (two words at most:
 `return rc;`, `a++;`, a field; an X-macro entry `X(a, "b")`, a string
 continued, an enumerator, a constant, a row of a data table) says nothing of a shared piece of
 knowledge and is not counted.
@@ -104,8 +104,8 @@ def thin(n):
 
 
 def counted(key):
-    """A run counts when at least half its lines are not thin."""
-    return 2 * sum(1 for x in key if not thin(x)) >= len(key)
+    """A run counts when more than half its lines are not thin."""
+    return 2 * sum(1 for x in key if not thin(x)) > len(key)
 
 
 def lines_of(path):

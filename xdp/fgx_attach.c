@@ -33,17 +33,13 @@
 #include <bpf/libbpf.h>
 
 #include "fgx_private.h"
+#include "fg_xlist.h"
 
 const char *const fgx_port_counter_names[FGX_PC_MAX] = {
-#define FGX_X(n, d) #n,
-	FGX_PORT_COUNTER_LIST(FGX_X)
-#undef FGX_X
+	FGX_PORT_COUNTER_LIST(FG_XL_NAME)
 };
-
 const char *const fgx_port_counter_help[FGX_PC_MAX] = {
-#define FGX_X(n, d) d,
-	FGX_PORT_COUNTER_LIST(FGX_X)
-#undef FGX_X
+	FGX_PORT_COUNTER_LIST(FG_XL_SECOND)
 };
 
 /* ---- rtnetlink ---------------------------------------------------------- */

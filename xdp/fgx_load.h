@@ -48,6 +48,7 @@
 
 #include "fg_config.h"
 #include "fg_ctl_server.h"
+#include "fg_xlist.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -162,14 +163,9 @@ int fgx_remove(const char *pin_dir, int ifindex, char *msg, size_t len);
 	X(tx_dropped,  "packets dropped on transmit (generic XDP: XDP_TX the device refused)") \
 	X(xdp_tx_errors, "native XDP: XDP_TX frames the driver failed to send (ethtool -S *xdp*tx*err*, summed)")
 
-enum fgx_port_counter {
-#define FGX_X(n, d) FGX_PC_##n,
-	FGX_PORT_COUNTER_LIST(FGX_X)
-#undef FGX_X
-	FGX_PC_MAX
-};
-extern const char *const fgx_port_counter_names[FGX_PC_MAX];
-extern const char *const fgx_port_counter_help[FGX_PC_MAX];
+#define FGX_PC_(n, d) FGX_PC_##n,
+enum fgx_port_counter { FGX_PORT_COUNTER_LIST(FGX_PC_) FGX_PC_MAX };
+FG_XL_TABLES(fgx_port_counter_names, fgx_port_counter_help, FGX_PC_MAX);
 
 /** Reads the interface's counters into @p out[FGX_PC_MAX]: its link
  *  statistics and the driver's XDP TX errors (ethtool).  @return 0 or
