@@ -117,6 +117,10 @@ int fgx_apply(struct fgx *x, const struct fg_config *cfg, const uint8_t *lb_mac,
 
 /** XDP attach modes */
 enum fgx_mode { FGX_MODE_AUTO = 0, FGX_MODE_NATIVE, FGX_MODE_GENERIC };
+/** "auto", "native", "generic". */
+const char *fgx_mode_name(enum fgx_mode m);
+/** @return the mode named @p s, or -EINVAL. */
+int fgx_mode_parse(const char *s);
 
 /** How fgx_attach() went. */
 struct fgx_attach_info {

@@ -128,12 +128,8 @@ static int opts_parse(int argc, char **argv, struct opts *o)
 		case 'i': o->iface = optarg; break;
 		case 's': o->sock = optarg; break;
 		case 'm':
-			if (!strcmp(optarg, "auto"))
-				o->mode = FGX_MODE_AUTO;
-			else if (!strcmp(optarg, "native"))
-				o->mode = FGX_MODE_NATIVE;
-			else if (!strcmp(optarg, "generic"))
-				o->mode = FGX_MODE_GENERIC;
+			if (fgx_mode_parse(optarg) >= 0)
+				o->mode = (enum fgx_mode)fgx_mode_parse(optarg);
 			else {
 				fprintf(stderr, "flowgate-xdp: --mode %s: use auto, native or generic\n",
 					optarg);
@@ -408,7 +404,7 @@ static int run(const struct opts *o)
 	}
 	if (rc == 0) {
 		fg_logline(LOG_NOTICE, "flowgate-xdp: running on %s (%s XDP), %u services, MTU %u, "
-			   "%d CPUs", o->iface, d.att.mode == FGX_MODE_NATIVE ? "native" : "generic",
+			   "%d CPUs", o->iface, fgx_mode_name(d.att.mode),
 			   d.cfg.n_services, d.mtu, fgx_ncpus());
 		fg_logline(LOG_NOTICE, "flowgate-xdp: attach: %s", d.att.why);
 		serve(&d, o, ifindex);

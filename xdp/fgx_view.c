@@ -341,7 +341,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 	fg_jw_obj_open(w, NULL);
 	fg_jw_str(w, "dataplane", "xdp");
 	fg_jw_str(w, "interface", d->ifname);
-	fg_jw_str(w, "attach_mode", d->att.mode == FGX_MODE_NATIVE ? "native" : "generic");
+	fg_jw_str(w, "attach_mode", fgx_mode_name(d->att.mode));
 	fg_jw_u64(w, "workers", (uint64_t)ncpu);
 	fg_jw_bool(w, "sw_rss", false);
 	fg_jw_str(w, "scope", service ? "service" : "all");
@@ -381,7 +381,7 @@ static void op_build_info(struct fg_json_writer *w, void *ctx)
 	fg_jw_str(w, "dataplane", "xdp");
 	fg_jw_str(w, "libbpf", lb);
 	fg_jw_str(w, "kernel", u.release);
-	fg_jw_str(w, "attach_mode", d->att.mode == FGX_MODE_NATIVE ? "native" : "generic");
+	fg_jw_str(w, "attach_mode", fgx_mode_name(d->att.mode));
 }
 
 const struct fg_ctl_ops fgx_view_ops = {
