@@ -83,6 +83,21 @@ enum fg_verdict {
 	FG_V_HOST,        /**< handed to the host exception port */
 };
 
+/** Writes the ports and protocol of @p o's key in its family: written
+ *  once for every parser (C, CUDA, the XDP program), a macro so each
+ *  compiles it as its own. */
+#define FG_PKT_KEY_PORTS(o, v6, sp, dp, pr) do {	\
+		if (v6) {				\
+			(o)->key.k6.sport = (sp);	\
+			(o)->key.k6.dport = (dp);	\
+			(o)->key.k6.proto = (pr);	\
+		} else {				\
+			(o)->key.k4.sport = (sp);	\
+			(o)->key.k4.dport = (dp);	\
+			(o)->key.k4.proto = (pr);	\
+		}					\
+	} while (0)
+
 /** Parse result: 64 bytes, one cache line. */
 struct fg_pkt {
 	uint16_t l2_len;    /**< bytes of Ethernet + VLAN tag (== l3_off). */

@@ -101,15 +101,7 @@ FG_PKT_FN_INLINE void fg_pkt__key_addrs(struct fg_pkt *out, FG_PKT_RD r,
 FG_PKT_HELPER void fg_pkt__key_ports(struct fg_pkt *out, int v6, uint16_t sport,
 				     uint16_t dport, uint8_t proto)
 {
-	if (v6) {
-		out->key.k6.sport = sport;
-		out->key.k6.dport = dport;
-		out->key.k6.proto = proto;
-	} else {
-		out->key.k4.sport = sport;
-		out->key.k4.dport = dport;
-		out->key.k4.proto = proto;
-	}
+	FG_PKT_KEY_PORTS(out, v6, sport, dport, proto);
 }
 
 /* A non-first fragment's key ports, and a first fragment's follow key's:

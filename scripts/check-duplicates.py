@@ -31,6 +31,13 @@ import sys
 import tempfile
 
 MIN = 6
+# Known, counted and bounded: (xdp file, other file) -> (runs allowed, why).
+# A new run between the two, or any run elsewhere, still fails.
+KNOWN = {
+    ("xdp/fg_xdp.bpf.c", "pkt/fg_pkt_parse.h"): (
+        2, "the ICMP-error and ND branches of the XDP parser; their one home is "
+           "fg_pkt_parse.h built for BPF (its FG_PKT_RD readers), not done yet (issue 36)"),
+}
 EXTS = (".c", ".h", ".cu", ".cuh", ".py", ".sh")
 KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float
@@ -176,8 +183,14 @@ def runs(root, side="xdp", mn=MIN):
     return found
 
 
-def check(root, side, mn):
+def check(root, side, mn, known=None):
     found = runs(root, side, mn)
+    known = KNOWN if known is None else known
+    for pair, (allowed, why) in known.items():
+        mine = [r for r in found if (r[0], r[3]) == pair]
+        if 0 < len(mine) <= allowed:
+            print(f"known: {pair[0]} ~ {pair[1]}: {len(mine)} run(s): {why}")
+            found = [r for r in found if (r[0], r[3]) != pair]
     for f, a, b, g, c, d in found:
         print(f"{f}:{a}-{b} ~ {g}:{c}-{d}")
     if found:
@@ -263,6 +276,10 @@ def self_test():
     expect("thin X-macro entries are not a piece of knowledge", runs(d) == [])
     d = tree({"dataplane/a.c": SELF_A, "xdp/b.c": SELF_B})
     expect("the check fails on a planted copy", check(d, "xdp", MIN) == 1)
+    expect("a known pair passes", check(d, "xdp", MIN, {("xdp/b.c", "dataplane/a.c"): (1, "t")}) == 0)
+    d = tree({"dataplane/a.c": SELF_A + "\nint pad;\n" + SELF_A, "xdp/b.c": SELF_B + "\nchar *q = strdup(s);\n" + SELF_B})
+    expect("a known pair with one run more fails",
+           check(d, "xdp", MIN, {("xdp/b.c", "dataplane/a.c"): (1, "t")}) == 1)
     return 0 if ok else 1
 
 

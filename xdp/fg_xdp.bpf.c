@@ -188,15 +188,7 @@ static __always_inline int pdrop(struct fg_pkt *o, __u32 why)
 static __always_inline void key_ports(struct fg_pkt *o, int v6, __u16 sp,
 				      __u16 dp, __u8 proto)
 {
-	if (v6) {
-		o->key.k6.sport = sp;
-		o->key.k6.dport = dp;
-		o->key.k6.proto = proto;
-	} else {
-		o->key.k4.sport = sp;
-		o->key.k4.dport = dp;
-		o->key.k4.proto = proto;
-	}
+	FG_PKT_KEY_PORTS(o, v6, sp, dp, proto);
 }
 
 #define V6W_OK 0
@@ -266,7 +258,7 @@ static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
 		case P_ESP:
 			return -FG_DROP_ipsec_unsupported;
 		case 59:
-		case 135:
+		case FG_ICMP6_NS:
 		case 139:
 		case 140:
 		case 253:
@@ -330,12 +322,12 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 	case P_ICMPV6:
 		if ((v6 && proto != P_ICMPV6) || (!v6 && proto != P_ICMP))
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		if (h[0] == (v6 ? 128 : 8)) {
-			sport = ld16(h + 4);
+		if (h[0] == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
+			sport = ld16(h + FG_ICMP_ECHO_ID_OFF);
 			dport = 0;
-		} else if (h[0] == (v6 ? 129 : 0)) {
+		} else if (h[0] == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
 			sport = 0;
-			dport = ld16(h + 4);
+			dport = ld16(h + FG_ICMP_ECHO_ID_OFF);
 		} else {
 			return pdrop(o, FG_DROP_icmp_unrelated);
 		}
@@ -394,11 +386,11 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 				return pdrop(o, FG_DROP_icmp_unrelated);
 			if (parse_icmp_err(k, l4 + 8, end, o, v6) == FG_PK_DROP)
 				return FG_PK_DROP;
-		} else if (v6 && (t == 135 || t == 136)) {
+		} else if (v6 && (t == FG_ICMP6_NS || t == FG_ICMP6_NA)) {
 			if (hop != 255 || h[1] != 0 || avail < 24)
 				return pdrop(o, FG_DROP_nd_malformed);
 			o->key.k6.proto = proto;
-			if (t == 136)
+			if (t == FG_ICMP6_NA)
 				o->flags |= FG_PF_ND_ADVERT;
 			o->kind = FG_PK_ND;
 			return FG_PK_ND;
