@@ -656,49 +656,6 @@ static __always_inline __u16 gue_sport(__u32 h)
 
 /* ------------------------------------------------------------ conntrack */
 
-/* The DSR (forward-only) half of ct_tcp_next(). */
-static __always_inline __u8 tcp_next(__u8 cur, __u8 fl)
-{
-	int syn = fl & CT_TCP_SYN, ack = fl & CT_TCP_ACK, fin = fl & CT_TCP_FIN;
-
-	if (fl & CT_TCP_RST)
-		return CT_ST_CLOSE;
-	switch (cur) {
-	case CT_ST_NONE:
-	case CT_ST_CLOSE:
-	case CT_ST_TIME_WAIT:
-		return syn && !ack ? CT_ST_SYN_SENT : cur;
-	case CT_ST_SYN_SENT:
-	case CT_ST_SYN_RECV:
-		if (ack && !syn)
-			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
-		return cur;
-	case CT_ST_PICKUP:
-		return syn && !ack ? CT_ST_SYN_SENT : cur;
-	case CT_ST_ESTABLISHED:
-		return fin ? CT_ST_FIN_WAIT : cur;
-	case CT_ST_CLOSE_WAIT:
-		return fin ? CT_ST_LAST_ACK : cur;
-	case CT_ST_LAST_ACK:
-		return ack && !fin ? CT_ST_TIME_WAIT : cur;
-	default:
-		return cur;
-	}
-}
-
-/* ct_state_initial() */
-static __always_inline __u8 state_initial(__u8 proto, __u8 fl)
-{
-	if (proto == P_TCP) {
-		if (fl & CT_TCP_RST)
-			return CT_ST_CLOSE;
-		if ((fl & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN)
-			return CT_ST_SYN_SENT;
-		return CT_ST_PICKUP;
-	}
-	return proto == P_UDP ? CT_ST_UDP : CT_ST_OTHER;
-}
-
 static __always_inline void fgx_ct_touch(struct fgx_ct *e, const struct fg_pkt *p,
 				     const struct fgx_cfg *cfg, __u64 now)
 {
@@ -708,7 +665,7 @@ static __always_inline void fgx_ct_touch(struct fgx_ct *e, const struct fg_pkt *
 	e->bytes += p->l3_len;
 	e->last_seen = now;
 	if (p->proto == P_TCP && p->kind == FG_PK_FLOW) {
-		st = tcp_next(st, p->tcp_flags);
+		st = ct_tcp_next((enum ct_state)st, false, p->tcp_flags); /* DSR: forward only */
 		if (st == CT_ST_PICKUP && e->packets >= cfg->pickup_pkts &&
 		    now - e->first_seen >= cfg->pickup_ns)
 			st = CT_ST_ESTABLISHED;
@@ -1236,7 +1193,7 @@ miss:
 		struct fgx_ct v = {};
 		int v6 = p.family == CT_V6;
 
-		v.state = state_initial(p.proto, p.tcp_flags);
+		v.state = ct_state_initial(p.proto, p.tcp_flags);
 		v.flags = (v6 ? CT_F_V6 : 0) |
 			  (p.tcp_flags && !(p.tcp_flags & CT_TCP_SYN) ? CT_F_MIDSTREAM : 0);
 		v.service = (__u16)s->id;
