@@ -15,6 +15,13 @@
 
 #include "fg_counters.h"   /* enum fg_drop: the refusal reasons */
 
+/* ---- byte readers: written once for C, CUDA and BPF (macros, so each
+ *      compiles them as its own; GNU statement expressions) ---------------- */
+/** The big-endian 16 bits at @p p, in host order. */
+#define FG_RD16(p) ((uint16_t)((uint16_t)(p)[0] << 8 | (p)[1]))
+/** The 16 bits at @p p as they are (network order), unaligned. */
+#define FG_LD16(p) ({ uint16_t v_; __builtin_memcpy(&v_, (p), 2); v_; })
+
 /* ---- Ethernet ---------------------------------------------------------- */
 #define FG_ETH_HLEN 14          /**< dst, src, ethertype */
 #define FG_ETH_TYPE_OFF 12

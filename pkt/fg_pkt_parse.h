@@ -58,10 +58,7 @@
 
 static inline uint16_t fg_pkt__ld16(const uint8_t *p)
 {
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
+	return FG_LD16(p);
 }
 
 static inline uint32_t fg_pkt__ld32(const uint8_t *p)

@@ -165,19 +165,6 @@ static __always_inline __u8 *at(const struct pk *k, __u32 off, __u32 n)
 	return p;
 }
 
-static __always_inline __u16 rd16(const __u8 *p)
-{
-	return (__u16)((__u16)p[0] << 8 | p[1]);
-}
-
-static __always_inline __u16 ld16(const __u8 *p)
-{
-	__u16 v;
-
-	__builtin_memcpy(&v, p, 2);
-	return v;
-}
-
 static __always_inline int pdrop(struct fg_pkt *o, __u32 why)
 {
 	o->kind = FG_PK_DROP;
@@ -240,7 +227,7 @@ static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
 				return -FG_DROP_ipv6_ext_chain_too_long;
 			if (o + 8 > end || !(h = at(k, o, 8)))
 				return -FG_DROP_ipv6_ext_truncated;
-			fo = rd16(h + 2);
+			fo = FG_RD16(h + 2);
 			n = h[0];
 			*frag = o;
 			o = OFF(o + 8);
@@ -289,7 +276,7 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 		ihl = (__u32)(ip[0] & 15) * 4;
 		if (ihl < 20 || in + ihl > end)
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		if (rd16(ip + 6) & 0x1FFF)
+		if (FG_RD16(ip + 6) & 0x1FFF)
 			return pdrop(o, FG_DROP_icmp_unrelated);
 		proto = ip[9];
 		l4 = in + ihl;
@@ -315,19 +302,19 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 	switch (proto) {
 	case P_TCP:
 	case P_UDP:
-		sport = ld16(h);
-		dport = ld16(h + 2);
+		sport = FG_LD16(h);
+		dport = FG_LD16(h + 2);
 		break;
 	case P_ICMP:
 	case P_ICMPV6:
 		if ((v6 && proto != P_ICMPV6) || (!v6 && proto != P_ICMP))
 			return pdrop(o, FG_DROP_icmp_unrelated);
 		if (h[0] == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
-			sport = ld16(h + FG_ICMP_ECHO_ID_OFF);
+			sport = FG_LD16(h + FG_ICMP_ECHO_ID_OFF);
 			dport = 0;
 		} else if (h[0] == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
 			sport = 0;
-			dport = ld16(h + FG_ICMP_ECHO_ID_OFF);
+			dport = FG_LD16(h + FG_ICMP_ECHO_ID_OFF);
 		} else {
 			return pdrop(o, FG_DROP_icmp_unrelated);
 		}
@@ -355,17 +342,17 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 		if (doff < 20 || doff > avail)
 			return pdrop(o, FG_DROP_tcp_bad_doff);
 		o->tcp_flags = h[13];
-		key_ports(o, v6, ld16(h), ld16(h + 2), proto);
+		key_ports(o, v6, FG_LD16(h), FG_LD16(h + 2), proto);
 		o->kind = FG_PK_FLOW;
 	} else if (proto == P_UDP) {
 		__u32 ulen;
 
 		if (avail < 8 || !(h = at(k, l4, 8)))
 			return pdrop(o, FG_DROP_l4_truncated);
-		ulen = rd16(h + 4);
+		ulen = FG_RD16(h + 4);
 		if (ulen < 8 || (ulen > avail && !(o->flags & FG_PF_FRAG)))
 			return pdrop(o, FG_DROP_udp_bad_len);
-		key_ports(o, v6, ld16(h), ld16(h + 2), proto);
+		key_ports(o, v6, FG_LD16(h), FG_LD16(h + 2), proto);
 		o->kind = FG_PK_FLOW;
 	} else if (proto == (v6 ? P_ICMPV6 : P_ICMP)) {
 		__u8 t;
@@ -374,10 +361,10 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 			return pdrop(o, FG_DROP_l4_truncated);
 		t = h[0];
 		if (t == (v6 ? 128 : 8)) {
-			key_ports(o, v6, ld16(h + 4), 0, proto);
+			key_ports(o, v6, FG_LD16(h + 4), 0, proto);
 			o->kind = FG_PK_FLOW;
 		} else if (t == (v6 ? 129 : 0)) {
-			key_ports(o, v6, 0, ld16(h + 4), proto);
+			key_ports(o, v6, 0, FG_LD16(h + 4), proto);
 			o->flags |= FG_PF_ECHO_REPLY;
 			o->kind = FG_PK_FLOW;
 		} else if ((!v6 && (t == 3 || t == 11 || t == 12)) ||
@@ -423,12 +410,12 @@ static __always_inline int v6_src(const __u8 *a)
 		return SRC_MARTIAN;
 	if (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7] | a[8] | a[9])
 		return SRC_OK;
-	w = rd16(a + 10);
+	w = FG_RD16(a + 10);
 	if (w == 0xffff)
 		return SRC_MARTIAN;
-	if (w != 0 || rd16(a + 12) != 0)
+	if (w != 0 || FG_RD16(a + 12) != 0)
 		return SRC_OK;
-	w = rd16(a + 14);
+	w = FG_RD16(a + 14);
 	return w == 0 ? SRC_UNSPEC : w == 1 ? SRC_MARTIAN : SRC_OK;
 }
 
@@ -458,7 +445,7 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 	ihl = (__u32)(ip[0] & 15) * 4;
 	if (ihl < 20 || ihl > avail)
 		return pdrop(o, FG_DROP_ipv4_bad_ihl);
-	tot = rd16(ip + 2);
+	tot = FG_RD16(ip + 2);
 	if (tot < ihl || tot > avail)
 		return pdrop(o, FG_DROP_ipv4_bad_len);
 	o->l3_len = (__u16)tot;
@@ -472,7 +459,7 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_martian_src);
 	if (o->key.k4.saddr == o->key.k4.daddr)
 		return pdrop(o, FG_DROP_land);
-	fo = rd16(ip + 6);
+	fo = FG_RD16(ip + 6);
 	if (fo & 0x4000)
 		o->flags |= FG_PF_DF;
 	if (fo & 0x3FFF) {
@@ -505,7 +492,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_ipv6_truncated);
 	if ((ip[0] >> 4) != 6)
 		return pdrop(o, FG_DROP_ipv6_bad_version);
-	end = 40 + (__u32)rd16(ip + 4);
+	end = 40 + (__u32)FG_RD16(ip + 4);
 	if (end > avail)
 		return pdrop(o, FG_DROP_ipv6_bad_len);
 	o->l3_len = (__u16)end;
@@ -561,10 +548,10 @@ static __always_inline int parse_arp(const struct pk *k, __u32 off,
 
 	o->family = CT_V4;
 	o->l4_off = (__u16)off;
-	if (k->len - off < 28 || !(a = at(k, off, 28)) || rd16(a) != 1 ||
-	    rd16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
+	if (k->len - off < 28 || !(a = at(k, off, 28)) || FG_RD16(a) != 1 ||
+	    FG_RD16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
 		return pdrop(o, FG_DROP_arp_malformed);
-	op = rd16(a + 6);
+	op = FG_RD16(a + 6);
 	if (op == 2)
 		o->flags |= FG_PF_ARP_REPLY;
 	else if (op != 1)
@@ -583,15 +570,15 @@ static __attribute__((noinline)) int fgx_parse(const struct pk *k, struct fg_pkt
 
 	if (k->len < ETH_HLEN_ || !(e = at(k, 0, ETH_HLEN_)))
 		return pdrop(o, FG_DROP_l2_truncated);
-	et = rd16(e + 12);
+	et = FG_RD16(e + 12);
 	if (et == 0x8100 || et == 0x88A8) {
 		__u8 *t;
 
 		if (k->len < ETH_HLEN_ + 4 || !(t = at(k, 14, 4)))
 			return pdrop(o, FG_DROP_vlan_truncated);
-		o->vlan = rd16(t);
+		o->vlan = FG_RD16(t);
 		o->flags |= FG_PF_VLAN;
-		et = rd16(t + 2);
+		et = FG_RD16(t + 2);
 		off += 4;
 		if (et == 0x8100 || et == 0x88A8)
 			return pdrop(o, FG_DROP_vlan_qinq);
