@@ -505,13 +505,9 @@ static void write_state(struct fg_json_writer *w, const struct fg_state_stats *s
 	fg_jw_obj_open(w, "state");
 	fg_jw_bool(w, "loaded", st->loaded);
 	fg_jw_str(w, "writer", st->writer);
-	fg_jw_u64(w, "gap_ms", st->gap_ms);
-	fg_jw_u64(w, "load_ms", st->load_us / 1000);
-	fg_jw_u64(w, "flows_in_file", st->flows_in_file);
-	fg_jw_u64(w, "restored", st->restored);
-	fg_jw_u64(w, "restored_nat", st->restored_nat);
-	fg_jw_u64(w, "tombstones", st->tombstones);
-	fg_jw_u64(w, "neighbours_restored", st->neigh_restored);
+#define FG_X(k, v, m, h) fg_jw_u64(w, k, v);
+	FG_STATE_LOAD_LIST(FG_X, st)
+#undef FG_X
 	fg_jw_obj_open(w, "refused");
 	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
 		fg_jw_u64(w, fg_state_flow_refuse_names[r], st->refused[r]);
