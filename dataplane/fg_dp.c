@@ -411,6 +411,21 @@ unsigned int fg_dp_poll(struct fg_dp *dp)
 	return host || !dp->idle_sleep_us ? 20 : dp->idle_sleep_us;
 }
 
+struct ct_shard *fg_dp_worker_ct(struct fg_dp *dp, unsigned int i)
+{
+	return i < dp->n_workers ? dp->workers[i]->ct : NULL;
+}
+
+const struct fg_lb_table *fg_dp_lb(const struct fg_dp *dp)
+{
+	return __atomic_load_n(&dp->lb, __ATOMIC_ACQUIRE);
+}
+
+const struct fg_state_stats *fg_dp_state_stats(const struct fg_dp *dp)
+{
+	return &dp->state;
+}
+
 bool fg_dp_workers_alive(struct fg_dp *dp)
 {
 	bool alive = true;

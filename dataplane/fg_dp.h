@@ -193,6 +193,22 @@ int fg_dp_state_save(struct fg_dp *dp);
  *  watchdog's check.  Main lcore. */
 bool fg_dp_workers_alive(struct fg_dp *dp);
 
+struct ct_shard;
+struct fg_lb_table;
+
+/** Worker @p i's conntrack shard, NULL past the last worker: for the
+ *  bench and tests that fill or walk a shard without a worker's layout
+ *  (flowgate-bench state).  Main lcore, workers not started. */
+struct ct_shard *fg_dp_worker_ct(struct fg_dp *dp, unsigned int i);
+
+/** The service table in force (fg_lb.h), as the workers read it. */
+const struct fg_lb_table *fg_dp_lb(const struct fg_dp *dp);
+
+struct fg_state_stats;
+
+/** What the last state load and save did (fg_state.h). */
+const struct fg_state_stats *fg_dp_state_stats(const struct fg_dp *dp);
+
 /**
  * Stops the metrics listener, the health checker and the control socket
  * (the socket file is removed), then the workers, and waits for every
