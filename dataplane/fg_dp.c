@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -27,7 +25,6 @@
 #include "fg_load.h"
 #include "fg_log.h"
 #include "fg_metrics.h"
-#include "fg_proto.h"
 #include "fg_stats.h"
 #include "fg_worker_private.h"
 
