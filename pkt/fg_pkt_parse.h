@@ -269,28 +269,19 @@ FG_PKT_FN int fg_pkt__icmp_err(FG_PKT_RD r, uint32_t in, uint32_t end,
 	case FG_IPPROTO_ICMPV6: {
 		uint8_t t = FG_PKT_U8(r, l4);
 
-		if ((v6 && proto != FG_IPPROTO_ICMPV6) ||
-		    (!v6 && proto != FG_IPPROTO_ICMP))
+		if (proto != FG_ICMP_PROTO(v6))
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 		/* echo request key {A,B,id,0}; echo reply {A,B,0,id} */
-		if (t == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
-			sport = FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF);
-			dport = 0;
-		} else if (t == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
-			sport = 0;
-			dport = FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF);
-		} else {
+		if (FG_ICMP_ECHO_PORTS(t, v6, FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF),
+				       sport, dport) < 0)
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
-		}
 		break;
 	}
 	default:
 		return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 	}
 	/* reversed ports */
-	fg_pkt__key_ports(out, v6, dport, sport, proto);
-	out->kind = FG_PK_ICMP_ERR;
-	return FG_PK_ICMP_ERR;
+	return FG_PKT_KEYED(out, v6, dport, sport, proto, FG_PK_ICMP_ERR);
 }
 
 /* ICMP / ICMPv6 of a whole packet or first fragment at @p l4 (@p avail
@@ -305,39 +296,28 @@ FG_PKT_FN_INLINE int fg_pkt__icmp(FG_PKT_RD r, uint32_t l4, uint32_t end,
 	if (FG_PKT_UNLIKELY(avail < FG_ICMP_HLEN))
 		return fg_pkt__drop(out, FG_DROP_l4_truncated);
 	t = FG_PKT_U8(r, l4);
-	if (t == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
+	if (FG_ICMP_IS_ECHO(t, v6)) {
 		fg_pkt__key_ports(out, v6, FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF),
 				  0, proto);
 		out->kind = FG_PK_FLOW;
-	} else if (t == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
+	} else if (FG_ICMP_IS_ECHO_REPLY(t, v6)) {
 		fg_pkt__key_ports(out, v6, 0,
 				  FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF), proto);
 		out->flags |= FG_PF_ECHO_REPLY;
 		out->kind = FG_PK_FLOW;
-	} else if ((!v6 && (t == FG_ICMP_UNREACH || t == FG_ICMP_TIME_EXCEEDED ||
-			    t == FG_ICMP_PARAMPROB)) ||
-		   (v6 && t >= FG_ICMP6_UNREACH && t <= FG_ICMP6_PARAMPROB)) {
+	} else if (FG_ICMP_IS_ERROR(t, v6)) {
 		if (FG_PKT_UNLIKELY(out->flags & FG_PF_FRAG))
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 		if (fg_pkt__icmp_err(r, l4 + FG_ICMP_HLEN, end, out, v6) ==
 		    FG_PK_DROP)
 			return FG_PK_DROP;
-	} else if (v6 && (t == FG_ICMP6_NS || t == FG_ICMP6_NA)) {
-		/* RFC 4861 7.1.1: hop limit 255, code 0, >= 24 B */
-		if (FG_PKT_UNLIKELY(hop != FG_ND_HOP_LIMIT ||
-				    FG_PKT_U8(r, l4 + 1) != 0 ||
-				    avail < FG_ND_MIN_LEN))
+	} else if (FG_ICMP_IS_ND(t, v6)) {
+		if (FG_PKT_UNLIKELY(FG_ND_MALFORMED(hop, FG_PKT_U8(r, l4 + 1), avail)))
 			return fg_pkt__drop(out, FG_DROP_nd_malformed);
 		FG_PKT_CP(out->key.k6.daddr, r, l4 + FG_ND_TARGET_OFF, 16);
-		out->key.k6.proto = proto;
-		if (t == FG_ICMP6_NA)
-			out->flags |= FG_PF_ND_ADVERT;
-		out->kind = FG_PK_ND;
-		return FG_PK_ND;
+		return FG_PKT_ND(out, t, proto);
 	} else {
-		fg_pkt__key_ports(out, v6, 0, 0, proto);
-		out->kind = FG_PK_HOST;
-		return FG_PK_HOST;
+		return FG_PKT_KEYED(out, v6, 0, 0, proto, FG_PK_HOST);
 	}
 	if (FG_PKT_UNLIKELY(hop <= 1))
 		return fg_pkt__drop(out, FG_DROP_ttl_expired);

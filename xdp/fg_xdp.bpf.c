@@ -307,24 +307,17 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 		break;
 	case P_ICMP:
 	case P_ICMPV6:
-		if ((v6 && proto != P_ICMPV6) || (!v6 && proto != P_ICMP))
+		if (proto != FG_ICMP_PROTO(v6))
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		if (h[0] == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
-			sport = FG_LD16(h + FG_ICMP_ECHO_ID_OFF);
-			dport = 0;
-		} else if (h[0] == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
-			sport = 0;
-			dport = FG_LD16(h + FG_ICMP_ECHO_ID_OFF);
-		} else {
+		if (FG_ICMP_ECHO_PORTS(h[0], v6, FG_LD16(h + FG_ICMP_ECHO_ID_OFF), sport,
+				       dport) < 0)
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		}
 		break;
 	default:
 		return pdrop(o, FG_DROP_icmp_unrelated);
 	}
-	key_ports(o, v6, dport, sport, proto);
-	o->kind = FG_PK_ICMP_ERR;
-	return FG_PK_ICMP_ERR;
+	/* reversed ports */
+	return FG_PKT_KEYED(o, v6, dport, sport, proto, FG_PK_ICMP_ERR);
 }
 
 static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
@@ -360,31 +353,24 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 		if (avail < 8 || !(h = at(k, l4, 8)))
 			return pdrop(o, FG_DROP_l4_truncated);
 		t = h[0];
-		if (t == (v6 ? 128 : 8)) {
-			key_ports(o, v6, FG_LD16(h + 4), 0, proto);
+		if (FG_ICMP_IS_ECHO(t, v6)) {
+			key_ports(o, v6, FG_LD16(h + FG_ICMP_ECHO_ID_OFF), 0, proto);
 			o->kind = FG_PK_FLOW;
-		} else if (t == (v6 ? 129 : 0)) {
-			key_ports(o, v6, 0, FG_LD16(h + 4), proto);
+		} else if (FG_ICMP_IS_ECHO_REPLY(t, v6)) {
+			key_ports(o, v6, 0, FG_LD16(h + FG_ICMP_ECHO_ID_OFF), proto);
 			o->flags |= FG_PF_ECHO_REPLY;
 			o->kind = FG_PK_FLOW;
-		} else if ((!v6 && (t == 3 || t == 11 || t == 12)) ||
-			   (v6 && t >= 1 && t <= 4)) {
+		} else if (FG_ICMP_IS_ERROR(t, v6)) {
 			if (o->flags & FG_PF_FRAG)
 				return pdrop(o, FG_DROP_icmp_unrelated);
-			if (parse_icmp_err(k, l4 + 8, end, o, v6) == FG_PK_DROP)
+			if (parse_icmp_err(k, l4 + FG_ICMP_HLEN, end, o, v6) == FG_PK_DROP)
 				return FG_PK_DROP;
-		} else if (v6 && (t == FG_ICMP6_NS || t == FG_ICMP6_NA)) {
-			if (hop != 255 || h[1] != 0 || avail < 24)
+		} else if (FG_ICMP_IS_ND(t, v6)) {
+			if (FG_ND_MALFORMED(hop, h[1], avail))
 				return pdrop(o, FG_DROP_nd_malformed);
-			o->key.k6.proto = proto;
-			if (t == FG_ICMP6_NA)
-				o->flags |= FG_PF_ND_ADVERT;
-			o->kind = FG_PK_ND;
-			return FG_PK_ND;
+			return FG_PKT_ND(o, t, proto);
 		} else {
-			key_ports(o, v6, 0, 0, proto);
-			o->kind = FG_PK_HOST;
-			return FG_PK_HOST;
+			return FG_PKT_KEYED(o, v6, 0, 0, proto, FG_PK_HOST);
 		}
 	} else if (proto == P_AH || proto == P_ESP) {
 		return pdrop(o, FG_DROP_ipsec_unsupported);
