@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# build-trex.sh SRC: builds TRex v3.08 (a trex-core source tree you checked
+# out yourself, cisco-system-traffic-generator/trex-core tag v3.08; nothing
+# is downloaded here) for trex_vs_dut.sh: the optimized image _t-rex-64
+# only (--no-old --targets=_t-rex-64, not the debug and the -o images).
+# One edit to SRC (idempotent): GCC 12 stops the build with
+#   src/rpc-server/trex_rpc_cmd_api.h: error: dangling pointer to an
+#   unnamed temporary may be used [-Werror=dangling-pointer=]
+# so linux_dpdk/ws_main.py's gcc_flags get -Wno-dangling-pointer after
+# -Werror.  configure is what ran here (`--no-mlx --no-bnxt`; waf reads the
+# next word as --no-mlx's value, so the mlx5/bnxt PMDs are still built).
+# JOBS (default: all CPUs) is waf's -j.  Prints the TRex folder for
+# trex_vs_dut.sh --trex (SRC/scripts: _t-rex-64, so/, automation/,
+# external_libs/) on success.  About 640 compile units: ~10 minutes on 16
+# cores, ~45 minutes on 2 busy ones.
+set -euo pipefail
+SRC=${1:?usage: build-trex.sh SRC}
+[[ -f "$SRC/linux_dpdk/ws_main.py" && -d "$SRC/scripts/automation" ]] || { echo "build-trex: $SRC is no trex-core tree" >&2; exit 2; }
+grep -q "v3.08" "$SRC/VERSION" 2>/dev/null ||
+	echo "build-trex: warning: $SRC/VERSION is $(cat "$SRC/VERSION" 2>/dev/null); v3.08 is what was tried" >&2
+ws="$SRC/linux_dpdk/ws_main.py"
+grep -q "'-Wno-dangling-pointer'" "$ws" ||
+	sed -i "s/^\( *\)'-Werror',$/&\n\1'-Wno-dangling-pointer',/" "$ws"
+cd "$SRC/linux_dpdk"
+[[ -d build_dpdk/c4che ]] || ./b configure --no-mlx --no-bnxt >&2
+./b build --no-old --no-ver --targets=_t-rex-64 -j "${JOBS:-$(nproc)}" >&2
+[[ -x "$SRC/scripts/_t-rex-64" ]] || ln -sf ../linux_dpdk/build_dpdk/linux_dpdk/_t-rex-64 "$SRC/scripts/_t-rex-64"
+echo "$SRC/scripts"
