@@ -3,12 +3,16 @@
 # out yourself, cisco-system-traffic-generator/trex-core tag v3.08; nothing
 # is downloaded here) for trex_vs_dut.sh: the optimized image _t-rex-64
 # only (--no-old --targets=_t-rex-64, not the debug and the -o images).
-# One edit to SRC (idempotent): GCC 12 stops the build with
+# Two edits to SRC (idempotent), for GCC 12 (Debian 12), which stops the
+# build with
 #   src/rpc-server/trex_rpc_cmd_api.h: error: dangling pointer to an
 #   unnamed temporary may be used [-Werror=dangling-pointer=]
-# so linux_dpdk/ws_main.py's gcc_flags get -Wno-dangling-pointer after
-# -Werror.  configure is what ran here (`--no-mlx --no-bnxt`; waf reads the
-# next word as --no-mlx's value, so the mlx5/bnxt PMDs are still built).
+#   external_libs/json/jsoncpp.cpp (Json::Reader::readValue): error:
+#   'v.Json::Value::value_' may be used uninitialized [-Werror=maybe-uninitialized]
+# 1. linux_dpdk/ws_main.py's gcc_flags get -Wno-dangling-pointer after -Werror;
+# 2. jsoncpp.cpp starts with a pragma that turns -Wmaybe-uninitialized off.
+# configure is what ran here (`--no-mlx --no-bnxt`; waf reads the next word
+# as --no-mlx's value, so the mlx5/bnxt PMDs are still built).
 # JOBS (default: all CPUs) is waf's -j.  Prints the TRex folder for
 # trex_vs_dut.sh --trex (SRC/scripts: _t-rex-64, so/, automation/,
 # external_libs/) on success.  About 640 compile units: ~10 minutes on 16
@@ -21,6 +25,9 @@ grep -q "v3.08" "$SRC/VERSION" 2>/dev/null ||
 ws="$SRC/linux_dpdk/ws_main.py"
 grep -q "'-Wno-dangling-pointer'" "$ws" ||
 	sed -i "s/^\( *\)'-Werror',$/&\n\1'-Wno-dangling-pointer',/" "$ws"
+js="$SRC/external_libs/json/jsoncpp.cpp"
+grep -q 'ignored "-Wmaybe-uninitialized"' "$js" ||
+	sed -i '1i #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  /* GCC 12 (build-trex.sh) */' "$js"
 cd "$SRC/linux_dpdk"
 [[ -d build_dpdk/c4che ]] || ./b configure --no-mlx --no-bnxt >&2
 ./b build --no-old --no-ver --targets=_t-rex-64 -j "${JOBS:-$(nproc)}" >&2
