@@ -9,7 +9,7 @@
 # Priority order (PLAN, default: steady-1m at 1 worker, at 4, imix-1m at 1,
 # steady-1m at 2 and 8); no run starts past BUDGET seconds (default 120)
 # after the start.  Writes $OUT/trex-json.tar.gz
-# (bench/results/trex-device-*.json), $OUT/logs.tar.xz, $OUT/env.txt.
+# (bench/results/trex-device-*.json), $OUT/logs.tar.gz, $OUT/env.txt.
 set -uo pipefail
 T0=$(date +%s)
 C=$(cd "${CARRY:-.carry/trex}" && pwd) || exit 1
@@ -50,7 +50,8 @@ for p in ${PLAN:-steady1 steady4 imix1 steady2 steady8}; do
 	imix*) tvd --scenarios imix-1m --workers "${p#imix}" ;;
 	flood*) tvd --scenarios syn-flood --workers "${p#flood}" --fg-args "--flood-rate 125000" ;;
 	esac
+	# after each step: what ran comes back even if the call is cut short
+	tar -C "$RES" -czf "$OUT/trex-json.tar.gz" .
+	tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
 done
-tar -C "$RES" -czf "$OUT/trex-json.tar.gz" .
-tar -C "$LOGS" -cJf "$OUT/logs.tar.xz" .
 echo "device-trex: $(ls "$RES" | wc -l) results in $(( $(date +%s) - T0 )) s"

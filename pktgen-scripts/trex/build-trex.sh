@@ -9,8 +9,10 @@
 #   unnamed temporary may be used [-Werror=dangling-pointer=]
 #   external_libs/json/jsoncpp.cpp (Json::Reader::readValue): error:
 #   'v.Json::Value::value_' may be used uninitialized [-Werror=maybe-uninitialized]
+#   (the same in src/astf/astf_db.cpp, CTcpServerInfo's copy constructor)
 # 1. linux_dpdk/ws_main.py's gcc_flags get -Wno-dangling-pointer after -Werror;
-# 2. jsoncpp.cpp starts with a pragma that turns -Wmaybe-uninitialized off.
+# 2. those two files start with a pragma that turns -Wmaybe-uninitialized
+#    off (not a flag for all: that recompiles every C++ unit).
 # configure is what ran here (`--no-mlx --no-bnxt`; waf reads the next word
 # as --no-mlx's value, so the mlx5/bnxt PMDs are still built).
 # JOBS (default: all CPUs) is waf's -j.  Prints the TRex folder for
@@ -25,9 +27,10 @@ grep -q "v3.08" "$SRC/VERSION" 2>/dev/null ||
 ws="$SRC/linux_dpdk/ws_main.py"
 grep -q "'-Wno-dangling-pointer'" "$ws" ||
 	sed -i "s/^\( *\)'-Werror',$/&\n\1'-Wno-dangling-pointer',/" "$ws"
-js="$SRC/external_libs/json/jsoncpp.cpp"
-grep -q 'ignored "-Wmaybe-uninitialized"' "$js" ||
-	sed -i '1i #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  /* GCC 12 (build-trex.sh) */' "$js"
+for f in external_libs/json/jsoncpp.cpp src/astf/astf_db.cpp; do
+	grep -q 'ignored "-Wmaybe-uninitialized"' "$SRC/$f" ||
+		sed -i '1i #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  /* GCC 12 (build-trex.sh) */' "$SRC/$f"
+done
 cd "$SRC/linux_dpdk"
 [[ -d build_dpdk/c4che ]] || ./b configure --no-mlx --no-bnxt >&2
 ./b build --no-old --no-ver --targets=_t-rex-64 -j "${JOBS:-$(nproc)}" >&2

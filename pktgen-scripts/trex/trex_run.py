@@ -89,22 +89,31 @@ def percentile(counts, q):
     return counts[-1][0]
 
 
+def alive(pid):
+    """pid runs (a zombie, exited but not yet waited for, does not)"""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 def port_counts(c, port):
     st = c.get_stats(ports=[port])[port]
     return st['opackets'], st['ipackets'], time.monotonic()
 
 
-def measure(c, port, seconds, warmup):
-    time.sleep(warmup)
-    tx0, rx0, t0 = port_counts(c, port)
-    time.sleep(seconds)
-    tx1, rx1, t1 = port_counts(c, port)
-    dt = t1 - t0
-    return {'tx_pkts': tx1 - tx0, 'rx_pkts': rx1 - rx0, 'seconds': round(dt, 3),
-            'tx_mpps': round((tx1 - tx0) / dt / 1e6, 4), 'rx_mpps': round((rx1 - rx0) / dt / 1e6, 4)}
+def lat_counts(c, pg_id):
+    """{value: count} of pg_id's HDR histogram now, and its latency stats"""
+    lat = c.get_stats()['latency'].get(pg_id, {})
+    ls = lat.get('latency', {})
+    return dict(hdr_decode(ls['hdrh'])) if ls.get('hdrh') else {}, lat
 
 
 def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
+    """The scenario at `mpps` (+ a latency stream): TX/RX rates over
+    a.seconds after a.warmup, and the latency samples of that window alone
+    (the difference of the HDR histogram at its ends)."""
     tun = {'scenario': a.scenario, 'mpps': mpps}
     if a.flows:
         tun['flows'] = a.flows
@@ -117,16 +126,24 @@ def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
     c.clear_stats(ports=[port])
     c.start(ports=[port], mult='1', force=True)
     try:
-        r = measure(c, port, a.seconds, a.warmup)
+        time.sleep(a.warmup)
+        h0 = lat_counts(c, pg_id)[0] if lat_pps else {}
+        tx0, rx0, t0 = port_counts(c, port)
+        time.sleep(a.seconds)
+        tx1, rx1, t1 = port_counts(c, port)
+        dt = t1 - t0
+        r = {'tx_pkts': tx1 - tx0, 'rx_pkts': rx1 - rx0, 'seconds': round(dt, 3),
+             'tx_mpps': round((tx1 - tx0) / dt / 1e6, 4), 'rx_mpps': round((rx1 - rx0) / dt / 1e6, 4)}
         if lat_pps:
-            lat = c.get_stats()['latency'].get(pg_id, {})
+            h1, lat = lat_counts(c, pg_id)
+            counts = sorted((v, n - h0.get(v, 0)) for v, n in h1.items() if n > h0.get(v, 0))
             ls = lat.get('latency', {})
-            counts = hdr_decode(ls['hdrh']) if ls.get('hdrh') else []
             r.update({'background_mpps': mpps, 'lat_pps': lat_pps, 'pg_id': pg_id,
                       'lat_samples': sum(n for _, n in counts),
                       'lat_p50_us': percentile(counts, 0.50), 'lat_p99_us': percentile(counts, 0.99),
-                      'lat_p999_us': percentile(counts, 0.999), 'lat_max_us': ls.get('total_max'),
-                      'lat_min_us': ls.get('total_min'), 'lat_avg_us': ls.get('average'),
+                      'lat_p999_us': percentile(counts, 0.999),
+                      'lat_max_us': counts[-1][0] if counts else None,
+                      'trex_total_max_us': ls.get('total_max'), 'trex_average_us': ls.get('average'),
                       'lat_errors': lat.get('err_cntrs')})
     finally:
         c.stop(ports=[port])
@@ -149,6 +166,7 @@ def main():
     ap.add_argument('--lat-mpps', default='', help='background rates for the latency steps, comma list')
     ap.add_argument('--lat-pps', type=float, default=10000)
     ap.add_argument('--connect-timeout', type=float, default=60)
+    ap.add_argument('--trex-pid', type=int, help='give up connecting once this process is gone')
     a = ap.parse_args()
 
     c = STLClient(server=a.server, sync_port=a.sync_port, async_port=a.async_port, verbose_level='error')
@@ -158,7 +176,7 @@ def main():
             c.connect()
             break
         except Exception:
-            if time.monotonic() > t_end:
+            if time.monotonic() > t_end or (a.trex_pid and not alive(a.trex_pid)):
                 raise
             time.sleep(1)
     out = {'trex_version': c.get_server_version().get('version'), 'scenario': a.scenario, 'flows': a.flows}

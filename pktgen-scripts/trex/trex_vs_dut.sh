@@ -31,7 +31,9 @@
 # lat_p50_us, lat_p99_us, lat_p999_us at the middle latency step, and every
 # step under "latency").  A failed run is recorded as such; the rest go on.
 # Cores: TRex's master and latency threads on the first two --gen-cpus, its
-# N TX cores on the next ones (mod the list); the DUT as in pktgen_vs_dut.sh.
+# N TX cores on the next ones (fewer if the list is short: trex_tx_cores in
+# the JSON; low-end mode, every thread on one CPU, with 2 CPUs or fewer);
+# the DUT as in pktgen_vs_dut.sh.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TREX="" BUILD="$ROOT/build" SCNS="steady-1m" SECS=3 WARM=1 DUTS="flowgate,testpmd" FLOWS="" WORKERS=1
@@ -82,10 +84,27 @@ EAL_A=($EAL) FG_A=($FG_ARGS)  # used by dut_lib.sh
 # shellcheck source=pktgen-scripts/dut_lib.sh
 . "$ROOT/pktgen-scripts/dut_lib.sh"
 
+# trex_cores N: TRex's TX cores for N DUT workers: N, at most the
+# --gen-cpus left after its master and latency threads (TRex refuses a CPU
+# twice); 1 in low-end mode (fewer than 3 CPUs: every thread on the first)
+trex_cores() { local c; read -ra c <<<"$(cpus "$GEN_CPUS")"
+  if ((${#c[@]} < 3)); then echo 1; elif (($1 > ${#c[@]} - 2)); then echo $((${#c[@]} - 2)); else echo "$1"; fi; }
+
 # trex_cfg N FILE: one memif port (client of the DUT) and a dummy, N TX cores
 trex_cfg() {
-  local n=$1 c th=() k; read -ra c <<<"$(cpus "$GEN_CPUS")"
-  for ((k = 0; k < n; k++)); do th+=("${c[(k + 2) % ${#c[@]}]}"); done
+  local n=$1 c th=() k plat; read -ra c <<<"$(cpus "$GEN_CPUS")"
+  if ((${#c[@]} < 3)); then
+    plat="  low_end: true
+  low_end_core: ${c[0]}"
+  else
+    for ((k = 0; k < n; k++)); do th+=("${c[k + 2]}"); done
+    plat="  platform:
+    master_thread_id: ${c[0]}
+    latency_thread_id: ${c[1]}
+    dual_if:
+      - socket: 0
+        threads: [$(IFS=,; echo "${th[*]}")]"
+  fi
   cat >"$2" <<YAML
 - version: 2
   interfaces: ['--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no', 'dummy']
@@ -98,12 +117,7 @@ trex_cfg() {
   limit_memory: $TREXMEM
   zmq_pub_port: $((4500 + 2 * ($$ % 1000)))
   zmq_rpc_port: $((4501 + 2 * ($$ % 1000)))
-  platform:
-    master_thread_id: ${c[0]}
-    latency_thread_id: ${c[1 % ${#c[@]}]}
-    dual_if:
-      - socket: 0
-        threads: [$(IFS=,; echo "${th[*]}")]
+$plat
 YAML
 }
 
@@ -111,14 +125,15 @@ YAML
 run_one() {
   local scn=$1 dut=$2 n=$3 flows=$4 latm=$5 tlog="$TMP/fg-trex-$$.log" dut_log="$TMP/fg-trex-dut-$$.log"
   local ctl_sock="$TMP/fg-trex-ctl-$$.sock" cfg="$TMP/fg-trex-$$.yaml" tpid res stats=null
+  local tc; tc=$(trex_cores "$n")
   dut_start "$dut" "$n" "$flows" "$sock" "$ctl_sock" "$dut_log" "fg-trex-dut-$$" || return
-  trex_cfg "$n" "$cfg"
+  trex_cfg "$tc" "$cfg"
   (cd "$TREX" && exec env LD_LIBRARY_PATH="$TREX/so/x86_64:$TREX/so${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    ./_t-rex-64 -i --cfg "$cfg" --software --hdrh --no-scapy-server --iom 0 -c "$n" --prefix "fg-trex-$$" \
+    ./_t-rex-64 -i --cfg "$cfg" --software --hdrh --no-scapy-server --iom 0 -c "$tc" --prefix "fg-trex-$$" \
     </dev/null >"$tlog" 2>&1) &
   tpid=$!
   local targs=(--sync-port $((4501 + 2 * ($$ % 1000))) --async-port $((4500 + 2 * ($$ % 1000)))
-               --scenario "$scn" --max-mpps "$MAXMPPS" --seconds "$SECS" --warmup "$WARM" --lat-pps "$LATPPS")
+               --trex-pid "$tpid" --scenario "$scn" --max-mpps "$MAXMPPS" --seconds "$SECS" --warmup "$WARM" --lat-pps "$LATPPS")
   [[ -n "$flows" ]] && targs+=(--flows "$flows")
   if [[ -n "$latm" ]]; then targs+=(--lat-mpps "$latm"); else targs+=(--lat-pcts "$LATPCTS"); fi
   res=$(PYTHONPATH="$TREX/automation/trex_control_plane/interactive" TREX_EXT_LIBS="$TREX/external_libs" \
@@ -130,7 +145,7 @@ run_one() {
   kill -9 "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
   dut_stop
   [[ ${res:0:1} == '{' ]] || res="{\"status\":\"failed\",\"reason\":\"trex: $(grep -aiE 'error|cannot|fail' "$tlog" | head -2 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-200)\"}"
-  echo "${res%\}},\"dut_stats\":$stats}"
+  echo "${res%\}},\"trex_cores\":$tc,\"dut_stats\":$stats}"
   if [[ -n "$LOGDIR" ]]; then
     mkdir -p "$LOGDIR"; mv "$tlog" "$LOGDIR/$6.trex.log"; mv "$dut_log" "$LOGDIR/$6.dut.log"; cp "$cfg" "$LOGDIR/$6.trex_cfg.yaml"
   fi
@@ -172,7 +187,7 @@ rec = {"generator": f"TRex {r.get('trex_version') or 'v3'} STL, software mode, f
        "lat_p999_us": mid.get('lat_p999_us'), "lat_max_us": mid.get('lat_max_us'),
        "lat_load_pct_of_flowgate": mid.get('load_pct_of_flowgate'),
        "lat_background_mpps": mid.get('background_mpps'),
-       "testpmd_forwarded_mpps": tm.get('rx_mpps'),
+       "testpmd_forwarded_mpps": tm.get('rx_mpps'), "trex_tx_cores": r.get('trex_cores'),
        "status": "ok" if ok else r.get('status', 'failed'),
        "link": "net_memif (copy), TRex memif client, DUT memif server, one-armed",
        "gen_cpus": gcpu, "dut_cpus": dcpu, "command": cmd, "machine": mach,
