@@ -13,6 +13,13 @@
 # 1. linux_dpdk/ws_main.py's gcc_flags get -Wno-dangling-pointer after -Werror;
 # 2. those two files start with a pragma that turns -Wmaybe-uninitialized
 #    off (not a flag for all: that recompiles every C++ unit).
+# And one fix to the DPDK TRex bundles: its net_memif TX
+# (src/dpdk/drivers/net/memif/rte_eth_memif.c, eth_memif_tx) sets
+# MEMIF_DESC_FLAG_NEXT on a descriptor but never clears it when the slot is
+# reused, so once mbufs of two pools share a burst (IMIX: one pool per size)
+# a stale NEXT chains unrelated packets on the receiver and the ring stalls
+# (TRex's DP core then hangs in send_burst and its watchdog kills it).
+# 3. each descriptor's flags are cleared where eth_memif_tx takes it.
 # configure is what ran here (`--no-mlx --no-bnxt`; waf reads the next word
 # as --no-mlx's value, so the mlx5/bnxt PMDs are still built).
 # JOBS (default: all CPUs) is waf's -j.  Prints the TRex folder for
@@ -31,6 +38,11 @@ for f in external_libs/json/jsoncpp.cpp src/astf/astf_db.cpp; do
 	grep -q 'ignored "-Wmaybe-uninitialized"' "$SRC/$f" ||
 		sed -i '1i #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  /* GCC 12 (build-trex.sh) */' "$SRC/$f"
 done
+mf="$SRC/src/dpdk/drivers/net/memif/rte_eth_memif.c"
+grep -q 'build-trex.sh: no stale NEXT flag' "$mf" ||
+	perl -0pi -e 's/(next_in_chain1:\n\t\t\td0 = &ring->desc\[slot & mask\];\n)/$1\t\t\td0->flags = 0;\t\/* build-trex.sh: no stale NEXT flag *\/\n/;
+		s/(\t\t\tsaved_slot = slot;\n\t\t\td0 = &ring->desc\[slot & mask\];\n)(\t\t\tdst_off = 0;)/$1\t\t\td0->flags = 0;\t\/* build-trex.sh: no stale NEXT flag *\/\n$2/' "$mf"
+[[ $(grep -c 'build-trex.sh: no stale NEXT flag' "$mf") == 2 ]] || { echo "build-trex: $mf: memif TX fix did not apply" >&2; exit 1; }
 cd "$SRC/linux_dpdk"
 [[ -d build_dpdk/c4che ]] || ./b configure --no-mlx --no-bnxt >&2
 ./b build --no-old --no-ver --targets=_t-rex-64 -j "${JOBS:-$(nproc)}" >&2

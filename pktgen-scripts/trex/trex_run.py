@@ -103,17 +103,34 @@ def port_counts(c, port):
     return st['opackets'], st['ipackets'], time.monotonic()
 
 
+def coarse(hist):
+    """TRex's own latency histogram ({"lower bound usec": count}, buckets
+    10 us wide below 100 us, 100 us below 1 ms, ...; "0": under 10 us) as
+    {upper bound: count}: a percentile read from it is that bucket's top."""
+    out = {}
+    for k, n in (hist or {}).items():
+        lo = int(float(k))
+        step = 10 if lo < 100 else 10 ** (len(str(lo)) - 1)
+        out[lo + step] = out.get(lo + step, 0) + n
+    return out
+
+
 def lat_counts(c, pg_id):
-    """{value: count} of pg_id's HDR histogram now, and its latency stats"""
+    """pg_id's latency now: ({value: count} of the HDR histogram, {bucket
+    top: count} of TRex's coarse one, its latency stats).  In software mode
+    with more than one TX core TRex sums per-core latency counters without
+    their HDR histograms (CTimeHistogram::operator+= leaves m_hdrh out): the
+    HDR one stays empty there and the coarse one is what there is."""
     lat = c.get_stats()['latency'].get(pg_id, {})
     ls = lat.get('latency', {})
-    return dict(hdr_decode(ls['hdrh'])) if ls.get('hdrh') else {}, lat
+    return dict(hdr_decode(ls['hdrh'])) if ls.get('hdrh') else {}, coarse(ls.get('histogram')), lat
 
 
 def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
     """The scenario at `mpps` (+ a latency stream): TX/RX rates over
     a.seconds after a.warmup, and the latency samples of that window alone
-    (the difference of the HDR histogram at its ends)."""
+    (the difference of the histogram at its ends: HDR, or TRex's coarse
+    one where TRex reports no HDR samples)."""
     tun = {'scenario': a.scenario, 'mpps': mpps}
     if a.flows:
         tun['flows'] = a.flows
@@ -127,7 +144,7 @@ def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
     c.start(ports=[port], mult='1', force=True)
     try:
         time.sleep(a.warmup)
-        h0 = lat_counts(c, pg_id)[0] if lat_pps else {}
+        h0 = lat_counts(c, pg_id) if lat_pps else None
         tx0, rx0, t0 = port_counts(c, port)
         time.sleep(a.seconds)
         tx1, rx1, t1 = port_counts(c, port)
@@ -135,10 +152,12 @@ def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
         r = {'tx_pkts': tx1 - tx0, 'rx_pkts': rx1 - rx0, 'seconds': round(dt, 3),
              'tx_mpps': round((tx1 - tx0) / dt / 1e6, 4), 'rx_mpps': round((rx1 - rx0) / dt / 1e6, 4)}
         if lat_pps:
-            h1, lat = lat_counts(c, pg_id)
-            counts = sorted((v, n - h0.get(v, 0)) for v, n in h1.items() if n > h0.get(v, 0))
+            h1 = lat_counts(c, pg_id)
+            k, src = (0, 'hdrh') if sum(h1[0].values()) else (1, 'trex-histogram-bucket-top')
+            lat, a0, a1 = h1[2], h0[k], h1[k]
+            counts = sorted((v, n - a0.get(v, 0)) for v, n in a1.items() if n > a0.get(v, 0))
             ls = lat.get('latency', {})
-            r.update({'background_mpps': mpps, 'lat_pps': lat_pps, 'pg_id': pg_id,
+            r.update({'background_mpps': mpps, 'lat_pps': lat_pps, 'pg_id': pg_id, 'lat_source': src,
                       'lat_samples': sum(n for _, n in counts),
                       'lat_p50_us': percentile(counts, 0.50), 'lat_p99_us': percentile(counts, 0.99),
                       'lat_p999_us': percentile(counts, 0.999),
