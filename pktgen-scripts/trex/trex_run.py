@@ -126,6 +126,21 @@ def lat_counts(c, pg_id):
     return dict(hdr_decode(ls['hdrh'])) if ls.get('hdrh') else {}, coarse(ls.get('histogram')), lat
 
 
+def lat_window(h0, h1):
+    """Latency of the samples between two lat_counts() snapshots: from the
+    HDR histograms when the later one has samples, else from TRex's coarse
+    one (bucket tops)."""
+    k, src = (0, 'hdrh') if sum(h1[0].values()) else (1, 'trex-histogram-bucket-top')
+    a0, a1, lat = h0[k], h1[k], h1[2]
+    counts = sorted((v, n - a0.get(v, 0)) for v, n in a1.items() if n > a0.get(v, 0))
+    ls = lat.get('latency', {})
+    return {'lat_source': src, 'lat_samples': sum(n for _, n in counts),
+            'lat_p50_us': percentile(counts, 0.50), 'lat_p99_us': percentile(counts, 0.99),
+            'lat_p999_us': percentile(counts, 0.999), 'lat_max_us': counts[-1][0] if counts else None,
+            'trex_total_max_us': ls.get('total_max'), 'trex_average_us': ls.get('average'),
+            'lat_errors': lat.get('err_cntrs')}
+
+
 def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
     """The scenario at `mpps` (+ a latency stream): TX/RX rates over
     a.seconds after a.warmup, and the latency samples of that window alone
@@ -152,18 +167,8 @@ def run_phase(c, a, port, mpps, lat_pps=0, pg_id=0):
         r = {'tx_pkts': tx1 - tx0, 'rx_pkts': rx1 - rx0, 'seconds': round(dt, 3),
              'tx_mpps': round((tx1 - tx0) / dt / 1e6, 4), 'rx_mpps': round((rx1 - rx0) / dt / 1e6, 4)}
         if lat_pps:
-            h1 = lat_counts(c, pg_id)
-            k, src = (0, 'hdrh') if sum(h1[0].values()) else (1, 'trex-histogram-bucket-top')
-            lat, a0, a1 = h1[2], h0[k], h1[k]
-            counts = sorted((v, n - a0.get(v, 0)) for v, n in a1.items() if n > a0.get(v, 0))
-            ls = lat.get('latency', {})
-            r.update({'background_mpps': mpps, 'lat_pps': lat_pps, 'pg_id': pg_id, 'lat_source': src,
-                      'lat_samples': sum(n for _, n in counts),
-                      'lat_p50_us': percentile(counts, 0.50), 'lat_p99_us': percentile(counts, 0.99),
-                      'lat_p999_us': percentile(counts, 0.999),
-                      'lat_max_us': counts[-1][0] if counts else None,
-                      'trex_total_max_us': ls.get('total_max'), 'trex_average_us': ls.get('average'),
-                      'lat_errors': lat.get('err_cntrs')})
+            r.update({'background_mpps': mpps, 'lat_pps': lat_pps, 'pg_id': pg_id})
+            r.update(lat_window(h0, lat_counts(c, pg_id)))
     finally:
         c.stop(ports=[port])
         c.wait_on_traffic(ports=[port], timeout=10)
