@@ -7,8 +7,9 @@
 # packed them), unpacked outside /tmp (EAL refuses a plugin directory, -d,
 # under a world-writable folder).
 # Priority order (PLAN, default: steady-1m at 1 worker, at 4, imix-1m at 1,
-# steady-1m at 2 and 8); no run starts past BUDGET seconds (default 120)
-# after the start.  Writes $OUT/trex-json.tar.gz
+# steady-1m at 2 and 8; steps: steadyN, steady10mN, imixN, floodN,
+# newflowsN, churnN for N workers); no run starts past BUDGET seconds
+# (default 120) after the start.  Writes $OUT/trex-json.tar.gz
 # (bench/results/trex-device-*.json), $OUT/logs.tar.gz, $OUT/env.txt.
 set -uo pipefail
 T0=$(date +%s)
@@ -46,9 +47,12 @@ tvd() {
 }
 for p in ${PLAN:-steady1 steady4 imix1 steady2 steady8}; do
 	case $p in
+	steady10m*) tvd --scenarios steady-1m --flows 10000000 --workers "${p#steady10m}" ;;
 	steady*) tvd --scenarios steady-1m --workers "${p#steady}" ;;
 	imix*) tvd --scenarios imix-1m --workers "${p#imix}" ;;
 	flood*) tvd --scenarios syn-flood --workers "${p#flood}" --fg-args "--flood-rate 125000" ;;
+	newflows*) tvd --scenarios new-flows --workers "${p#newflows}" ;;
+	churn*) tvd --scenarios churn --workers "${p#churn}" ;;
 	esac
 	# after each step: what ran comes back even if the call is cut short
 	tar -C "$RES" -czf "$OUT/trex-json.tar.gz" .
