@@ -145,7 +145,9 @@ run_one() {
   kill -9 "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null
   dut_stop
   [[ ${res:0:1} == '{' ]] || res="{\"status\":\"failed\",\"reason\":\"trex: $(grep -aiE 'error|cannot|fail' "$tlog" | head -2 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-200)\"}"
-  echo "${res%\}},\"trex_cores\":$tc,\"dut_stats\":$stats}"
+  # what the server said when it failed (a watchdog, an EAL error), for the record
+  local tl; tl=$(grep -aE 'WATCHDOG|ERROR|PANIC|Segmentation|Illegal' "$tlog" | head -1 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-200)
+  echo "${res%\}},\"trex_cores\":$tc,\"trex_log\":\"$tl\",\"dut_stats\":$stats}"
   if [[ -n "$LOGDIR" ]]; then
     mkdir -p "$LOGDIR"; mv "$tlog" "$LOGDIR/$6.trex.log"; mv "$dut_log" "$LOGDIR/$6.dut.log"; cp "$cfg" "$LOGDIR/$6.trex_cfg.yaml"
   fi
@@ -195,6 +197,8 @@ rec = {"generator": f"TRex {r.get('trex_version') or 'v3'} STL, software mode, f
        "max": m, "latency": lat, "dut_stats": r.get('dut_stats')}
 if not ok:
     rec['reason'] = r.get('reason', 'not run')
+    if r.get('trex_log'):
+        rec['trex_log'] = r['trex_log']
 json.dump(rec, open(out, 'w'), indent=1)
 print(f"trex_vs_dut: {os.path.basename(out)}: {rec['status']} offered {rec['offered_mpps']} "
       f"forwarded {rec['forwarded_mpps']} Mpps ratio {ratio} loss {loss} "
