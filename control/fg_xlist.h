@@ -21,6 +21,10 @@
 /** An entry's second field: a description or policy table. */
 #define FG_XL_SECOND(n, d) d,
 
+/** The same for lists of three fields X(name, second, third). */
+#define FG_XL3_NAME(n, s, t) #n,
+#define FG_XL3_THIRD(n, s, t) t,
+
 /** The names and second-field tables of a list, declared. */
 #define FG_XL_TABLES(names, second, max) \
 	extern const char *const names[max]; extern const char *const second[max]

@@ -36,10 +36,10 @@
 #include "fg_xlist.h"
 
 const char *const fgx_port_counter_names[FGX_PC_MAX] = {
-	FGX_PORT_COUNTER_LIST(FG_XL_NAME)
+	FGX_PORT_COUNTER_LIST(FG_XL3_NAME)
 };
 const char *const fgx_port_counter_help[FGX_PC_MAX] = {
-	FGX_PORT_COUNTER_LIST(FG_XL_SECOND)
+	FGX_PORT_COUNTER_LIST(FG_XL3_THIRD)
 };
 
 /* ---- rtnetlink ---------------------------------------------------------- */

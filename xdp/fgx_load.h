@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "fg_config.h"
+#include "fg_counters.h"
 #include "fg_ctl_server.h"
 #include "fg_xlist.h"
 
@@ -159,15 +160,11 @@ int fgx_remove(const char *pin_dir, int ifindex, char *msg, size_t len);
 
 /** The interface's own counters, FGX_PORT_COUNTER_LIST order. */
 #define FGX_PORT_COUNTER_LIST(X) \
-	X(rx_packets,  "packets the interface received") \
-	X(tx_packets,  "packets the interface sent") \
-	X(rx_missed,   "packets the interface dropped: RX queue full (rx_missed_errors)") \
-	X(rx_errors,   "erroneous packets the interface received") \
-	X(tx_errors,   "packets the interface failed to send") \
-	X(tx_dropped,  "packets dropped on transmit (generic XDP: XDP_TX the device refused)") \
-	X(xdp_tx_errors, "native XDP: XDP_TX frames the driver failed to send (ethtool -S *xdp*tx*err*, summed)")
+	FG_DEV_COUNTER_LIST(X)   /* fg_counters.h: as the DPDK daemon's */ \
+	X(tx_dropped, -, "packets dropped on transmit (generic XDP: XDP_TX the device refused)") \
+	X(xdp_tx_errors, -, "native XDP: XDP_TX frames the driver failed to send (ethtool -S *xdp*tx*err*, summed)")
 
-#define FGX_PC_(n, d) FGX_PC_##n,
+#define FGX_PC_(n, f, d) FGX_PC_##n,
 enum fgx_port_counter { FGX_PORT_COUNTER_LIST(FGX_PC_) FGX_PC_MAX };
 FG_XL_TABLES(fgx_port_counter_names, fgx_port_counter_help, FGX_PC_MAX);
 
