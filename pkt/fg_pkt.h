@@ -91,6 +91,8 @@ enum fg_verdict {
 		       (o)->key.k6.proto = (pr)) :				\
 		(void)((o)->key.k4.sport = (sp), (o)->key.k4.dport = (dp),	\
 		       (o)->key.k4.proto = (pr)))
+/** Where L4 starts and its protocol. */
+#define FG_PKT_L4_AT(o, l4, nh) ((o)->l4_off = (uint16_t)(l4), (o)->proto = (nh))
 /** The ports and protocol, then kind @p k_: @return @p k_. */
 #define FG_PKT_KEYED(o, v6, sp, dp, pr, k_) \
 	(FG_PKT_KEY_PORTS(o, v6, sp, dp, pr), (o)->kind = (k_))

@@ -122,6 +122,15 @@
  *  code 0, at least FG_ND_MIN_LEN bytes */
 #define FG_ND_MALFORMED(hop, code, avail) \
 	((hop) != FG_ND_HOP_LIMIT || (code) != 0 || (avail) < FG_ND_MIN_LEN)
+/** A later fragment (no L4 header to key on) is dropped when its TTL /
+ *  hop limit would expire or (IPv6, @p unspec) it comes from ::: the
+ *  reason, or 0: kept as FG_PK_FRAG_LATER. */
+#define FG_PKT_LATER_DROP(hop, unspec) \
+	((hop) <= 1 ? FG_DROP_ttl_expired : (unspec) ? FG_DROP_martian_src : 0)
+/** From :: only what stays on the link: neighbour discovery (DAD) and
+ *  ICMPv6 for the host (MLD, RS); a flow or an ICMP error of kind @p k,
+ *  which would be forwarded, is refused (RFC 4291 2.5.2). */
+#define FG_PKT_UNSPEC_REFUSED(k) ((k) == FG_PK_FLOW || (k) == FG_PK_ICMP_ERR)
 /** The key ports of an echo (request {id, 0}, reply {0, id}) into
  *  @p sport / @p dport: 0, or -1 when @p t is no echo. */
 #define FG_ICMP_ECHO_PORTS(t, v6, id, sport, dport) \

@@ -81,6 +81,16 @@ FG_PKT_HELPER int fg_pkt__drop(struct fg_pkt *out, enum fg_drop why)
 	return FG_PK_DROP;
 }
 
+/* A later fragment: FG_PK_FRAG_LATER, or dropped (FG_PKT_LATER_DROP). */
+FG_PKT_HELPER int fg_pkt__later(struct fg_pkt *out, uint8_t hop, int unspec)
+{
+	int why = FG_PKT_LATER_DROP(hop, unspec);
+
+	if (FG_PKT_UNLIKELY(why))
+		return fg_pkt__drop(out, (enum fg_drop)why);
+	return out->kind = FG_PK_FRAG_LATER;
+}
+
 /* 3-tuple key: addresses + proto, ports 0 (FRAG_LATER / HOST); @p ip is the
  * IP header's offset. */
 FG_PKT_FN_INLINE void fg_pkt__key_addrs(struct fg_pkt *out, FG_PKT_RD r,
@@ -474,10 +484,7 @@ FG_PKT_FN_INLINE int fg_pkt__v4(FG_PKT_RD r, uint32_t len, uint32_t off,
 				return fg_pkt__drop(out, FG_DROP_ipv4_bad_frag);
 			out->key.k4.proto = FG_PKT_U8(r, off + FG_IP4_PROTO_OFF);
 			fg_pkt__key_frag_id(out, r, off + FG_IP4_ID_OFF, 0);
-			if (FG_PKT_UNLIKELY(FG_PKT_U8(r, off + FG_IP4_TTL_OFF) <= 1))
-				return fg_pkt__drop(out, FG_DROP_ttl_expired);
-			out->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return fg_pkt__later(out, FG_PKT_U8(r, off + FG_IP4_TTL_OFF), 0);
 		}
 		out->flags |= FG_PF_FRAG; /* MF set, offset 0 */
 	}
@@ -519,26 +526,15 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 			return fg_pkt__drop(out, (enum fg_drop)-rc);
 		}
 		if (rc == FG_PKT__V6W_LATER) {
-			out->l4_off = (uint16_t)l4;
-			out->proto = nh;
+			FG_PKT_L4_AT(out, l4, nh);
 			out->key.k6.proto = nh;
 			fg_pkt__key_frag_id(out, r, frag + FG_IP6_FRAG_ID_OFF, 1);
-			if (FG_PKT_UNLIKELY(hop <= 1))
-				return fg_pkt__drop(out, FG_DROP_ttl_expired);
-			if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC))
-				return fg_pkt__drop(out, FG_DROP_martian_src);
-			out->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return fg_pkt__later(out, hop, src == FG_PKT__SRC_UNSPEC);
 		}
 	}
-	out->l4_off = (uint16_t)l4;
-	out->proto = nh;
+	FG_PKT_L4_AT(out, l4, nh);
 	rc = fg_pkt__l4(r, l4, end, out, 1, hop);
-	/* from :: only what stays on the link: neighbour discovery (DAD)
-	 * and ICMPv6 for the host (MLD, RS); nothing forwarded (RFC 4291
-	 * 2.5.2) */
-	if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC) &&
-	    (rc == FG_PK_FLOW || rc == FG_PK_ICMP_ERR))
+	if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC) && FG_PKT_UNSPEC_REFUSED(rc))
 		return fg_pkt__drop(out, FG_DROP_martian_src);
 	return rc;
 }

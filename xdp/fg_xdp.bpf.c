@@ -172,6 +172,14 @@ static __always_inline int pdrop(struct fg_pkt *o, __u32 why)
 	return FG_PK_DROP;
 }
 
+/* fg_pkt__later(): FG_PK_FRAG_LATER, or dropped (FG_PKT_LATER_DROP) */
+static __always_inline int later(struct fg_pkt *o, __u8 hop, int unspec)
+{
+	int why = FG_PKT_LATER_DROP(hop, unspec);
+
+	return why ? pdrop(o, (__u32)why) : (o->kind = FG_PK_FRAG_LATER);
+}
+
 static __always_inline void key_ports(struct fg_pkt *o, int v6, __u16 sp,
 				      __u16 dp, __u8 proto)
 {
@@ -446,20 +454,17 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 	if (o->key.k4.saddr == o->key.k4.daddr)
 		return pdrop(o, FG_DROP_land);
 	fo = FG_RD16(ip + 6);
-	if (fo & 0x4000)
+	if (fo & FG_IP4_DF)
 		o->flags |= FG_PF_DF;
-	if (fo & 0x3FFF) {
-		foff = (__u32)(fo & 0x1FFF) * 8;
+	if (fo & (FG_IP4_MF | FG_IP4_OFFMASK)) {
+		foff = (__u32)(fo & FG_IP4_OFFMASK) * 8;
 		if (foff) {
 			if (foff + tot - ihl > 65535)
 				return pdrop(o, FG_DROP_ipv4_bad_frag);
 			o->key.k4.proto = ip[9];
 			/* fg_pkt__key_frag_id(): the datagram's ID */
 			__builtin_memcpy(&o->key.k4.sport, ip + 4, 2);
-			if (ip[8] <= 1)
-				return pdrop(o, FG_DROP_ttl_expired);
-			o->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return later(o, ip[8], 0);
 		}
 		o->flags |= FG_PF_FRAG;
 	}
@@ -478,7 +483,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_ipv6_truncated);
 	if ((ip[0] >> 4) != 6)
 		return pdrop(o, FG_DROP_ipv6_bad_version);
-	end = 40 + (__u32)FG_RD16(ip + 4);
+	end = FG_IP6_HLEN + (__u32)FG_RD16(ip + 4);
 	if (end > avail)
 		return pdrop(o, FG_DROP_ipv6_bad_len);
 	o->l3_len = (__u16)end;
@@ -492,7 +497,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_land);
 	nh = ip[6];
 	hop = ip[7];
-	l4 = off + 40;
+	l4 = off + FG_IP6_HLEN;
 	if (nh != P_TCP && nh != P_UDP) {
 		r = v6_walk(k, &l4, end, &nh, &o->flags, &frag);
 		if (r < 0) {
@@ -500,8 +505,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 			return pdrop(o, (__u32)-r);
 		}
 		if (r == V6W_LATER) {
-			o->l4_off = (__u16)l4;
-			o->proto = nh;
+			FG_PKT_L4_AT(o, l4, nh);
 			o->key.k6.proto = nh;
 			__u8 *fh = at(k, frag, 8);
 
@@ -510,18 +514,12 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 			if (!fh)
 				return pdrop(o, FG_DROP_ipv6_ext_truncated);
 			__builtin_memcpy(&o->key.k6.sport, fh + 4, 4);
-			if (hop <= 1)
-				return pdrop(o, FG_DROP_ttl_expired);
-			if (src == SRC_UNSPEC)
-				return pdrop(o, FG_DROP_martian_src);
-			o->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return later(o, hop, src == SRC_UNSPEC);
 		}
 	}
-	o->l4_off = (__u16)l4;
-	o->proto = nh;
+	FG_PKT_L4_AT(o, l4, nh);
 	r = parse_l4(k, l4, end, o, 1, hop);
-	if (src == SRC_UNSPEC && (r == FG_PK_FLOW || r == FG_PK_ICMP_ERR))
+	if (src == SRC_UNSPEC && FG_PKT_UNSPEC_REFUSED(r))
 		return pdrop(o, FG_DROP_martian_src);
 	return r;
 }
