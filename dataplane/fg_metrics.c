@@ -314,6 +314,15 @@ static void render_ports(FILE *f, const struct fg_stats_snap *sn)
 	}
 }
 
+/* One counter family by reason: names[from..n) with their values. */
+static void render_by_reason(FILE *f, const char *name, const char *help,
+			     const char *const *names, const uint64_t *v, int from, int n)
+{
+	fg_prom_family(f, name, "counter", help);
+	for (int r = from; r < n; r++)
+		fprintf(f, "%s{reason=\"%s\"} %" PRIu64 "\n", name, names[r], v[r]);
+}
+
 /* The restart hand-over (fg_state.h): counted once, at start. */
 static void render_state(FILE *f, const struct fg_stats_snap *sn)
 {
@@ -326,18 +335,14 @@ static void render_state(FILE *f, const struct fg_stats_snap *sn)
 	}
 	FG_STATE_LOAD_LIST(FG_X, st)
 #undef FG_X
-	fg_prom_family(f, "flowgate_state_refused_flows_total", "counter",
-	       "flows of the state file not restored at start, by reason "
-	       "(dataplane/fg_state.h FG_STATE_FLOW_REFUSE_LIST)");
-	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
-		fprintf(f, "flowgate_state_refused_flows_total{reason=\"%s\"} %" PRIu64 "\n",
-			fg_state_flow_refuse_names[r], st->refused[r]);
-	fg_prom_family(f, "flowgate_state_file_refused_total", "counter",
-	       "state files not loaded at start, by reason "
-	       "(dataplane/fg_state.h FG_STATE_FILE_REFUSE_LIST)");
-	for (int r = 1; r < FG_STATE_FILE_MAX; r++)
-		fprintf(f, "flowgate_state_file_refused_total{reason=\"%s\"} %" PRIu64 "\n",
-			fg_state_file_refuse_names[r], st->file_refused[r]);
+	render_by_reason(f, "flowgate_state_refused_flows_total",
+			 "flows of the state file not restored at start, by reason "
+			 "(dataplane/fg_state.h FG_STATE_FLOW_REFUSE_LIST)",
+			 fg_state_flow_refuse_names, st->refused, 0, FG_STATE_FLOW_MAX);
+	render_by_reason(f, "flowgate_state_file_refused_total",
+			 "state files not loaded at start, by reason "
+			 "(dataplane/fg_state.h FG_STATE_FILE_REFUSE_LIST)",
+			 fg_state_file_refuse_names, st->file_refused, 1, FG_STATE_FILE_MAX);
 	fg_prom_family(f, "flowgate_state_gap_seconds", "gauge",
 	       "from the state file's write by the previous process to its load "
 	       "by this one (0: none loaded)");

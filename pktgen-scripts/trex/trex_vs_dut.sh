@@ -19,7 +19,7 @@
 # For each scenario (x --flows, established scenarios only) and each worker
 # count N, for each DUT in order: the DUT starts as the memif server with N
 # RX/TX queues (pktgen-scripts/dut_lib.sh); TRex starts as the memif client
-# (trex_cfg.yaml: interfaces ['--vdev=net_memif0,role=client,...', 'dummy'],
+# (trex_cfg.yaml: interfaces ['--vdev=net_memif0,role=client,...', 'dummy'] --no-pci,
 # so TRex runs EAL with --no-pci --no-huge) with N TX cores, one-armed: port
 # 0 sends and counts what the DUT sends back (the sink).  trex_run.py then
 # measures (1) the scenario at --max-mpps for --seconds: offered = port 0's
@@ -107,7 +107,7 @@ trex_cfg() {
   fi
   cat >"$2" <<YAML
 - version: 2
-  interfaces: ['--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no', 'dummy']
+  interfaces: ['--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no', 'dummy']  # vdevs only: TRex's EAL gets --no-pci --no-huge
   port_info:
     - dest_mac: 02:00:00:00:00:02
       src_mac: 02:00:00:00:00:01
