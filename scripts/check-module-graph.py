@@ -44,6 +44,7 @@ PARTS = {
                             "fg_nh_slot", "fg_neigh_posted"),  # one lcore's own
     "fg_load.h": ("fg_load_",),
     "fg_state.h": ("fg_state_",),           # restart hand-over: file, stats
+    "fg_sync.h": ("fg_sync_",),             # state sync between nodes
     "fg_stats.h": ("fg_stats_",),
     "fg_metrics.h": ("fg_metrics",),
     "fg_announce.h": ("fg_announce",),
