@@ -1945,6 +1945,27 @@ ct_rec_fill(struct ct_shard *s, const struct ct_flow *fl, uint64_t now,
 	}
 }
 
+void
+ct_rec_fill_entry(struct ct_shard *s, enum ct_family fam, const void *key,
+		  const struct ct_entry *e, uint64_t now, struct ct_rec *r)
+{
+	struct ct_fam *f = &s->fam[fam];
+	const struct ct_entry *re = e->peer != CT_NONE ? ct_live_at(f, e->peer) : NULL;
+	struct ct_flow fl;
+
+	memcpy(&fl.k6, key, f->key_len);
+	fl.e = *e;
+	fl.family = (uint8_t)fam;
+	fl.age_ticks = now - e->last_seen;
+	fl.life_ticks = ct_entry_life(s, e, now);
+	fl.has_reply = re != NULL;
+	fl.reply_packets = re ? re->packets : 0;
+	fl.reply_bytes = re ? re->bytes : 0;
+	if (re != NULL)
+		ct_key_copy(f, e->peer, &fl.reply.k6);
+	ct_rec_fill(s, &fl, now, r);
+}
+
 /* The forward entry just inserted for @p r, made as the record says:
  * assurance, flags, window, ids, times, counters. */
 static void
