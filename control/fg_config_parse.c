@@ -1687,6 +1687,27 @@ static void dump_quoted(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The sync block (nothing without one). */
+static void dump_sync(FILE *f, const struct fg_sync_cfg *y)
+{
+	char a[96];
+
+	if (!y->on)
+		return;
+	fprintf(f, "sync {\n    listen %s node %u;\n",
+		fg_endpoint_format(&y->listen, y->port, a, sizeof(a)), y->node);
+	for (uint32_t i = 0; i < y->n_peers; i++)
+		fprintf(f, "    peer %s %s node %u;\n", y->peers[i].name,
+			fg_endpoint_format(&y->peers[i].addr, y->peers[i].port, a,
+					   sizeof(a)), y->peers[i].node);
+	fprintf(f, "    key ");
+	dump_quoted(f, y->key_path);
+	fprintf(f, ";\n    dsr %s;\n", y->dsr ? "on" : "off");
+	if (y->rate)
+		fprintf(f, "    rate %u;\n", y->rate);
+	fprintf(f, "}\n\n");
+}
+
 int fg_config_dump(const struct fg_config *cfg, FILE *f)
 {
 	char a[96], b[96], d[32];
@@ -1704,22 +1725,7 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 		fprintf(f, ";\n");
 	}
 	fprintf(f, "gue_port %u;\n\n", cfg->gue_port);
-	if (cfg->sync.on) {
-		const struct fg_sync_cfg *y = &cfg->sync;
-
-		fprintf(f, "sync {\n    listen %s node %u;\n",
-			fg_endpoint_format(&y->listen, y->port, a, sizeof(a)), y->node);
-		for (uint32_t i = 0; i < y->n_peers; i++)
-			fprintf(f, "    peer %s %s node %u;\n", y->peers[i].name,
-				fg_endpoint_format(&y->peers[i].addr, y->peers[i].port, a,
-						   sizeof(a)), y->peers[i].node);
-		fprintf(f, "    key ");
-		dump_quoted(f, y->key_path);
-		fprintf(f, ";\n    dsr %s;\n", y->dsr ? "on" : "off");
-		if (y->rate)
-			fprintf(f, "    rate %u;\n", y->rate);
-		fprintf(f, "}\n\n");
-	}
+	dump_sync(f, &cfg->sync);
 	fprintf(f, "conntrack {\n");
 	if (cfg->ct_capacity)
 		fprintf(f, "    capacity %u;\n", cfg->ct_capacity);

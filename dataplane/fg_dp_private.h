@@ -40,6 +40,7 @@ struct fg_metrics;
 struct fg_announce;
 struct fg_ctl_server;
 struct fg_health;
+struct fg_sync;
 
 struct fg_dp {
 	unsigned int n_workers;
@@ -104,6 +105,7 @@ struct fg_dp {
 	struct fg_ctl_server *ctl;
 	struct fg_health *health;
 	struct fg_announce *announce;   /**< --announce route keeper or NULL */
+	struct fg_sync *sync;           /**< the config's sync block, or NULL */
 	bool pdump_on;                  /**< rte_pdump_init() succeeded */
 	bool control_on;                /**< fg_control_start() succeeded */
 	bool launched;                  /**< workers launched (fg_dp_start) */

@@ -305,8 +305,8 @@ rec_backend(const struct fg_lb_table *lb, const struct be_map *m,
 
 /* The worker that owns the flow of key @p key now: its dispatch hash
  * (fg_rss_hash: a fragment-follow entry's by its addresses alone). */
-static unsigned int
-owner_of(const struct fg_dp *dp, uint8_t fam, const void *key, bool frag)
+unsigned int
+fg_state_owner(const struct fg_dp *dp, uint8_t fam, const void *key, bool frag)
 {
 	uint32_t h;
 
@@ -502,14 +502,14 @@ fg_state_resolve(const struct fg_dp *dp, const struct fg_lb_table *lb,
 	b = rec_backend(lb, &m->m, s, r);
 	if (b == NULL)
 		return FG_STATE_FLOW_backend_gone;
-	wi = owner_of(dp, r->family, &r->key, r->flags & CT_REC_F_FRAG);
+	wi = fg_state_owner(dp, r->family, &r->key, r->flags & CT_REC_F_FRAG);
 	memset(ids, 0, sizeof(*ids));
 	if (nat) {
 		int li = local_index(dp, r->family, ct_key_daddr(&r->reply, r->family));
 
 		if (li < 0)
 			return FG_STATE_FLOW_nat_local_gone;
-		if (owner_of(dp, r->family, &r->reply, false) != wi)
+		if (fg_state_owner(dp, r->family, &r->reply, false) != wi)
 			return FG_STATE_FLOW_nat_split;
 		ids->nat_addr = (uint8_t)li;
 	}

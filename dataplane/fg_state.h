@@ -224,6 +224,12 @@ int fg_state_resolve(const struct fg_dp *dp, const struct fg_lb_table *lb,
 		     const struct fg_state_bemap *m, const struct ct_rec *r,
 		     struct ct_rec_ids *ids, unsigned int *worker);
 
+/** The worker that owns the flow of key @p key (enum ct_family @p fam)
+ *  now: its dispatch hash (a fragment-follow entry's by its addresses
+ *  alone).  Any thread. */
+unsigned int fg_state_owner(const struct fg_dp *dp, uint8_t fam, const void *key,
+			    bool frag);
+
 /** The refusal (enum fg_state_flow_refuse) of a ct_rec_restore error. */
 int fg_state_restore_refusal(int rc);
 

@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "ct_rec.h"
+#include "fg_state.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -173,6 +174,142 @@ int fg_sync_msg_add(struct fg_sync_msg *m, uint8_t op, const struct ct_rec *r);
 
 /** Writes the entry count and the MAC.  @return the message's length. */
 size_t fg_sync_msg_finish(struct fg_sync_msg *m, const struct fg_sync_key *key);
+
+/* ---- the daemon's sync (fg_sync.c) -------------------------------------- */
+
+struct fg_dp;
+struct fg_worker;
+struct fg_sync_cfg;
+struct fg_lb_service;
+struct fg_lb_backend;
+struct ct_entry;
+
+/** A flow record between a worker and the sync thread (both rings). */
+struct fg_sync_item {
+	uint8_t op;               /**< FG_SYNC_OP_* */
+	uint8_t pad[3];
+	struct ct_rec_ids ids;    /**< to a worker: the record's ids here */
+	struct ct_rec rec;
+};
+
+/** A worker's records waiting for its next housekeeping (per-core batch). */
+#define FG_SYNC_BATCH 32
+/** Ring sizes: worker -> sync thread, sync thread -> worker. */
+#define FG_SYNC_OUT_RING 16384
+#define FG_SYNC_IN_RING 8192
+/** An idle node says it is alive this often (an empty message). */
+#define FG_SYNC_KEEPALIVE_MS 1000
+
+/** What a worker counts (w->sync[], summed by fgctl sync / metrics). */
+#define FG_SYNC_WORKER_LIST(X) \
+	X(queued,     "flow records queued for the peers (new flows, state changes, refreshes, deletes)") \
+	X(queue_full, "flow records not sent: the worker's ring to the sync thread was full (sync rate bound, or the thread behind)") \
+	X(installed,  "synced flows installed from peers") \
+	X(updated,    "synced flows replaced by a fresher record from a peer") \
+	X(stale,      "records from a peer older than the entry held here (kept the fresher)") \
+	X(closed,     "flows deleted on a peer's word") \
+	X(refresh_walks, "full walks of the shard that re-sent the live synced flows (keep the peers' copies from expiring)")
+
+enum fg_sync_wc {
+#define FG_X(n, d) FG_SYNC_WC_##n,
+	FG_SYNC_WORKER_LIST(FG_X)
+#undef FG_X
+	FG_SYNC_WC_MAX
+};
+extern const char *const fg_sync_wc_names[FG_SYNC_WC_MAX];
+extern const char *const fg_sync_wc_help[FG_SYNC_WC_MAX];
+
+/** What the sync thread counts (fg_sync_stats). */
+#define FG_SYNC_NODE_LIST(X) \
+	X(sent_msgs,     "messages sent, each peer's copy counted") \
+	X(sent_records,  "flow records sent (once, whatever the number of peers)") \
+	X(sent_bytes,    "bytes of messages sent, each peer's copy counted") \
+	X(send_failed,   "messages the kernel refused (sendto failed): their records did not reach that peer") \
+	X(recv_msgs,     "messages accepted from peers") \
+	X(recv_records,  "flow records accepted from peers") \
+	X(install_queue_full, "records accepted but not installed: their worker's ring from the sync thread was full")
+
+enum fg_sync_nc {
+#define FG_X(n, d) FG_SYNC_NC_##n,
+	FG_SYNC_NODE_LIST(FG_X)
+#undef FG_X
+	FG_SYNC_NC_MAX
+};
+extern const char *const fg_sync_nc_names[FG_SYNC_NC_MAX];
+extern const char *const fg_sync_nc_help[FG_SYNC_NC_MAX];
+
+/** One peer as `fgctl sync` shows it. */
+struct fg_sync_peer_stats {
+	char name[32];
+	char addr[64];            /**< ADDR:PORT */
+	uint32_t node;
+	uint64_t epoch;           /**< its current epoch (0: never heard) */
+	uint64_t seq;             /**< newest sequence accepted */
+	int64_t last_rx_ms;       /**< ms since its last accepted message, -1 never */
+	uint64_t recv_msgs, recv_records, refused, sent_msgs, send_failed;
+};
+
+/** The node's sync, summed (control side; a copy). */
+struct fg_sync_stats {
+	bool on;
+	uint32_t node;
+	char listen[64];
+	bool dsr;
+	uint32_t rate;
+	uint64_t epoch, seq;
+	uint64_t backlog;         /**< records waiting in the workers' rings */
+	uint64_t nc[FG_SYNC_NC_MAX];
+	uint64_t refused[FG_SYNC_REFUSE_MAX];         /**< [0] unused */
+	uint64_t install_refused[FG_STATE_FLOW_MAX];  /**< fg_state.h's reasons */
+	uint64_t wc[FG_SYNC_WC_MAX];
+	uint32_t n_peers;
+	struct fg_sync_peer_stats peers[16];
+};
+
+/**
+ * Creates the node's sync from @p cfg: the key, the UDP socket (bound to
+ * the listen address), the rings of every worker.  Main lcore, after the
+ * workers exist, before they run.  @return 0, -errno (key unreadable or
+ * -EINVAL, socket, bind), -ENOMEM.
+ */
+int fg_sync_create(struct fg_dp *dp, const struct fg_sync_cfg *cfg);
+/** Starts the sync thread.  @return 0 or -errno. */
+int fg_sync_start(struct fg_dp *dp);
+/** Stops the thread (workers may still run), then frees everything once
+ *  the workers have stopped (fg_sync_free). */
+void fg_sync_stop(struct fg_dp *dp);
+void fg_sync_free(struct fg_dp *dp);
+
+/**
+ * Handles one received datagram from @p from (a struct sockaddr_in or
+ * _in6): checks it (fg_sync_parse, the peer, its address, replay) and
+ * hands every entry to the worker that owns its flow.  The sync thread's
+ * (tests call it directly).  @return FG_SYNC_OK or the refusal (counted).
+ */
+enum fg_sync_refuse fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len,
+			       const void *from);
+
+/**
+ * Sends what the workers queued: messages of at most FG_SYNC_MSG_MAX
+ * bytes to every peer, within the rate; a keepalive when idle.  The sync
+ * thread's (tests call it directly).  @return records sent.
+ */
+unsigned int fg_sync_tx(struct fg_dp *dp);
+
+/** A copy of the counters (any thread). */
+void fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st);
+
+/* worker side (owner lcore) */
+/** Whether flows of @p s are synced (NAT always, DSR with `dsr on`). */
+bool fg_sync_wants(const struct fg_worker *w, const struct fg_lb_service *s);
+/** Queues the flow of forward entry @p e (key @p key) of service @p s,
+ *  backend @p b, as op @p op into the worker's batch. */
+void fg_sync_note(struct fg_worker *w, uint8_t op, uint8_t fam, const void *key,
+		  const struct ct_entry *e, const struct fg_lb_service *s,
+		  const struct fg_lb_backend *b, uint64_t now);
+/** Housekeeping: flushes the batch, installs what peers sent, walks a
+ *  bounded part of the shard for the refresh.  @return records installed. */
+unsigned int fg_sync_worker_poll(struct fg_worker *w, uint64_t now);
 
 #ifdef __cplusplus
 }

@@ -44,7 +44,7 @@ PARTS = {
                             "fg_nh_slot", "fg_neigh_posted"),  # one lcore's own
     "fg_load.h": ("fg_load_",),
     "fg_state.h": ("fg_state_",),           # restart hand-over: file, stats
-    "fg_sync.h": ("fg_sync_",),             # state sync between nodes
+    "fg_sync.h": ("fg_sync",),              # state sync between nodes
     "fg_stats.h": ("fg_stats_",),
     "fg_metrics.h": ("fg_metrics",),
     "fg_announce.h": ("fg_announce",),
@@ -63,15 +63,16 @@ PRIVATE = {
         "fg_announce.c",    # liveness: a worker's tx_flushes
         "fg_port.c",        # a queue's NUMA socket: its worker's lcore
         "fg_state.c",       # the restart hand-over: shards, counter rows
+        "fg_sync.c",        # state sync: a worker's rings, batch, shard
         # the bench and the tests that drive fg_worker_burst()
         "bench_dataplane.c", "test_neigh.c", "test_tombstone.c",
         "test_fixtures_worker.c",
         # the restart hand-over's bench and test (shards, a worker's burst)
-        "bench_state.c", "test_state.c"},
+        "bench_state.c", "test_state.c", "test_sync.c"},
     "fg_dp_private.h": {
         "fg_dp.c", "fg_control.c", "fg_stats.c", "fg_metrics.c", "fg_lb.c",
         "fg_load.c", "fg_host.c", "fg_port.c", "fg_gpupath.c", "fg_announce.c",
-        "fg_state.c",
+        "fg_state.c", "fg_sync.c",
         "fg_worker_private.h", "bench_dataplane.c", "test_lb_scaleout.c"},
 }
 STRUCT_DEF = re.compile(r"^\s*(?:typedef\s+)?(?:struct|union)\s+([A-Za-z_]\w*)\s*\{", re.M)
