@@ -196,9 +196,8 @@ rings_create(struct fg_dp *dp, bool dsr)
 		if (w->sync_out == NULL || w->sync_in == NULL)
 			return -ENOMEM;
 		w->sync_dsr = dsr;
-		/* the walk of a whole shard (both families) takes REFRESH_MS,
-		 * a step every ms */
-		w->sync_walk_slots = (2ull * dp->ct_capacity) / REFRESH_MS + 16;
+		/* slots of the shard (both families): a whole walk per REFRESH_MS */
+		w->sync_walk_slots = 2ull * dp->ct_capacity;
 	}
 	return 0;
 }
@@ -699,9 +698,16 @@ fg_sync_worker_poll(struct fg_worker *w, uint64_t now)
 	w->sync_applying = false;
 	if (lb != NULL && now - w->sync_walk_last >= w->dp->hz / 1000) {
 		struct refresh_ctx c = {.w = w, .lb = lb, .now = now};
+		uint64_t ms = (now - w->sync_walk_last) / (w->dp->hz / 1000);
+		unsigned int slots;
 
-		ct_walk(w->ct, &w->sync_cursor, (unsigned int)w->sync_walk_slots, now,
-			refresh_one, &c);
+		/* slots owed for the ms since the last step (the remainder
+		 * carried), so a whole walk takes REFRESH_MS at any table size */
+		w->sync_walk_acc += w->sync_walk_last ? RTE_MIN(ms, 1000u) * w->sync_walk_slots : 0;
+		slots = (unsigned int)RTE_MIN(w->sync_walk_acc / REFRESH_MS, 1u << 20);
+		w->sync_walk_acc -= (uint64_t)slots * REFRESH_MS;
+		if (slots)
+			ct_walk(w->ct, &w->sync_cursor, slots, now, refresh_one, &c);
 		if (w->sync_cursor == CT_WALK_DONE) {
 			w->sync_cursor = 0;
 			w->sync[FG_SYNC_WC_refresh_walks]++;

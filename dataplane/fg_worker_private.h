@@ -210,7 +210,8 @@ struct fg_worker {
 	bool sync_applying;         /**< installing: the hooks stay quiet */
 	uint64_t sync_cursor;       /**< the refresh walk's place */
 	uint64_t sync_walk_last;    /**< tsc of its last step */
-	uint64_t sync_walk_slots;   /**< slots a step visits */
+	uint64_t sync_walk_slots;   /**< slots of the shard (a whole walk) */
+	uint64_t sync_walk_acc;     /**< slots owed x REFRESH_MS */
 	uint64_t sync[FG_SYNC_WC_MAX];
 	uint64_t sync_refused[FG_STATE_FLOW_MAX];
 	struct fg_sync_item sync_buf[FG_SYNC_BATCH];
