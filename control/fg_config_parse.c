@@ -1898,8 +1898,24 @@ static bool port_equal(const struct fg_port_cfg *a, const struct fg_port_cfg *b)
 	return true;
 }
 
+static bool sync_equal(const struct fg_sync_cfg *a, const struct fg_sync_cfg *b)
+{
+	if (a->on != b->on || !addr_eq0(&a->listen, &b->listen) || a->port != b->port ||
+	    a->node != b->node || strcmp(a->key_path, b->key_path) || a->dsr != b->dsr ||
+	    a->rate != b->rate || a->n_peers != b->n_peers)
+		return false;
+	for (uint32_t i = 0; i < a->n_peers; i++)
+		if (strcmp(a->peers[i].name, b->peers[i].name) ||
+		    !addr_eq0(&a->peers[i].addr, &b->peers[i].addr) ||
+		    a->peers[i].port != b->peers[i].port || a->peers[i].node != b->peers[i].node)
+			return false;
+	return true;
+}
+
 bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 {
+	if (!sync_equal(&x->sync, &y->sync))
+		return false;
 	if (x->n_services != y->n_services || x->n_ports != y->n_ports ||
 	    x->n_neigh != y->n_neigh || x->ct_capacity != y->ct_capacity ||
 	    x->ct_nat_capacity != y->ct_nat_capacity ||
@@ -1992,7 +2008,7 @@ int fg_config_restart_diff(const struct fg_config *running, const struct fg_conf
 			 x->control_socket, y->control_socket);
 		return 1;
 	}
-	if (memcmp(&x->sync, &y->sync, sizeof(x->sync)) != 0) {
+	if (!sync_equal(&x->sync, &y->sync)) {
 		snprintf(msg, len, "sync: the block differs from the running one");
 		return 1;
 	}

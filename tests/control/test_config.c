@@ -153,6 +153,21 @@ static const struct bad_case bad_cases[] = {
 	{ SVC(" health metrics {\n  stale 100ms;\n }"), 1, "stale (100ms) must be >=" },
 	{ SVC(" health metrics {\n  expect 200;\n }"), 3, "only for 'health http'" },
 	{ SVC(" health tcp {\n  preset vllm;\n }"), 3, "unknown keyword 'preset'" },
+	/* sync (issue 35) */
+	{ "sync {\n key /k;\n}\n", 0, "needs 'listen ADDR:PORT node ID;'" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n}\n", 0, "needs 'key FILE;'" },
+	{ "sync {\n listen 10.0.0.1 node 1;\n key /k;\n}\n", 2, "is not ADDR:PORT" },
+	{ "sync {\n listen 10.0.0.1:7 node 0;\n key /k;\n}\n", 2, "in 1..4294967295" },
+	{ "sync {\n listen 10.0.0.1:7 id 1;\n key /k;\n}\n", 2, "expected 'node ID'" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 1;\n}\n", 0,
+	  "this node's id" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 2;\n"
+	  " peer b 10.0.0.3:7 node 3;\n}\n", 0, "share a name or node id" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key k;\n}\n", 3, "absolute path" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n dsr maybe;\n}\n", 4, "on or off" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n rate 10;\n}\n", 4, "rate" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peers 1;\n}\n", 4,
+	  "unknown keyword 'peers' in sync" },
 	/* syntax */
 	{ "service 10.0.0.1:80/tcp {\n mode nat\n}\n", 2, "missing ';'" },
 	{ "service 10.0.0.1:80/tcp {\n mode nat;\n", 3, "missing '}'" },
