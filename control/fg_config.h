@@ -142,12 +142,20 @@ struct fg_port_cfg {
 /** Default `sync rate`: flow records a second each peer gets at most. */
 #define FG_SYNC_RATE_DEFAULT 200000
 
-/** A `sync { peer NAME ADDR:PORT node ID; }`. */
+/** NAT source addresses of one peer at most (`peer ... nat ADDR...`). */
+#define FG_SYNC_PEER_NAT_MAX 4
+
+/** A `sync { peer NAME ADDR:PORT node ID [nat ADDR...]; }`. */
 struct fg_sync_peer_cfg {
 	char name[FG_NAME_MAX];
 	struct fg_addr addr;
 	uint16_t port;       /**< host order */
 	uint32_t node;       /**< its node id (never 0) */
+	/** the peer's own NAT source addresses: `local` addresses of a port
+	 *  here too, never used for this node's new flows, announced (with
+	 *  --announce) while the peer is dead: the takeover */
+	uint32_t n_nat;
+	struct fg_addr nat[FG_SYNC_PEER_NAT_MAX];
 };
 
 /** The `sync { }` block: state sync between nodes (issue 35,

@@ -1165,7 +1165,7 @@ static void parse_sync_peer(struct ctx *c, const struct stmt *x, struct fg_sync_
 {
 	struct fg_sync_peer_cfg p = {0};
 
-	if (!want_args(c, x, 4, 4, "NAME ADDR:PORT node ID"))
+	if (!want_args(c, x, 4, 5 + FG_SYNC_PEER_NAT_MAX, "NAME ADDR:PORT node ID [nat ADDR...]"))
 		return;
 	if (!valid_name(x->w[1])) {
 		E(c, x->line, "peer: '%s' is not a name (letters, digits, _ - ., under %d bytes)",
@@ -1174,6 +1174,17 @@ static void parse_sync_peer(struct ctx *c, const struct stmt *x, struct fg_sync_
 	}
 	if (!get_endpoint(c, x, 2, &p.addr, &p.port) || !get_node(c, x, 3, &p.node))
 		return;
+	if (x->nw > 5 && strcmp(x->w[5], "nat") != 0) {
+		E(c, x->line, "peer: expected 'nat ADDR...' after the node id, not '%s'", x->w[5]);
+		return;
+	}
+	if (x->nw == 6) {
+		E(c, x->line, "peer: 'nat' needs the peer's NAT source addresses");
+		return;
+	}
+	for (unsigned int i = 6; i < x->nw; i++)
+		if (!get_addr(c, x, i, 0, &p.nat[p.n_nat++]))
+			return;
 	if (y->n_peers >= FG_MAX_SYNC_PEERS) {
 		E(c, x->line, "peer: more than %d peers", FG_MAX_SYNC_PEERS);
 		return;
@@ -1320,9 +1331,22 @@ static bool is_prime(uint32_t n)
 
 /* The sync block: a listener with a node id, a key, peers with ids of
  * their own.  @return errors added. */
-static unsigned int validate_sync(struct ctx *c, const struct fg_sync_cfg *y)
+static bool addr_eq0(const struct fg_addr *a, const struct fg_addr *b);
+
+static bool is_local(const struct fg_config *cfg, const struct fg_addr *x)
 {
+	for (uint32_t p = 0; p < cfg->n_ports; p++)
+		for (uint32_t i = 0; i < cfg->ports[p].n_local; i++)
+			if (addr_eq0(&cfg->ports[p].local[i], x))
+				return true;
+	return false;
+}
+
+static unsigned int validate_sync(struct ctx *c, const struct fg_config *cfg)
+{
+	const struct fg_sync_cfg *y = &cfg->sync;
 	unsigned int n = 0;
+	char a[64];
 
 	if (!y->on)
 		return 0;
@@ -1335,6 +1359,11 @@ static unsigned int validate_sync(struct ctx *c, const struct fg_sync_cfg *y)
 
 		if (p->node == y->node)
 			E(c, 0, "sync: peer %s has this node's id %u", p->name, p->node), n++;
+		for (uint32_t k = 0; k < p->n_nat; k++)
+			if (!is_local(cfg, &p->nat[k]))
+				E(c, 0, "sync: peer %s: nat %s is no port's local address here (a node "
+				  "takes over only addresses it answers for)", p->name,
+				  fg_addr_format(&p->nat[k], a, sizeof(a))), n++;
 		for (uint32_t j = 0; j < i; j++)
 			if (p->node == y->peers[j].node || !strcmp(p->name, y->peers[j].name))
 				E(c, 0, "sync: peers %s and %s share a name or node id",
@@ -1477,7 +1506,7 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
 		  "give the read-only one a path of its own", cfg->control_socket_ro);
 	if (!cfg->gue_port || cfg->gue_port > 65535)
 		E(c, 0, "gue_port %u out of range 1..65535", cfg->gue_port);
-	n_err += validate_sync(c, &cfg->sync);
+	n_err += validate_sync(c, cfg);
 #undef E
 	(void)before;
 	return n_err ? -EINVAL : 0;
@@ -1696,10 +1725,15 @@ static void dump_sync(FILE *f, const struct fg_sync_cfg *y)
 		return;
 	fprintf(f, "sync {\n    listen %s node %u;\n",
 		fg_endpoint_format(&y->listen, y->port, a, sizeof(a)), y->node);
-	for (uint32_t i = 0; i < y->n_peers; i++)
-		fprintf(f, "    peer %s %s node %u;\n", y->peers[i].name,
+	for (uint32_t i = 0; i < y->n_peers; i++) {
+		fprintf(f, "    peer %s %s node %u", y->peers[i].name,
 			fg_endpoint_format(&y->peers[i].addr, y->peers[i].port, a,
 					   sizeof(a)), y->peers[i].node);
+		for (uint32_t k = 0; k < y->peers[i].n_nat; k++)
+			fprintf(f, "%s %s", k ? "" : " nat",
+				fg_addr_format(&y->peers[i].nat[k], a, sizeof(a)));
+		fprintf(f, ";\n");
+	}
 	fprintf(f, "    key ");
 	dump_quoted(f, y->key_path);
 	fprintf(f, ";\n    dsr %s;\n", y->dsr ? "on" : "off");
@@ -1907,8 +1941,13 @@ static bool sync_equal(const struct fg_sync_cfg *a, const struct fg_sync_cfg *b)
 	for (uint32_t i = 0; i < a->n_peers; i++)
 		if (strcmp(a->peers[i].name, b->peers[i].name) ||
 		    !addr_eq0(&a->peers[i].addr, &b->peers[i].addr) ||
-		    a->peers[i].port != b->peers[i].port || a->peers[i].node != b->peers[i].node)
+		    a->peers[i].port != b->peers[i].port || a->peers[i].node != b->peers[i].node ||
+		    a->peers[i].n_nat != b->peers[i].n_nat)
 			return false;
+		else
+			for (uint32_t k = 0; k < a->peers[i].n_nat; k++)
+				if (!addr_eq0(&a->peers[i].nat[k], &b->peers[i].nat[k]))
+					return false;
 	return true;
 }
 

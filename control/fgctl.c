@@ -2103,21 +2103,23 @@ static int final_sync(const struct fg_json *data, void *arg)
 	print_nonzero(fg_json_get(y, "refused"));
 	printf("  not installed ");
 	print_nonzero(fg_json_get(y, "install_refused"));
-	printf("%-16s %-28s %6s %10s %12s %8s %10s %8s\n", "PEER", "ADDR", "NODE",
-	       "LAST_RX", "RECORDS", "REFUSED", "SENT", "FAILED");
+	printf("%-16s %-28s %6s %-6s %10s %12s %8s %10s %8s\n", "PEER", "ADDR", "NODE",
+	       "STATE", "LAST_RX", "RECORDS", "REFUSED", "SENT", "FAILED");
 	ps = fg_json_get(y, "peers");
 	for (const struct fg_json *p = ps ? ps->child : NULL; p; p = p->next) {
 		int64_t lag = -1;
+		bool dead = false;
 		char lb[32];
 
 		(void)fg_json_get_i64(p, "last_rx_ms", &lag);
+		(void)fg_json_get_bool(p, "dead", &dead);
 		if (lag < 0)
 			snprintf(lb, sizeof(lb), "never");
 		else
 			snprintf(lb, sizeof(lb), "%" PRId64 "ms", lag);
-		printf("%-16s %-28s %6" PRIu64 " %10s %12" PRIu64 " %8" PRIu64 " %10" PRIu64
+		printf("%-16s %-28s %6" PRIu64 " %-6s %10s %12" PRIu64 " %8" PRIu64 " %10" PRIu64
 		       " %8" PRIu64 "\n", jstr(p, "name"), jstr(p, "addr"), jnum(p, "node"),
-		       lb, jnum(p, "recv_records"), jnum(p, "refused"), jnum(p, "sent_msgs"),
+		       lag < 0 ? "never" : dead ? "dead" : "alive", lb, jnum(p, "recv_records"), jnum(p, "refused"), jnum(p, "sent_msgs"),
 		       jnum(p, "send_failed"));
 	}
 	return EXIT_OK;

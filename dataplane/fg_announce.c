@@ -27,6 +27,7 @@
 #include "fg_announce.h"
 #include "fg_dp_private.h"
 #include "fg_log.h"
+#include "fg_sync.h"
 #include "fg_worker_private.h"
 
 struct fg_announce {
@@ -158,6 +159,22 @@ static bool forwarding(struct fg_announce *a, uint64_t ms)
 	return ok;
 }
 
+/* want[] += this node's NAT addresses and those of its dead sync peers
+ * (the takeover: fg_sync.h).  Only with a sync block: without one, NAT
+ * addresses are routed as the operator set them up. */
+static void wanted_nat(struct fg_announce *a)
+{
+	struct fg_dp *dp = a->dp;
+
+	for (unsigned int i = 0; dp->sync != NULL && i < dp->n_locals; i++) {
+		unsigned int p = dp->local_peer[i];
+
+		if (a->n_want >= FG_MAX_SERVICES || (p && !fg_sync_peer_dead(dp, p - 1)))
+			continue;
+		a->want[a->n_want++] = dp->locals[i];
+	}
+}
+
 /* want[] = the VIPs with a usable backend (any service on the VIP). */
 static void wanted(struct fg_announce *a)
 {
@@ -179,6 +196,7 @@ static void wanted(struct fg_announce *a)
 			a->want[a->n_want++] = s->vip;
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
+	wanted_nat(a);
 }
 
 /* @p stopping: the daemon stops (fwd is false then). */

@@ -588,6 +588,7 @@ static void write_sync(struct fg_json_writer *w, const struct fg_sync_stats *st)
 		fg_jw_u64(w, "refused", p->refused);
 		fg_jw_u64(w, "sent_msgs", p->sent_msgs);
 		fg_jw_u64(w, "send_failed", p->send_failed);
+		fg_jw_bool(w, "dead", p->dead);
 		fg_jw_obj_close(w);
 	}
 	fg_jw_arr_close(w);

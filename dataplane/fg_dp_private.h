@@ -65,6 +65,9 @@ struct fg_dp {
 	/** Local addresses of all ports, flattened (ct_entry::nat_addr). */
 	struct fg_addr locals[FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS];
 	unsigned int n_locals;
+	/** sync: 0 = locals[i] is this node's, p + 1 = sync peer p's NAT
+	 *  address (held for a takeover: never a new flow's source) */
+	uint8_t local_peer[FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS];
 	uint64_t hz;
 	uint64_t flush_ticks;
 	uint32_t ct_capacity;

@@ -1006,18 +1006,19 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 
 /* NAT: the k-th local address of @p af (k taken modulo their number), so
  * flows spread over all local addresses: the reply tuple space is
- * locals x backends x 64512 ports. */
+ * locals x backends x 64512 ports.  A sync peer's NAT addresses
+ * (local_peer) are held for a takeover only: never a new flow's. */
 static int nat_local(const struct fg_dp *dp, uint8_t af, uint32_t k)
 {
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		n += dp->locals[i].family == af;
+		n += dp->locals[i].family == af && !dp->local_peer[i];
 	if (n == 0)
 		return -1;
 	k %= n;
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		if (dp->locals[i].family == af && k-- == 0)
+		if (dp->locals[i].family == af && !dp->local_peer[i] && k-- == 0)
 			return (int)i;
 	return -1;
 }

@@ -567,6 +567,7 @@ static int tel_sync(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(p, "refused", st.peers[i].refused);
 		rte_tel_data_add_dict_u64(p, "sent_msgs", st.peers[i].sent_msgs);
 		rte_tel_data_add_dict_u64(p, "send_failed", st.peers[i].send_failed);
+		rte_tel_data_add_dict_u64(p, "dead", st.peers[i].dead);
 		rte_tel_data_add_array_container(peers, p, 0);
 	}
 	rte_tel_data_add_dict_container(d, "peers", peers, 0);

@@ -250,6 +250,13 @@ fg_sync_create(struct fg_dp *dp, const struct fg_sync_cfg *cfg)
 		sy->peers[i].salen = sockaddr_of(&cfg->peers[i].addr, cfg->peers[i].port,
 						 &sy->peers[i].sa);
 	}
+	for (uint32_t i = 0; i < cfg->n_peers; i++)
+		for (uint32_t k = 0; k < cfg->peers[i].n_nat; k++)
+			for (unsigned int l = 0; l < dp->n_locals; l++)
+				if (dp->locals[l].family == cfg->peers[i].nat[k].family &&
+				    !memcmp(dp->locals[l].bytes, cfg->peers[i].nat[k].bytes,
+					    dp->locals[l].family == AF_INET ? 4 : 16))
+					dp->local_peer[l] = (uint8_t)(i + 1);
 	rc = rings_create(dp, cfg->dsr);
 	if (rc == 0)
 		rc = socket_open(sy);
@@ -363,7 +370,7 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 	}
 	p->recv_msgs++;
 	p->recv_records += v.count;
-	p->last_rx_ns = mono_ns();
+	__atomic_store_n(&p->last_rx_ns, mono_ns(), __ATOMIC_RELAXED);
 	sy->nc[FG_SYNC_NC_recv_msgs]++;
 	sy->nc[FG_SYNC_NC_recv_records] += v.count;
 	if (v.count == 0)
@@ -523,6 +530,18 @@ fg_sync_stop(struct fg_dp *dp)
 	sy->thr_on = false;
 }
 
+bool
+fg_sync_peer_dead(struct fg_dp *dp, unsigned int i)
+{
+	const struct fg_sync *sy = dp->sync;
+	uint64_t last;
+
+	if (sy == NULL || i >= sy->cfg.n_peers)
+		return false;
+	last = __atomic_load_n(&sy->peers[i].last_rx_ns, __ATOMIC_RELAXED);
+	return last != 0 && mono_ns() - last >= FG_SYNC_DEAD_MS * 1000000ull;
+}
+
 void
 fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st)
 {
@@ -567,6 +586,7 @@ fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st)
 		o->refused = p->refused;
 		o->sent_msgs = p->sent_msgs;
 		o->send_failed = p->send_failed;
+		o->dead = fg_sync_peer_dead(dp, i);
 	}
 }
 

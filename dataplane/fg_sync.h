@@ -199,6 +199,9 @@ struct fg_sync_item {
 #define FG_SYNC_IN_RING 8192
 /** An idle node says it is alive this often (an empty message). */
 #define FG_SYNC_KEEPALIVE_MS 1000
+/** A peer heard before and silent this long is dead: its NAT addresses
+ *  are taken over (announced with --announce) until it speaks again. */
+#define FG_SYNC_DEAD_MS 3000
 
 /** What a worker counts (w->sync[], summed by fgctl sync / metrics). */
 #define FG_SYNC_WORKER_LIST(X) \
@@ -247,6 +250,7 @@ struct fg_sync_peer_stats {
 	uint64_t seq;             /**< newest sequence accepted */
 	int64_t last_rx_ms;       /**< ms since its last accepted message, -1 never */
 	uint64_t recv_msgs, recv_records, refused, sent_msgs, send_failed;
+	bool dead;                /**< heard, then silent FG_SYNC_DEAD_MS */
 };
 
 /** The node's sync, summed (control side; a copy). */
@@ -295,6 +299,11 @@ enum fg_sync_refuse fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len,
  * thread's (tests call it directly).  @return records sent.
  */
 unsigned int fg_sync_tx(struct fg_dp *dp);
+
+/** Whether sync peer @p i was heard and has been silent for
+ *  FG_SYNC_DEAD_MS (any thread): its NAT addresses are this node's to
+ *  announce meanwhile. */
+bool fg_sync_peer_dead(struct fg_dp *dp, unsigned int i);
 
 /** A copy of the counters (any thread). */
 void fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st);

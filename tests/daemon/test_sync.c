@@ -17,7 +17,10 @@
  *    (stale), a fresher one replaces it (updated); a close deletes one;
  *  - a reply of a synced flow (backend -> local address:port) is
  *    forwarded by B to the client: a node that never saw the flow's SYN
- *    carries it on.
+ *    carries it on;
+ *  - B's own new NAT flows take its own address, never A's (`peer a ...
+ *    nat 10.0.0.2`: held for the takeover); A, heard and then silent, is
+ *    dead for B after FG_SYNC_DEAD_MS (polled for, not timed).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,6 +65,8 @@ static unsigned int g_ndgram;
 
 /* NAT flows of A by client port: their reply key */
 static struct ct_key4 g_reply[N_NAT];
+/* B's own NAT flows (client ports 31000..) by their local address's last byte */
+static unsigned int g_own[256];
 
 static const char cfg_fmt[] =
 	"conntrack { capacity 4096; }\n"
@@ -73,7 +78,7 @@ static const char cfg_fmt[] =
 	"service dsr 10.0.0.100:80/tcp {\n mode dsr-ipip;\n backend 10.1.0.10;\n}\n"
 	"service nat 10.0.0.101:80/tcp {\n mode nat;\n"
 	" backend 10.1.0.20;\n backend 10.1.0.21;\n}\n"
-	"sync {\n listen 127.0.0.1:%u node %u;\n peer %s 127.0.0.1:%u node %u;\n"
+	"sync {\n listen 127.0.0.1:%u node %u;\n peer %s 127.0.0.1:%u node %u nat %s;\n"
 	" key %s;\n}\n";
 
 static struct fg_dp *
@@ -88,7 +93,8 @@ dp_make(const char *port, unsigned int node)
 
 	snprintf(text, sizeof(text), cfg_fmt, port, port, port, port, port,
 		 node == 1 ? g_pa : g_pb, node, node == 1 ? "b" : "a",
-		 node == 1 ? g_pb : g_pa, node == 1 ? 2 : 1, g_key);
+		 node == 1 ? g_pb : g_pa, node == 1 ? 2 : 1, node == 1 ? "10.0.0.3" : "10.0.0.2",
+		 g_key);
 	assert_int_equal(fg_config_parse(text, strlen(text), "sync", c, NULL), 0);
 	assert_int_equal(fg_config_assign_ids(c, NULL), 0);
 	fg_dp_params_init(&prm);
@@ -174,7 +180,9 @@ count_one(const struct ct_flow *f, void *arg)
 		unsigned int i = ntohs(f->k4.sport) - 30000;
 
 		c->nat++;
-		if (c->save && i < N_NAT)
+		if (i >= 1000)
+			g_own[((const uint8_t *)&f->reply.k4.daddr)[3]]++;
+		else if (c->save && i < N_NAT)
 			g_reply[i] = f->reply.k4;
 		else if (i < N_NAT)
 			assert_memory_equal(&f->reply.k4, &g_reply[i], sizeof(g_reply[i]));
@@ -330,6 +338,23 @@ reply_forwarded(struct fg_dp *b, unsigned int i)
 	assert_int_equal(w->drops[FG_DROP_nat_not_syn], nn);
 }
 
+/* B's own new NAT flows take B's address only (10.0.0.3), never A's
+ * (10.0.0.2: `peer a ... nat 10.0.0.2`, held for the takeover). */
+static void
+own_nat(struct fg_dp *b)
+{
+	struct count_ctx c;
+	unsigned int before = count(b, false).nat;
+
+	for (unsigned int i = 0; i < 40; i++)
+		syn(b, 1000 + i, true);
+	memset(g_own, 0, sizeof(g_own));
+	c = count(b, false);
+	assert_int_equal(c.nat, before + 40);
+	assert_int_equal(g_own[2], 0);
+	assert_int_equal(g_own[3], 40);
+}
+
 static void
 t_sync(void **state)
 {
@@ -395,6 +420,12 @@ t_sync(void **state)
 	/* the backend's answers reach the clients through B */
 	for (unsigned int i = 60; i < N_NAT; i += 7)
 		reply_forwarded(b, i);
+	own_nat(b);
+	/* A heard, then silent: dead, its NAT address B's to announce */
+	assert_false(fg_sync_peer_dead(b, 0));
+	for (int guard = 0; guard < 6000 && !fg_sync_peer_dead(b, 0); guard++)
+		usleep(10000);
+	assert_true(fg_sync_peer_dead(b, 0));
 	fg_dp_destroy(b);
 }
 
