@@ -625,6 +625,8 @@ fg_sync_note(struct fg_worker *w, uint8_t op, uint8_t fam, const void *key,
 	it = &w->sync_buf[w->sync_n++];
 	it->op = op;
 	ct_rec_fill_entry(w->ct, (enum ct_family)fam, key, e, now, &it->rec);
+	/* a peer's copy needs no counters: 32 bytes less a NAT record */
+	it->rec.flags &= (uint8_t)~CT_REC_F_COUNTERS;
 	memcpy(it->rec.backend, b->addr.bytes, fam == CT_V6 ? 16 : 4);
 	it->rec.backend_port = b->port_be;
 	it->rec.service_port = s->port_be;
