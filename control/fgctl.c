@@ -2094,6 +2094,9 @@ static int final_sync(const struct fg_json *data, void *arg)
 	       PRIu64 "\n", jnum(y, "sent_records"), jnum(y, "sent_msgs"),
 	       jnum(y, "sent_bytes"), jnum(y, "send_failed"), jnum(y, "backlog"),
 	       jnum(y, "queue_full"));
+	printf("  delay     queued to sent: mean %" PRIu64 " us, max %" PRIu64 " us (this node's "
+	       "share of the window of loss)\n", jnum(y, "sent_records") ?
+	       jnum(y, "delay_us_sum") / jnum(y, "sent_records") : 0, jnum(y, "delay_us_max"));
 	printf("  received  %" PRIu64 " records, %" PRIu64 " messages; installed %"
 	       PRIu64 ", updated %" PRIu64 ", stale %" PRIu64 ", closed %" PRIu64
 	       ", install_queue_full %" PRIu64 "\n", jnum(y, "recv_records"),

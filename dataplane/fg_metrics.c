@@ -352,8 +352,11 @@ static void render_sync(FILE *f, const struct fg_sync_stats *st)
 	if (!st->on)
 		return;
 	for (int c = 0; c < FG_SYNC_NC_MAX; c++) {
-		snprintf(name, sizeof(name), "flowgate_sync_%s_total", fg_sync_nc_names[c]);
-		fg_prom_family(f, name, "counter", fg_sync_nc_help[c]);
+		bool gauge = c == FG_SYNC_NC_delay_us_max;
+
+		snprintf(name, sizeof(name), gauge ? "flowgate_sync_%s" : "flowgate_sync_%s_total",
+			 fg_sync_nc_names[c]);
+		fg_prom_family(f, name, gauge ? "gauge" : "counter", fg_sync_nc_help[c]);
 		fprintf(f, "%s %" PRIu64 "\n", name, st->nc[c]);
 	}
 	for (int c = 0; c < FG_SYNC_WC_MAX; c++) {

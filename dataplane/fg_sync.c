@@ -103,6 +103,9 @@ struct fg_sync {
 	/* the rate: credit in records, refilled by the monotonic clock */
 	double credit;
 	uint64_t credit_ns, last_tx_ns;
+	/* bumped when a peer starts (a new epoch): every worker walks its
+	 * shard at once and sends the peer what it holds (catch-up) */
+	uint32_t catchup_gen;
 	/* backends by address, for the table of generation map_gen */
 	struct fg_state_bemap *map;
 	uint64_t map_gen;
@@ -357,10 +360,15 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 	why = fg_sync_parse(buf, len, &sy->key, &v);
 	if (why == FG_SYNC_OK) {
 		p = peer_of(sy, v.node);
-		if (p == NULL || !same_sender(&p->sa, from))
+		if (p == NULL || !same_sender(&p->sa, from)) {
 			why = FG_SYNC_unknown_peer;
-		else
+		} else {
+			uint64_t epoch = p->replay.epoch;
+
 			why = fg_sync_replay_check(&p->replay, &v);
+			if (why == FG_SYNC_OK && p->replay.epoch != epoch)
+				__atomic_add_fetch(&sy->catchup_gen, 1, __ATOMIC_RELAXED);
+		}
 	}
 	if (why != FG_SYNC_OK) {
 		sy->refused[why]++;
@@ -424,6 +432,12 @@ msg_send(struct fg_sync *sy)
 static void
 msg_add(struct fg_sync *sy, const struct fg_sync_item *it)
 {
+	uint64_t us = (rte_rdtsc() - it->tsc) * 1000000 / sy->dp->hz;
+
+	/* measured at packing: the send follows within this fg_sync_tx */
+	sy->nc[FG_SYNC_NC_delay_us_sum] += us;
+	if (us > sy->nc[FG_SYNC_NC_delay_us_max])
+		sy->nc[FG_SYNC_NC_delay_us_max] = us;
 	if (sy->msg.len == 0)
 		fg_sync_msg_init(&sy->msg, sy->out, sy->cfg.node, sy->epoch, ++sy->seq);
 	if (fg_sync_msg_add(&sy->msg, it->op, &it->rec) == -ENOSPC) {
@@ -624,6 +638,7 @@ fg_sync_note(struct fg_worker *w, uint8_t op, uint8_t fam, const void *key,
 		batch_flush(w);
 	it = &w->sync_buf[w->sync_n++];
 	it->op = op;
+	it->tsc = now;
 	ct_rec_fill_entry(w->ct, (enum ct_family)fam, key, e, now, &it->rec);
 	/* a peer's copy needs no counters: 32 bytes less a NAT record */
 	it->rec.flags &= (uint8_t)~CT_REC_F_COUNTERS;
@@ -700,6 +715,42 @@ refresh_one(const struct ct_flow *f, void *arg)
 	return 0;
 }
 
+/* One step of the refresh walk (every ms).  Paced to a whole walk per
+ * REFRESH_MS; after a peer started (catch-up), as fast as the ring to the
+ * sync thread takes it. */
+static void
+refresh_step(struct fg_worker *w, const struct fg_lb_table *lb, uint64_t now)
+{
+	struct refresh_ctx c = {.w = w, .lb = lb, .now = now};
+	uint32_t gen = __atomic_load_n(&w->dp->sync->catchup_gen, __ATOMIC_RELAXED);
+	uint64_t ms = (now - w->sync_walk_last) / (w->dp->hz / 1000);
+	unsigned int slots;
+
+	if (gen != w->sync_catchup_seen) {
+		w->sync_catchup_seen = gen;
+		w->sync_cursor = 0;
+		w->sync_fast = true;
+	}
+	if (w->sync_fast) {
+		/* at most what the ring has room for, a record a slot at worst */
+		slots = rte_ring_free_count(w->sync_out) > 2048 ? 2048 : 0;
+	} else {
+		/* slots owed for the ms since the last step (the remainder
+		 * carried), so a whole walk takes REFRESH_MS at any table size */
+		w->sync_walk_acc += w->sync_walk_last ? RTE_MIN(ms, 1000u) * w->sync_walk_slots : 0;
+		slots = (unsigned int)RTE_MIN(w->sync_walk_acc / REFRESH_MS, 1u << 20);
+		w->sync_walk_acc -= (uint64_t)slots * REFRESH_MS;
+	}
+	if (slots)
+		ct_walk(w->ct, &w->sync_cursor, slots, now, refresh_one, &c);
+	if (w->sync_cursor == CT_WALK_DONE) {
+		w->sync_cursor = 0;
+		w->sync_fast = false;
+		w->sync[FG_SYNC_WC_refresh_walks]++;
+	}
+	w->sync_walk_last = now;
+}
+
 unsigned int
 fg_sync_worker_poll(struct fg_worker *w, uint64_t now)
 {
@@ -718,24 +769,8 @@ fg_sync_worker_poll(struct fg_worker *w, uint64_t now)
 		got += n;
 	}
 	w->sync_applying = false;
-	if (lb != NULL && now - w->sync_walk_last >= w->dp->hz / 1000) {
-		struct refresh_ctx c = {.w = w, .lb = lb, .now = now};
-		uint64_t ms = (now - w->sync_walk_last) / (w->dp->hz / 1000);
-		unsigned int slots;
-
-		/* slots owed for the ms since the last step (the remainder
-		 * carried), so a whole walk takes REFRESH_MS at any table size */
-		w->sync_walk_acc += w->sync_walk_last ? RTE_MIN(ms, 1000u) * w->sync_walk_slots : 0;
-		slots = (unsigned int)RTE_MIN(w->sync_walk_acc / REFRESH_MS, 1u << 20);
-		w->sync_walk_acc -= (uint64_t)slots * REFRESH_MS;
-		if (slots)
-			ct_walk(w->ct, &w->sync_cursor, slots, now, refresh_one, &c);
-		if (w->sync_cursor == CT_WALK_DONE) {
-			w->sync_cursor = 0;
-			w->sync[FG_SYNC_WC_refresh_walks]++;
-		}
-		w->sync_walk_last = now;
-	}
+	if (lb != NULL && now - w->sync_walk_last >= w->dp->hz / 1000)
+		refresh_step(w, lb, now);
 	if (w->sync_n)
 		batch_flush(w);
 	return got;

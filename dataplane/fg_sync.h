@@ -189,6 +189,7 @@ struct fg_sync_item {
 	uint8_t op;               /**< FG_SYNC_OP_* */
 	uint8_t pad[3];
 	struct ct_rec_ids ids;    /**< to a worker: the record's ids here */
+	uint64_t tsc;             /**< from a worker: when it was queued */
 	struct ct_rec rec;
 };
 
@@ -211,7 +212,7 @@ struct fg_sync_item {
 	X(updated,    "synced flows replaced by a fresher record from a peer") \
 	X(stale,      "records from a peer older than the entry held here (kept the fresher)") \
 	X(closed,     "flows deleted on a peer's word") \
-	X(refresh_walks, "full walks of the shard that re-sent the live synced flows (keep the peers' copies from expiring)")
+	X(refresh_walks, "full walks of the shard that re-sent the live synced flows: every 5 minutes (the peers' copies do not expire) and at once when a peer starts (its catch-up)")
 
 enum fg_sync_wc {
 #define FG_X(n, d) FG_SYNC_WC_##n,
@@ -230,7 +231,9 @@ extern const char *const fg_sync_wc_help[FG_SYNC_WC_MAX];
 	X(send_failed,   "messages the kernel refused (sendto failed): their records did not reach that peer") \
 	X(recv_msgs,     "messages accepted from peers") \
 	X(recv_records,  "flow records accepted from peers") \
-	X(install_queue_full, "records accepted but not installed: their worker's ring from the sync thread was full")
+	X(install_queue_full, "records accepted but not installed: their worker's ring from the sync thread was full") \
+	X(delay_us_sum,  "sum over the records sent of the us from the worker's queueing to the send (mean = delay_us_sum / sent_records): this node's share of the window of loss") \
+	X(delay_us_max,  "the longest of those delays, us (a gauge: the largest since the start)")
 
 enum fg_sync_nc {
 #define FG_X(n, d) FG_SYNC_NC_##n,

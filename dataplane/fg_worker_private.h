@@ -212,6 +212,8 @@ struct fg_worker {
 	uint64_t sync_walk_last;    /**< tsc of its last step */
 	uint64_t sync_walk_slots;   /**< slots of the shard (a whole walk) */
 	uint64_t sync_walk_acc;     /**< slots owed x REFRESH_MS */
+	uint32_t sync_catchup_seen; /**< the peers' starts walked for */
+	bool sync_fast;             /**< a catch-up walk: as fast as the ring */
 	uint64_t sync[FG_SYNC_WC_MAX];
 	uint64_t sync_refused[FG_STATE_FLOW_MAX];
 	struct fg_sync_item sync_buf[FG_SYNC_BATCH];

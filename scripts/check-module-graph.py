@@ -68,7 +68,9 @@ PRIVATE = {
         "bench_dataplane.c", "test_neigh.c", "test_tombstone.c",
         "test_fixtures_worker.c",
         # the restart hand-over's bench and test (shards, a worker's burst)
-        "bench_state.c", "test_state.c", "test_sync.c"},
+        "bench_state.c", "test_state.c", "test_sync.c",
+        # state sync's bench (a worker's burst and housekeeping)
+        "bench_sync.c"},
     "fg_dp_private.h": {
         "fg_dp.c", "fg_control.c", "fg_stats.c", "fg_metrics.c", "fg_lb.c",
         "fg_load.c", "fg_host.c", "fg_port.c", "fg_gpupath.c", "fg_announce.c",
