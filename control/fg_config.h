@@ -167,6 +167,12 @@ struct fg_sync_cfg {
 	uint32_t node;       /**< this node's id (never 0) */
 	char key_path[FG_PATH_MAX];
 	bool dsr;            /**< `dsr on`: DSR services too (NAT always) */
+	/** `nat ADDR...;`: this node's own NAT source addresses (`local`
+	 *  addresses of a port): new NAT flows take only these, and
+	 *  --announce announces them; none: every local address of this
+	 *  node's (not a peer's), none announced */
+	uint32_t n_nat;
+	struct fg_addr nat[FG_SYNC_PEER_NAT_MAX];
 	uint32_t rate;       /**< records/s per peer (0: FG_SYNC_RATE_DEFAULT) */
 	uint32_t n_peers;
 	struct fg_sync_peer_cfg peers[FG_MAX_SYNC_PEERS];

@@ -1220,6 +1220,13 @@ static void parse_sync(struct ctx *c, const struct stmt *s)
 				  "bytes", x->w[1], FG_PATH_MAX);
 			else
 				snprintf(y->key_path, sizeof(y->key_path), "%s", x->w[1]);
+		} else if (!strcmp(k, "nat")) {
+			if (!want_args(c, x, 1, FG_SYNC_PEER_NAT_MAX, "this node's NAT source addresses"))
+				continue;
+			y->n_nat = 0;
+			for (unsigned int i = 1; i < x->nw; i++)
+				if (get_addr(c, x, i, 0, &y->nat[y->n_nat]))
+					y->n_nat++;
 		} else if (!strcmp(k, "dsr")) {
 			if (!want_args(c, x, 1, 1, "on or off"))
 				continue;
@@ -1231,7 +1238,7 @@ static void parse_sync(struct ctx *c, const struct stmt *s)
 			    get_u(c, x, 1, 1000, 100000000, &v))
 				y->rate = (uint32_t)v;
 		} else {
-			unknown(c, x, "sync", "listen, peer, key, dsr, rate");
+			unknown(c, x, "sync", "listen, peer, key, nat, dsr, rate");
 		}
 	}
 }
@@ -1354,6 +1361,10 @@ static unsigned int validate_sync(struct ctx *c, const struct fg_config *cfg)
 		E(c, 0, "sync: needs 'listen ADDR:PORT node ID;'"), n++;
 	if (!y->key_path[0])
 		E(c, 0, "sync: needs 'key FILE;' (the key all peers share)"), n++;
+	for (uint32_t k = 0; k < y->n_nat; k++)
+		if (!is_local(cfg, &y->nat[k]))
+			E(c, 0, "sync: nat %s is no port's local address", fg_addr_format(&y->nat[k], a,
+										   sizeof(a))), n++;
 	for (uint32_t i = 0; i < y->n_peers; i++) {
 		const struct fg_sync_peer_cfg *p = &y->peers[i];
 
@@ -1734,6 +1745,9 @@ static void dump_sync(FILE *f, const struct fg_sync_cfg *y)
 				fg_addr_format(&y->peers[i].nat[k], a, sizeof(a)));
 		fprintf(f, ";\n");
 	}
+	for (uint32_t k = 0; k < y->n_nat; k++)
+		fprintf(f, "%s %s%s", k ? "" : "    nat", fg_addr_format(&y->nat[k], a, sizeof(a)),
+			k + 1 == y->n_nat ? ";\n" : "");
 	fprintf(f, "    key ");
 	dump_quoted(f, y->key_path);
 	fprintf(f, ";\n    dsr %s;\n", y->dsr ? "on" : "off");
@@ -1936,8 +1950,11 @@ static bool sync_equal(const struct fg_sync_cfg *a, const struct fg_sync_cfg *b)
 {
 	if (a->on != b->on || !addr_eq0(&a->listen, &b->listen) || a->port != b->port ||
 	    a->node != b->node || strcmp(a->key_path, b->key_path) || a->dsr != b->dsr ||
-	    a->rate != b->rate || a->n_peers != b->n_peers)
+	    a->rate != b->rate || a->n_peers != b->n_peers || a->n_nat != b->n_nat)
 		return false;
+	for (uint32_t k = 0; k < a->n_nat; k++)
+		if (!addr_eq0(&a->nat[k], &b->nat[k]))
+			return false;
 	for (uint32_t i = 0; i < a->n_peers; i++)
 		if (strcmp(a->peers[i].name, b->peers[i].name) ||
 		    !addr_eq0(&a->peers[i].addr, &b->peers[i].addr) ||

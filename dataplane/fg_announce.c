@@ -159,9 +159,9 @@ static bool forwarding(struct fg_announce *a, uint64_t ms)
 	return ok;
 }
 
-/* want[] += this node's NAT addresses and those of its dead sync peers
- * (the takeover: fg_sync.h).  Only with a sync block: without one, NAT
- * addresses are routed as the operator set them up. */
+/* want[] += this node's NAT addresses (`sync { nat }`) and those of its
+ * dead sync peers (the takeover: fg_sync.h).  Only with a sync block:
+ * without one, NAT addresses are routed as the operator set them up. */
 static void wanted_nat(struct fg_announce *a)
 {
 	struct fg_dp *dp = a->dp;
@@ -169,7 +169,8 @@ static void wanted_nat(struct fg_announce *a)
 	for (unsigned int i = 0; dp->sync != NULL && i < dp->n_locals; i++) {
 		unsigned int p = dp->local_peer[i];
 
-		if (a->n_want >= FG_MAX_SERVICES || (p && !fg_sync_peer_dead(dp, p - 1)))
+		if (a->n_want >= FG_MAX_SERVICES || p == 0 ||
+		    (p != FG_LOCAL_OWN_NAT && !fg_sync_peer_dead(dp, p - 1)))
 			continue;
 		a->want[a->n_want++] = dp->locals[i];
 	}

@@ -1007,18 +1007,20 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 /* NAT: the k-th local address of @p af (k taken modulo their number), so
  * flows spread over all local addresses: the reply tuple space is
  * locals x backends x 64512 ports.  A sync peer's NAT addresses
- * (local_peer) are held for a takeover only: never a new flow's. */
+ * (local_peer) are held for a takeover only: never a new flow's; with
+ * `sync { nat }`, only those addresses are. */
 static int nat_local(const struct fg_dp *dp, uint8_t af, uint32_t k)
 {
+	uint8_t own = dp->nat_own_only ? FG_LOCAL_OWN_NAT : 0;
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		n += dp->locals[i].family == af && !dp->local_peer[i];
+		n += dp->locals[i].family == af && dp->local_peer[i] == own;
 	if (n == 0)
 		return -1;
 	k %= n;
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		if (dp->locals[i].family == af && !dp->local_peer[i] && k-- == 0)
+		if (dp->locals[i].family == af && dp->local_peer[i] == own && k-- == 0)
 			return (int)i;
 	return -1;
 }

@@ -225,6 +225,27 @@ socket_open(struct fg_sync *sy)
 	return 0;
 }
 
+static void
+local_mark(struct fg_dp *dp, const struct fg_addr *a, uint8_t v)
+{
+	for (unsigned int l = 0; l < dp->n_locals; l++)
+		if (dp->locals[l].family == a->family &&
+		    !memcmp(dp->locals[l].bytes, a->bytes, a->family == AF_INET ? 4 : 16))
+			dp->local_peer[l] = v;
+}
+
+/* Whose NAT address each local address is (fg_dp::local_peer). */
+static void
+locals_mark(struct fg_dp *dp, const struct fg_sync_cfg *cfg)
+{
+	for (uint32_t i = 0; i < cfg->n_peers; i++)
+		for (uint32_t k = 0; k < cfg->peers[i].n_nat; k++)
+			local_mark(dp, &cfg->peers[i].nat[k], (uint8_t)(i + 1));
+	for (uint32_t k = 0; k < cfg->n_nat; k++)
+		local_mark(dp, &cfg->nat[k], FG_LOCAL_OWN_NAT);
+	dp->nat_own_only = cfg->n_nat > 0;
+}
+
 int
 fg_sync_create(struct fg_dp *dp, const struct fg_sync_cfg *cfg)
 {
@@ -253,13 +274,7 @@ fg_sync_create(struct fg_dp *dp, const struct fg_sync_cfg *cfg)
 		sy->peers[i].salen = sockaddr_of(&cfg->peers[i].addr, cfg->peers[i].port,
 						 &sy->peers[i].sa);
 	}
-	for (uint32_t i = 0; i < cfg->n_peers; i++)
-		for (uint32_t k = 0; k < cfg->peers[i].n_nat; k++)
-			for (unsigned int l = 0; l < dp->n_locals; l++)
-				if (dp->locals[l].family == cfg->peers[i].nat[k].family &&
-				    !memcmp(dp->locals[l].bytes, cfg->peers[i].nat[k].bytes,
-					    dp->locals[l].family == AF_INET ? 4 : 16))
-					dp->local_peer[l] = (uint8_t)(i + 1);
+	locals_mark(dp, cfg);
 	rc = rings_create(dp, cfg->dsr);
 	if (rc == 0)
 		rc = socket_open(sy);
@@ -300,6 +315,8 @@ fg_sync_free(struct fg_dp *dp)
 	fg_state_bemap_free(sy->map);
 	free(sy);
 	dp->sync = NULL;
+	memset(dp->local_peer, 0, sizeof(dp->local_peer));
+	dp->nat_own_only = false;
 }
 
 /* ---- receive ------------------------------------------------------------- */

@@ -166,6 +166,12 @@ static const struct bad_case bad_cases[] = {
 	{ "sync {\n listen 10.0.0.1:7 node 1;\n key k;\n}\n", 3, "absolute path" },
 	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n dsr maybe;\n}\n", 4, "on or off" },
 	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n rate 10;\n}\n", 4, "rate" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n nat 10.9.9.9;\n}\n", 0,
+	  "no port's local address" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 2 nat 10.9.9.9;\n}\n",
+	  0, "no port's local address here" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 2 via 10.9.9.9;\n}\n",
+	  4, "expected 'nat ADDR...'" },
 	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peers 1;\n}\n", 4,
 	  "unknown keyword 'peers' in sync" },
 	/* syntax */
