@@ -216,6 +216,12 @@ socket_open(struct fg_sync *sy)
 	if (sy->fd < 0)
 		return -errno;
 	setsockopt(sy->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* the address may come later: with --host-tap it is the TAP's, set
+	 * up once the daemon runs (sends fail until then: send_failed) */
+	if (ss.ss_family == AF_INET)
+		setsockopt(sy->fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+	else
+		setsockopt(sy->fd, IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof(one));
 	if (bind(sy->fd, (struct sockaddr *)&ss, len) != 0) {
 		rc = -errno;
 		close(sy->fd);
