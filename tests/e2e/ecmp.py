@@ -586,8 +586,9 @@ def main():
             f"its own (from {nat_ip(3)}), and had sent "
             f"{pre.get('sent_records', 0)} records; nodes 1, 2 installed "
             f"{[g['installed'] for g in got]}, refused {[g['refused'] for g in got]}")
-        log(f"     figure: nat_takeover_s={t_take - t_kill:.2f} (the kill to the router's "
-            f"route to {nat_ip(3)} via nodes 1, 2; 3 s of silence first) "
+        log(f"     figure: nat_takeover_s<={t_take - t_kill:.2f} (the kill to the router's "
+            f"route to {nat_ip(3)} via nodes 1, 2, seen once the DSR phase settled: an upper "
+            f"bound; 3 s of silence first) "
             f"window_of_loss_sender_us mean={mean:.0f} max={pre.get('delay_us_max', 0)} "
             "(node 3's queueing to send: flows opened that long before the kill were not "
             "yet sent; plus the network's one-way delay)")
