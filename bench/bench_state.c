@@ -34,7 +34,8 @@
 #include "fg_config_parse.h"
 #include "fg_dp.h"
 #include "fg_rss.h"
-#include "fg_worker_private.h"
+#include "fg_lb.h"
+#include "fg_state.h"
 
 #define NB 8   /* backends per service */
 
@@ -89,7 +90,7 @@ flow_rec(const struct fg_dp *dp, uint32_t i, unsigned int nat_pct, struct ct_rec
 	bool nat = i % 100 < nat_pct;
 	uint32_t vip = htonl(nat ? 0x0a000065u : 0x0a000064u);
 	uint32_t be = htonl((nat ? 0x0a01010au : 0x0a01000au) + i % NB);
-	const struct fg_lb_service *s = fg_lb_service_find(dp->lb, AF_INET, &vip, htons(80),
+	const struct fg_lb_service *s = fg_lb_service_find(fg_dp_lb(dp), AF_INET, &vip, htons(80),
 							   IPPROTO_TCP);
 
 	memset(r, 0, sizeof(*r));
@@ -196,7 +197,7 @@ bench_state_main(int argc, char **argv)
 		struct ct_rec_ids ids = {0};
 
 		flow_rec(a, i, nat_pct, &r, &ids);
-		if (ct_rec_restore(a->workers[0]->ct, &r, &ids, now, NULL) < 0) {
+		if (ct_rec_restore(fg_dp_worker_ct(a, 0), &r, &ids, now, NULL) < 0) {
 			fprintf(stderr, "flowgate-bench state: flow %u not tracked\n", i);
 			return 1;
 		}
@@ -204,7 +205,7 @@ bench_state_main(int argc, char **argv)
 	fill = now_s() - t0;
 	t0 = now_s();
 	while (cur != CT_WALK_DONE)
-		ct_walk(a->workers[0]->ct, &cur, 1u << 16, rte_rdtsc(), count_one, &seen);
+		ct_walk(fg_dp_worker_ct(a, 0), &cur, 1u << 16, rte_rdtsc(), count_one, &seen);
 	walk = now_s() - t0;
 	t0 = now_s();
 	if (fg_dp_state_save(a) < 0 || stat(path, &sb) < 0)
@@ -216,9 +217,9 @@ bench_state_main(int argc, char **argv)
 	t0 = now_s();
 	fg_dp_state_load(b);
 	load = now_s() - t0;
-	if (b->state.restored != flows) {
+	if (fg_dp_state_stats(b)->restored != flows) {
 		fprintf(stderr, "flowgate-bench state: %" PRIu64 " of %u flows restored\n",
-			b->state.restored, flows);
+			fg_dp_state_stats(b)->restored, flows);
 		return 1;
 	}
 	double per = 1e6 / flows;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ct.h"
+#include "fg_grow.h"
 #include "fg_loadsig.h"
 #include "fg_maglev.h"
 #include "fg_place.h"
@@ -79,15 +80,11 @@ static bool ev_less(const struct ev *x, const struct ev *y)
 
 static int heap_push(struct heap *h, struct ev e)
 {
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? h->cap * 2 : 1024;
-		struct ev *v = realloc(h->v, cap * sizeof(*v));
+	struct ev *v = fg_grow(h->v, &h->cap, h->n, sizeof(*v), 1024);
 
-		if (!v)
-			return -ENOMEM;
-		h->v = v;
-		h->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	h->v = v;
 	size_t i = h->n++;
 
 	while (i && ev_less(&e, &h->v[(i - 1) / 2])) {

@@ -643,6 +643,98 @@ const void *ct_key_at(const struct ct_shard *s, enum ct_family fam,
 #define CT_TCP_RST 0x04
 #define CT_TCP_ACK 0x10
 
+/** IP protocol numbers conntrack's pure functions read. */
+#define CT_PROTO_TCP 6
+#define CT_PROTO_UDP 17
+
+/* The pure functions below are written once for C and the XDP program
+ * (xdp/fg_xdp.bpf.c, the DSR half: reply false). */
+#ifdef __bpf__
+#define CT_PURE static __always_inline
+#else
+#define CT_PURE static inline
+#endif
+
+/** Initial state for the first packet of a new flow of @p proto: TCP SYN
+ *  -> SYN_SENT, RST -> CLOSE, any other TCP -> PICKUP (unassured); UDP ->
+ *  UDP; else OTHER. */
+CT_PURE enum ct_state ct_state_initial(uint8_t proto, uint8_t tcp_flags)
+{
+	if (proto == CT_PROTO_TCP) {
+		if (tcp_flags & CT_TCP_RST)
+			return CT_ST_CLOSE;
+		if ((tcp_flags & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN)
+			return CT_ST_SYN_SENT;
+		/* Mid-stream pickup (flood mode skipped the SYN, the
+		 * balancer restarted, or a spoofed ACK): on probation,
+		 * unassured, until it proves itself (ct.h, "Assured"). */
+		return CT_ST_PICKUP;
+	}
+	if (proto == CT_PROTO_UDP)
+		return CT_ST_UDP;
+	return CT_ST_OTHER;
+}
+
+/*
+ * The pure TCP transition function (no side effects), for the flow
+ * tables, tests, the GPU reference and the XDP program.
+ * TCP transitions from the flags the balancer sees.  @reply is true for
+ * packets backend->client (NAT only).  In DSR only the client side is
+ * seen, so SYN_SENT + client ACK means the server answered: ESTABLISHED;
+ * and the close is tracked as far as the client's FIN (FIN_WAIT).
+ */
+CT_PURE enum ct_state ct_tcp_next(enum ct_state cur, bool reply, uint8_t fl)
+{
+	bool syn = fl & CT_TCP_SYN, ack = fl & CT_TCP_ACK, fin = fl & CT_TCP_FIN;
+
+	if (fl & CT_TCP_RST)
+		return CT_ST_CLOSE;
+	switch (cur) {
+	case CT_ST_NONE:
+	case CT_ST_CLOSE:
+	case CT_ST_TIME_WAIT:
+		if (syn && !ack && !reply)
+			return CT_ST_SYN_SENT; /* new connection on the tuple */
+		return cur;
+	case CT_ST_SYN_SENT:
+		if (reply && syn && ack)
+			return CT_ST_SYN_RECV;
+		if (!reply && ack && !syn)
+			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
+		return cur;
+	case CT_ST_PICKUP:
+		/* the other side answered (NAT): a real connection */
+		if (reply)
+			return CT_ST_ESTABLISHED;
+		if (syn && !ack)
+			return CT_ST_SYN_SENT; /* a new connection on the tuple */
+		return cur; /* proven by persistence: ct_update */
+	case CT_ST_SYN_RECV:
+		if (!reply && ack && !syn)
+			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
+		return cur;
+	case CT_ST_ESTABLISHED:
+		if (fin)
+			return reply ? CT_ST_CLOSE_WAIT : CT_ST_FIN_WAIT;
+		return cur;
+	case CT_ST_FIN_WAIT:
+		/* client closed; the server's FIN completes both halves */
+		if (fin && reply)
+			return CT_ST_LAST_ACK;
+		return cur;
+	case CT_ST_CLOSE_WAIT:
+		if (fin && !reply)
+			return CT_ST_LAST_ACK;
+		return cur;
+	case CT_ST_LAST_ACK:
+		if (ack && !fin)
+			return CT_ST_TIME_WAIT;
+		return cur;
+	default:
+		return cur;
+	}
+}
+
 /**
  * One TCP segment as conntrack needs it, in host order (pkt/fg_pkt.h's
  * fg_pkt_tcp_seg() fills it from a parsed packet).  For other protocols
@@ -809,16 +901,6 @@ ct_touch(struct ct_shard *s, struct ct_entry *e, bool reply, struct ct_seg *g,
 	return ct_update_seg(s, e, reply, g, bytes, now);
 }
 
-/**
- * The pure TCP transition function (no side effects), exposed for tests
- * and the GPU reference.  @p reply as above.
- */
-enum ct_state ct_tcp_next(enum ct_state cur, bool reply, uint8_t tcp_flags);
-
-/** Initial state for the first packet of a new flow of @p proto: TCP SYN
- *  -> SYN_SENT, RST -> CLOSE, any other TCP -> PICKUP (unassured); UDP ->
- *  UDP; else OTHER. */
-enum ct_state ct_state_initial(uint8_t proto, uint8_t tcp_flags);
 
 /**
  * Seconds of one pass of the expiry sweep over each family's slots, so an

@@ -11,16 +11,13 @@
 #include <strings.h>
 
 #include "fg_promtext.h"
+#include "fg_xlist.h"
 
 const char *const fg_loadsig_counter_names[FG_LS_MAX] = {
-#define FG_X(n, d) #n,
-	FG_LOADSIG_COUNTER_LIST(FG_X)
-#undef FG_X
+	FG_LOADSIG_COUNTER_LIST(FG_XL_NAME)
 };
 const char *const fg_loadsig_counter_help[FG_LS_MAX] = {
-#define FG_X(n, d) d,
-	FG_LOADSIG_COUNTER_LIST(FG_X)
-#undef FG_X
+	FG_LOADSIG_COUNTER_LIST(FG_XL_SECOND)
 };
 
 static const char *const preset_names[] = { "vllm", "sglang", "triton", "custom" };

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "fg_config.h"
+#include "fg_xlist.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,14 +59,9 @@ extern "C" {
 	X(scrape_bad_value,  "series values that are NaN, infinite or negative: signal stale") \
 	X(scrape_old,        "series whose own timestamp is older than the stale age: signal stale")
 
-enum fg_loadsig_counter {
-#define FG_X(n, d) FG_LS_##n,
-	FG_LOADSIG_COUNTER_LIST(FG_X)
-#undef FG_X
-	FG_LS_MAX
-};
-extern const char *const fg_loadsig_counter_names[FG_LS_MAX];
-extern const char *const fg_loadsig_counter_help[FG_LS_MAX];
+#define FG_LS_(n, d) FG_LS_##n,
+enum fg_loadsig_counter { FG_LOADSIG_COUNTER_LIST(FG_LS_) FG_LS_MAX };
+FG_XL_TABLES(fg_loadsig_counter_names, fg_loadsig_counter_help, FG_LS_MAX);
 
 /** Preset names ("vllm", "sglang", "triton", "custom"). */
 const char *fg_load_preset_name(enum fg_load_preset p);

@@ -444,9 +444,10 @@ static int restart_diff(const struct fg_config *running, const struct fg_config 
  * @return 0, or 1 with @p err naming a restart-only field that differs
  *   from the running config, or -errno with @p err.
  */
-static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
+static int config_in_force(void *ctx, const struct fg_config *cfg,
 			   struct fg_config *out, char *err, size_t errlen)
 {
+	const struct fg_dp *dp = ctx;
 	int rc;
 
 	*out = *cfg;
@@ -461,47 +462,21 @@ static int config_in_force(const struct fg_dp *dp, const struct fg_config *cfg,
 	return restart_diff(dp->cfg, out, err, errlen);
 }
 
-static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
-			   void *ctx)
+/* The config in force, applied; static neighbours may have changed
+ * (learned ones are kept).  cfg_lock held. */
+static int config_apply_locked(void *ctx, const struct fg_config *next, char *err,
+			       size_t errlen)
 {
 	struct fg_dp *dp = ctx;
-	struct fg_config tmp;
-	int rc;
+	int rc = fg_dp_apply_config(dp, next, err, errlen);
 
-	pthread_mutex_lock(&dp->cfg_lock);
-	rc = config_in_force(dp, cfg, &tmp, err, errlen);
-	pthread_mutex_unlock(&dp->cfg_lock);
-	return rc;
-}
-
-static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen,
-			   void *ctx)
-{
-	struct fg_dp *dp = ctx;
-	struct fg_config next;
-	int rc;
-
-	pthread_mutex_lock(&dp->cfg_lock);
-	/* the server asked op_config_check first; checked again under the
-	 * lock, and what is applied (and shown) is the config in force */
-	rc = config_in_force(dp, cfg, &next, err, errlen);
-	if (rc > 0) {
-		size_t n = strlen(err);
-
-		snprintf(err + n, errlen - n, ": needs a restart");
-		rc = -EOPNOTSUPP;
-	}
-	if (rc == 0)
-		rc = fg_dp_apply_config(dp, &next, err, errlen);
 	if (rc == 0) {
-		/* static neighbours may have changed; learned ones are kept */
 		struct fg_neigh_table *old = dp->neigh;
 		struct fg_neigh_table *nt = fg_neigh_table_build(dp->cfg, old, NULL, 0);
 
 		if (nt != NULL)
 			fg_neigh_table_free(fg_rcu_publish(dp->qsbr, &dp->neigh, nt));
 	}
-	pthread_mutex_unlock(&dp->cfg_lock);
 	return rc;
 }
 
@@ -530,13 +505,9 @@ static void write_state(struct fg_json_writer *w, const struct fg_state_stats *s
 	fg_jw_obj_open(w, "state");
 	fg_jw_bool(w, "loaded", st->loaded);
 	fg_jw_str(w, "writer", st->writer);
-	fg_jw_u64(w, "gap_ms", st->gap_ms);
-	fg_jw_u64(w, "load_ms", st->load_us / 1000);
-	fg_jw_u64(w, "flows_in_file", st->flows_in_file);
-	fg_jw_u64(w, "restored", st->restored);
-	fg_jw_u64(w, "restored_nat", st->restored_nat);
-	fg_jw_u64(w, "tombstones", st->tombstones);
-	fg_jw_u64(w, "neighbours_restored", st->neigh_restored);
+#define FG_X(k, v, m, h) fg_jw_u64(w, k, v);
+	FG_STATE_LOAD_LIST(FG_X, st)
+#undef FG_X
 	fg_jw_obj_open(w, "refused");
 	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
 		fg_jw_u64(w, fg_state_flow_refuse_names[r], st->refused[r]);
@@ -981,8 +952,8 @@ static const struct fg_ctl_ops g_ops = {
 	.build_info = op_build_info,
 	.backend_placed = op_backend_placed,
 	.config_get = op_config_get,
-	.config_apply = op_config_apply,
-	.config_check = op_config_check,
+	.config_apply = fg_config_gate_apply,
+	.config_check = fg_config_gate_check,
 	.flows_walk = op_flows_walk,
 	.flows_count = op_flows_count,
 	.stats = op_stats,
@@ -1171,6 +1142,8 @@ int fg_control_start(struct fg_dp *dp, const char *socket_path, const char *conf
 	p.socket_path = socket_path;
 	p.config_path = config_path;
 	p.ops = &g_ops;
+	dp->gate = (struct fg_config_gate){ .lock = &dp->cfg_lock, .in_force = config_in_force,
+					    .apply = config_apply_locked, .ctx = dp };
 	p.ctx = dp;
 	p.health = dp->health;
 	p.idle_timeout_ms = idle_timeout_ms;

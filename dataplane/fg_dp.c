@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -27,7 +25,6 @@
 #include "fg_load.h"
 #include "fg_log.h"
 #include "fg_metrics.h"
-#include "fg_proto.h"
 #include "fg_stats.h"
 #include "fg_sync.h"
 #include "fg_worker_private.h"
@@ -419,6 +416,21 @@ unsigned int fg_dp_poll(struct fg_dp *dp)
 	return host || !dp->idle_sleep_us ? 20 : dp->idle_sleep_us;
 }
 
+struct ct_shard *fg_dp_worker_ct(struct fg_dp *dp, unsigned int i)
+{
+	return i < dp->n_workers ? dp->workers[i]->ct : NULL;
+}
+
+const struct fg_lb_table *fg_dp_lb(const struct fg_dp *dp)
+{
+	return __atomic_load_n(&dp->lb, __ATOMIC_ACQUIRE);
+}
+
+const struct fg_state_stats *fg_dp_state_stats(const struct fg_dp *dp)
+{
+	return &dp->state;
+}
+
 bool fg_dp_workers_alive(struct fg_dp *dp)
 {
 	bool alive = true;
@@ -438,130 +450,9 @@ bool fg_dp_workers_alive(struct fg_dp *dp)
 
 /* ---------------------------------------------------------------- reload */
 
-static int read_file(const char *path, char **out, char *err, size_t err_len)
+struct fg_ctl_server *fg_dp_ctl_server(struct fg_dp *dp)
 {
-	FILE *f = fopen(path, "r");
-	size_t cap = 1 << 16, len = 0;
-	char *buf;
-
-	if (f == NULL) {
-		snprintf(err, err_len, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	buf = malloc(cap + 1);
-	while (buf != NULL) {
-		size_t k = fread(buf + len, 1, cap - len, f);
-
-		len += k;
-		if (len < cap)
-			break;
-		if (cap >= (16u << 20)) {
-			snprintf(err, err_len, "%s: over 16 MiB", path);
-			free(buf);
-			fclose(f);
-			return -EFBIG;
-		}
-		char *nb = realloc(buf, cap * 2 + 1);
-
-		if (nb == NULL)
-			free(buf);
-		buf = nb;
-		cap *= 2;
-	}
-	fclose(f);
-	if (buf == NULL) {
-		snprintf(err, err_len, "out of memory");
-		return -ENOMEM;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	return 0;
-}
-
-/* One request/reply on our own control socket: the file goes through the
- * very code `fgctl config apply` reaches (parse, validate, restart-only
- * check, stable ids, apply, health checker, audit line). */
-static int self_request(const char *sock, const char *line, size_t len,
-			char *err, size_t err_len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct fg_proto_resp resp;
-	size_t cap = 1 << 16, got = 0;
-	char *buf = NULL, *nl = NULL;
-	int fd, rc = -EIO;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		snprintf(err, err_len, "control socket %s: %s", sock, strerror(errno));
-		goto out;
-	}
-	for (size_t off = 0; off < len;) {
-		ssize_t k = send(fd, line + off, len - off, MSG_NOSIGNAL);
-
-		if (k <= 0 && errno != EINTR) {
-			snprintf(err, err_len, "control socket: %s", strerror(errno));
-			goto out;
-		}
-		off += k > 0 ? (size_t)k : 0;
-	}
-	buf = malloc(cap);
-	while (buf != NULL && nl == NULL && got < cap - 1) {
-		ssize_t k = recv(fd, buf + got, cap - 1 - got, 0);
-
-		if (k <= 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-		nl = memchr(buf, '\n', got);
-	}
-	if (nl == NULL) {
-		snprintf(err, err_len, "control socket: no reply");
-		goto out;
-	}
-	if (fg_proto_resp_parse(buf, (size_t)(nl - buf), &resp, err, err_len) < 0)
-		goto out;
-	rc = resp.ok ? 0 : -EINVAL;
-	if (!resp.ok)
-		snprintf(err, err_len, "%s%s%s", resp.error ? resp.error : "refused",
-			 resp.hint && resp.hint[0] ? "; " : "", resp.hint ? resp.hint : "");
-	fg_proto_resp_free(&resp);
-out:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
-int fg_dp_reload(struct fg_dp *dp, const char *path, char *err, size_t err_len)
-{
-	struct fg_json_writer w;
-	char *text = NULL;
-	int rc;
-
-	if (!dp->control_on) {
-		snprintf(err, err_len, "no control socket: nothing applies files");
-		return -ENOTSUP;
-	}
-	rc = read_file(path, &text, err, err_len);
-	if (rc < 0)
-		return rc;
-	fg_jw_init(&w, 0);
-	fg_proto_req_begin(&w, 1, "config.apply");
-	fg_jw_str(&w, "text", text);
-	fg_jw_str(&w, "name", path);
-	fg_jw_str(&w, "origin", "SIGHUP");
-	fg_proto_req_end(&w);
-	free(text);
-	if (fg_jw_error(&w) < 0) {
-		snprintf(err, err_len, "out of memory");
-		rc = -ENOMEM;
-	} else {
-		rc = self_request(dp->socket_path, w.buf, w.len, err, err_len);
-	}
-	fg_jw_fini(&w);
-	return rc;
+	return dp->control_on ? dp->ctl : NULL;
 }
 
 /* ---------------------------------------------------------- stop, destroy */

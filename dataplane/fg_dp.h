@@ -21,8 +21,8 @@
  *
  * Threads: every function here runs on the main lcore, after rte_eal_init()
  * and before rte_eal_cleanup(); none of them is reentrant.
- * fg_dp_reload() may run while the workers and the control thread run: it
- * takes the same lock as a `fgctl config apply`.
+ * A SIGHUP reload (fg_dp_ctl_server()) runs on the control thread, as a
+ * `fgctl config apply` does.
  */
 #ifndef FLOWGATE_FG_DP_H
 #define FLOWGATE_FG_DP_H
@@ -52,6 +52,7 @@ extern "C" {
 #define FG_ICMP_RATE_DEFAULT 100
 
 struct fg_dp;
+struct fg_ctl_server;
 
 /** What a dataplane is built from.  fg_dp_params_init() fills defaults. */
 struct fg_dp_params {
@@ -153,15 +154,14 @@ int fg_dp_start(struct fg_dp *dp);
 unsigned int fg_dp_poll(struct fg_dp *dp);
 
 /**
- * Loads @p path and applies it exactly as `fgctl config apply` does:
- * validated, all-or-nothing, restart-only fields refused, stable backend
- * ids, tracked flows keep their backends, the health checker follows.
- * The running state is untouched on any failure.  Main lcore, any time
- * between fg_dp_start() and fg_dp_stop().
- * @return 0, or -EINVAL / -errno with the reason in @p err (file:line:
- *   problem, or the restart-only field).
+ * The control server, or NULL when the daemon runs without a control
+ * socket.  A SIGHUP hands it the -c file (fg_daemon_reload(),
+ * control/fg_daemon.h): applied in process exactly as `fgctl config
+ * apply` does: validated, all-or-nothing, restart-only fields refused,
+ * stable backend ids, tracked flows keep their backends, the health
+ * checker follows.  Main lcore, between fg_dp_start() and fg_dp_stop().
  */
-int fg_dp_reload(struct fg_dp *dp, const char *path, char *err, size_t err_len);
+struct fg_ctl_server *fg_dp_ctl_server(struct fg_dp *dp);
 
 /**
  * Restart hand-over, first half: restores the flows and learned
@@ -192,6 +192,22 @@ int fg_dp_state_save(struct fg_dp *dp);
  *  since the previous call (a stuck worker makes it false): the systemd
  *  watchdog's check.  Main lcore. */
 bool fg_dp_workers_alive(struct fg_dp *dp);
+
+struct ct_shard;
+struct fg_lb_table;
+
+/** Worker @p i's conntrack shard, NULL past the last worker: for the
+ *  bench and tests that fill or walk a shard without a worker's layout
+ *  (flowgate-bench state).  Main lcore, workers not started. */
+struct ct_shard *fg_dp_worker_ct(struct fg_dp *dp, unsigned int i);
+
+/** The service table in force (fg_lb.h), as the workers read it. */
+const struct fg_lb_table *fg_dp_lb(const struct fg_dp *dp);
+
+struct fg_state_stats;
+
+/** What the last state load and save did (fg_state.h). */
+const struct fg_state_stats *fg_dp_state_stats(const struct fg_dp *dp);
 
 /**
  * Stops the metrics listener, the health checker and the control socket

@@ -23,6 +23,7 @@
 
 #include "ct.h"
 #include "fg_config.h"
+#include "fg_config_gate.h"
 #include "fg_dp.h"
 #include "fg_port.h"
 #include "fg_rss.h"
@@ -46,6 +47,8 @@ struct fg_sync;
 #define FG_LOCAL_OWN_NAT 0xFF
 
 struct fg_dp {
+	/** first: the control ops' ctx is the gate (config.check / apply) */
+	struct fg_config_gate gate;
 	unsigned int n_workers;
 	unsigned int n_ports;
 	struct fg_port ports[FG_MAX_PORTS];

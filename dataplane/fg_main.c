@@ -32,43 +32,18 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include "fg_daemon.h"
 #include "fg_dp.h"
 #include "fg_log.h"
 #include "fg_logline.h"
 #include "fg_opts.h"
 #include "fg_proto.h"
 
-static volatile sig_atomic_t g_stop, g_hup;
-
-static void on_signal(int sig)
+/* One log line of the shared serving loop (fg_daemon.h), on the
+ * "flowgate" rte_log type: RTE_LOG_* levels are syslog's plus one. */
+static void dp_log(int prio, const char *line)
 {
-	if (sig == SIGHUP)
-		g_hup = 1;
-	else
-		g_stop = sig;
-}
-
-/* ---------------------------------------------------- systemd notify */
-
-/* sd_notify(3) (control/fg_logline.h); a failure is logged once: the
- * watchdog would repeat it. */
-static void notify(const char *msg)
-{
-	static bool warned;
-	int rc = fg_sd_notify(msg);
-
-	if (rc < 0 && !warned) {
-		warned = true;
-		FG_LOG(WARNING, "sd_notify %s: %s", getenv("NOTIFY_SOCKET"), strerror(-rc));
-	}
-}
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	rte_log((uint32_t)prio + 1, fg_logtype, "flowgate: %s\n", line);
 }
 
 /* ------------------------------------------------------------ EAL args */
@@ -271,49 +246,28 @@ static int socket_dir_check(const char *path)
 
 /* ------------------------------------------------------------- serving */
 
-static void reload(struct fg_dp *dp, const char *file)
+static bool dp_alive(void *arg, char *why, size_t whylen)
 {
-	char err[2048];
-	int rc;
+	if (fg_dp_workers_alive(arg))
+		return true;
+	snprintf(why, whylen, "a worker lcore made no progress for %llu ms",
+		 (unsigned long long)fg_sd_watchdog_half_us() / 1000);
+	return false;
+}
 
-	if (file == NULL) {
-		FG_LOG(WARNING, "SIGHUP: no -c file to re-read; nothing changed");
-		return;
-	}
-	notify("RELOADING=1");
-	FG_LOG(NOTICE, "SIGHUP: re-reading %s", file);
-	rc = fg_dp_reload(dp, file, err, sizeof(err));
-	for (char *nl = strchr(err, '\n'); rc < 0 && nl; nl = strchr(nl, '\n'))
-		*nl = ' ';     /* one log line: the problems joined */
-	if (rc == 0)
-		FG_LOG(NOTICE, "SIGHUP: %s applied", file);
-	else
-		FG_LOG(ERR, "SIGHUP: %s not applied, the running config is unchanged: %s",
-		       file, err);
-	notify("READY=1");
+static unsigned int dp_poll(void *arg)
+{
+	return fg_dp_poll(arg);
 }
 
 static void serve(struct fg_dp *dp, const char *config_file)
 {
-	uint64_t wd_us = fg_sd_watchdog_half_us(), wd_next = 0;
+	struct fg_daemon d = {
+		.srv = fg_dp_ctl_server(dp), .config_file = config_file, .log = dp_log,
+		.alive = dp_alive, .poll = dp_poll, .arg = dp,
+	};
 
-	notify("READY=1");
-	while (!g_stop) {
-		if (g_hup) {
-			g_hup = 0;
-			reload(dp, config_file);
-		}
-		/* a stuck worker stops the pings: systemd restarts the unit */
-		if (wd_us && mono_us() >= wd_next) {
-			if (fg_dp_workers_alive(dp))
-				notify("WATCHDOG=1");
-			else if (wd_next)
-				FG_LOG(ERR, "watchdog: a worker lcore made no progress "
-				       "for %llu ms", (unsigned long long)wd_us / 1000);
-			wd_next = mono_us() + wd_us;
-		}
-		usleep(fg_dp_poll(dp));
-	}
+	fg_daemon_serve(&d);
 }
 
 static int run(struct fg_opts *o)
@@ -338,10 +292,10 @@ static int run(struct fg_opts *o)
 		serve(dp, o->config_file);
 	else
 		FG_LOG(ERR, "start failed: %s", strerror(-rc));
-	notify("STOPPING=1");
+	fg_daemon_notify(&(struct fg_daemon){ .log = dp_log }, "STOPPING=1");
 	if (rc == 0)
 		FG_LOG(NOTICE, "signal %d, stopping health checks, control, workers",
-		       (int)g_stop);
+		       (int)fg_daemon_stop_sig);
 	fg_dp_stop(dp);
 	/* the workers stopped: their flows for the next process */
 	if (rc == 0)
@@ -353,7 +307,6 @@ static int run(struct fg_opts *o)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct fg_opts o;
 	char **eal;
 	int dd, n_eal, rc;
@@ -406,10 +359,7 @@ int main(int argc, char **argv)
 		fg_opts_free(&o);
 		return 1;
 	}
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	fg_daemon_signals();
 	snprintf(g_rundir, sizeof(g_rundir), "%s", rte_eal_get_runtime_dir());
 	rc = run(&o);
 	rte_eal_cleanup();

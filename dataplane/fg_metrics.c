@@ -319,13 +319,13 @@ static void render_state(FILE *f, const struct fg_stats_snap *sn)
 {
 	const struct fg_state_stats *st = &sn->state;
 
-	fg_prom_family(f, "flowgate_state_restored_flows_total", "counter",
-	       "flows restored from the state file at start (--state-file)");
-	fprintf(f, "flowgate_state_restored_flows_total %" PRIu64 "\n", st->restored);
-	fg_prom_family(f, "flowgate_state_restored_nat_flows_total", "counter",
-	       "full-NAT flows among them");
-	fprintf(f, "flowgate_state_restored_nat_flows_total %" PRIu64 "\n",
-		st->restored_nat);
+#define FG_X(k, v, m, h) \
+	if (sizeof(m) > 1) { \
+		fg_prom_family(f, "flowgate_state_" m, "counter", h); \
+		fprintf(f, "flowgate_state_" m " %" PRIu64 "\n", (uint64_t)(v)); \
+	}
+	FG_STATE_LOAD_LIST(FG_X, st)
+#undef FG_X
 	fg_prom_family(f, "flowgate_state_refused_flows_total", "counter",
 	       "flows of the state file not restored at start, by reason "
 	       "(dataplane/fg_state.h FG_STATE_FLOW_REFUSE_LIST)");

@@ -98,12 +98,7 @@ int fg_port_cfg_resolve(const struct fg_dp *dp, struct fg_config *cfg,
 /** The device's own counters (rte_eth_stats) shown next to flowgate's:
  *  a device that drops on TX (tx_errors) is visible in `fgctl stats`,
  *  telemetry and the exit summary.  Declared once. */
-#define FG_PORT_COUNTER_LIST(X)                                              \
-	X(rx_packets, ipackets, "packets the device received")              \
-	X(tx_packets, opackets, "packets the device sent")                  \
-	X(rx_missed, imissed, "packets the device dropped: RX queue full")  \
-	X(rx_errors, ierrors, "erroneous packets the device received")      \
-	X(tx_errors, oerrors, "packets the device failed to send (its own TX drops)")
+#define FG_PORT_COUNTER_LIST(X) FG_DEV_COUNTER_LIST(X)   /* fg_counters.h */
 
 enum fg_port_counter {
 #define FG_X(n, field, d) FG_PC_##n,

@@ -125,6 +125,25 @@ struct fg_state_stats {
 	uint64_t saved, saved_nat, neigh_saved, saved_bytes, save_us;
 };
 
+/**
+ * The start's restore figures of struct fg_state_stats *st, one list for
+ * its three readers: `fgctl stats` "state" and telemetry /flowgate/state
+ * (by key, after "loaded" and "writer"), /metrics (the entries with a
+ * metric: counter flowgate_state_<metric>, help as given; the refusals by
+ * reason and flowgate_state_gap_seconds follow).
+ * X(key, value, metric or "", help)
+ */
+#define FG_STATE_LOAD_LIST(X, st) \
+	X("gap_ms",        (st)->gap_ms,        "", "from the file's write to its load") \
+	X("load_ms",       (st)->load_us / 1000, "", "reading, checking and restoring") \
+	X("flows_in_file", (st)->flows_in_file, "", "flows the file holds") \
+	X("restored",      (st)->restored,      "restored_flows_total", \
+	  "flows restored from the state file at start (--state-file)") \
+	X("restored_nat",  (st)->restored_nat,  "restored_nat_flows_total", \
+	  "full-NAT flows among them") \
+	X("tombstones",    (st)->tombstones,    "", "removed backends kept for restored flows") \
+	X("neighbours_restored", (st)->neigh_restored, "", "learned neighbours restored")
+
 /** A learned neighbour as the file keeps it. */
 struct fg_state_neigh {
 	uint8_t family;                    /**< AF_INET / AF_INET6 */

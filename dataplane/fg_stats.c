@@ -496,13 +496,9 @@ static int tel_state(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "loaded", st->loaded);
 	rte_tel_data_add_dict_string(d, "writer", st->writer);
-	rte_tel_data_add_dict_u64(d, "gap_ms", st->gap_ms);
-	rte_tel_data_add_dict_u64(d, "load_ms", st->load_us / 1000);
-	rte_tel_data_add_dict_u64(d, "flows_in_file", st->flows_in_file);
-	rte_tel_data_add_dict_u64(d, "restored", st->restored);
-	rte_tel_data_add_dict_u64(d, "restored_nat", st->restored_nat);
-	rte_tel_data_add_dict_u64(d, "tombstones", st->tombstones);
-	rte_tel_data_add_dict_u64(d, "neighbours_restored", st->neigh_restored);
+#define FG_X(k, v, m, h) rte_tel_data_add_dict_u64(d, k, v);
+	FG_STATE_LOAD_LIST(FG_X, st)
+#undef FG_X
 	rte_tel_data_start_dict(ref);
 	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
 		rte_tel_data_add_dict_u64(ref, fg_state_flow_refuse_names[r], st->refused[r]);

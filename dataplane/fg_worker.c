@@ -36,7 +36,8 @@
  *          other cases fg_xlate_encap_apply / fg_xlate_nat; on a slot miss
  *          the next hop from fg_neigh_next_hop()
  *       5. fg_worker_tx(): a burst array per (worker, port), sent when
- *          full and every ~100 us (fg_worker_tx_flush)
+ *          full, when a loop's RX bursts all came back short (no input
+ *          waits) and every ~100 us (fg_worker_tx_flush)
  *     fg_worker_housekeeping()  dispatch rings, ct_expire (bounded),
  *                               ct_shard_poll (control mailbox), TX flush,
  *                               RCU quiescent state
@@ -574,6 +575,7 @@ int fg_worker_main(void *arg)
 	while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
 		uint64_t now = rte_rdtsc();
 		unsigned int got = 0;
+		bool more = false;
 
 		for (unsigned int p = 0; p < dp->n_ports; p++) {
 			const struct fg_port *pt = &dp->ports[p];
@@ -587,11 +589,19 @@ int fg_worker_main(void *arg)
 
 				fg_worker_prof(w, FG_ST_rx);
 				got += n;
+				more |= n == FG_BURST;
 				if (n)
 					worker_rx(w, pkts, n, (uint16_t)p, pt->port_id, now);
 			}
 		}
 		got += fg_worker_housekeeping(w, now);
+		/* every queue came back short: no input waits, so what the TX
+		 * bursts hold would wait for nothing but the ~100 us timer
+		 * (at 10% load, 32 packets take ~50 us to gather: the median
+		 * packet waited ~25 us, bench/RESULTS.md "Latency").  Under
+		 * load the RX bursts are full and the TX bursts stay whole. */
+		if (got && !more)
+			tx_flush_all(w);
 		fg_worker_prof(w, FG_ST_housekeeping);
 		if (dp->idle_sleep_us == 0)
 			continue;

@@ -150,6 +150,20 @@ enum fg_core_counter {
 	FG_CC_MAX
 };
 
+/**
+ * A network device's own counters, as both engines report them under the
+ * same names (flowgate_port_<name>_total, `fgctl stats` "ports"):
+ * X(name, rte_eth_stats field, description).  The DPDK daemon reads the
+ * field (dataplane/fg_port.h); flowgate-xdp reads the kernel's link
+ * statistics and adds its own (xdp/fgx_load.h).
+ */
+#define FG_DEV_COUNTER_LIST(X)                                               \
+	X(rx_packets, ipackets, "packets the device received")              \
+	X(tx_packets, opackets, "packets the device sent")                  \
+	X(rx_missed, imissed, "packets the device dropped: RX queue full")  \
+	X(rx_errors, ierrors, "erroneous packets the device received")      \
+	X(tx_errors, oerrors, "packets the device failed to send (its own TX drops)")
+
 /** Per-service counters (kept per core, summed on read). */
 #define FG_SERVICE_COUNTER_LIST(X) \
 	X(packets,   "packets to the VIP") \

@@ -83,6 +83,25 @@ enum fg_verdict {
 	FG_V_HOST,        /**< handed to the host exception port */
 };
 
+/* What a parser writes into its result, written once for every parser
+ * (C, CUDA, the XDP program): macros, so each compiles them as its own. */
+/** The ports and protocol of @p o's key, in its family. */
+#define FG_PKT_KEY_PORTS(o, v6, sp, dp, pr)				\
+	((v6) ? (void)((o)->key.k6.sport = (sp), (o)->key.k6.dport = (dp),	\
+		       (o)->key.k6.proto = (pr)) :				\
+		(void)((o)->key.k4.sport = (sp), (o)->key.k4.dport = (dp),	\
+		       (o)->key.k4.proto = (pr)))
+/** Where L4 starts and its protocol. */
+#define FG_PKT_L4_AT(o, l4, nh) ((o)->l4_off = (uint16_t)(l4), (o)->proto = (nh))
+/** The ports and protocol, then kind @p k_: @return @p k_. */
+#define FG_PKT_KEYED(o, v6, sp, dp, pr, k_) \
+	(FG_PKT_KEY_PORTS(o, v6, sp, dp, pr), (o)->kind = (k_))
+/** A neighbour solicitation / advertisement (type @p t) of protocol @p pr,
+ *  its target already in key.k6.daddr: @return FG_PK_ND. */
+#define FG_PKT_ND(o, t, pr)						\
+	((o)->key.k6.proto = (pr),					\
+	 (o)->flags |= (t) == FG_ICMP6_NA ? FG_PF_ND_ADVERT : 0, (o)->kind = FG_PK_ND)
+
 /** Parse result: 64 bytes, one cache line. */
 struct fg_pkt {
 	uint16_t l2_len;    /**< bytes of Ethernet + VLAN tag (== l3_off). */

@@ -15,6 +15,13 @@
 
 #include "fg_counters.h"   /* enum fg_drop: the refusal reasons */
 
+/* ---- byte readers: written once for C, CUDA and BPF (macros, so each
+ *      compiles them as its own; GNU statement expressions) ---------------- */
+/** The big-endian 16 bits at @p p, in host order. */
+#define FG_RD16(p) ((uint16_t)((uint16_t)(p)[0] << 8 | (p)[1]))
+/** The 16 bits at @p p as they are (network order), unaligned. */
+#define FG_LD16(p) ({ uint16_t v_; __builtin_memcpy(&v_, (p), 2); v_; })
+
 /* ---- Ethernet ---------------------------------------------------------- */
 #define FG_ETH_HLEN 14          /**< dst, src, ethertype */
 #define FG_ETH_TYPE_OFF 12
@@ -96,6 +103,39 @@
 #define FG_ND_MIN_LEN 24        /**< ICMPv6 header + reserved/flags + target */
 #define FG_ND_TARGET_OFF 8
 #define FG_ND_HOP_LIMIT 255     /**< RFC 4861 7.1.1 */
+
+/* ICMP / ICMPv6 types by what the balancer does with them, written once
+ * for the C, CUDA and XDP parsers. */
+/** The ICMP of a family: what an ICMP error quoting an echo must carry. */
+#define FG_ICMP_PROTO(v6) ((v6) ? FG_IPPROTO_ICMPV6 : FG_IPPROTO_ICMP)
+#define FG_ICMP_IS_ECHO(t, v6) ((t) == ((v6) ? FG_ICMP6_ECHO : FG_ICMP_ECHO))
+#define FG_ICMP_IS_ECHO_REPLY(t, v6) \
+	((t) == ((v6) ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY))
+/** an error that quotes the packet it answers (unreach, too big, time
+ *  exceeded, parameter problem) */
+#define FG_ICMP_IS_ERROR(t, v6) \
+	((!(v6) && ((t) == FG_ICMP_UNREACH || (t) == FG_ICMP_TIME_EXCEEDED || \
+		    (t) == FG_ICMP_PARAMPROB)) || \
+	 ((v6) && (t) >= FG_ICMP6_UNREACH && (t) <= FG_ICMP6_PARAMPROB))
+#define FG_ICMP_IS_ND(t, v6) ((v6) && ((t) == FG_ICMP6_NS || (t) == FG_ICMP6_NA))
+/** RFC 4861 7.1.1: a solicitation / advertisement needs hop limit 255,
+ *  code 0, at least FG_ND_MIN_LEN bytes */
+#define FG_ND_MALFORMED(hop, code, avail) \
+	((hop) != FG_ND_HOP_LIMIT || (code) != 0 || (avail) < FG_ND_MIN_LEN)
+/** A later fragment (no L4 header to key on) is dropped when its TTL /
+ *  hop limit would expire or (IPv6, @p unspec) it comes from ::: the
+ *  reason, or 0: kept as FG_PK_FRAG_LATER. */
+#define FG_PKT_LATER_DROP(hop, unspec) \
+	((hop) <= 1 ? FG_DROP_ttl_expired : (unspec) ? FG_DROP_martian_src : 0)
+/** From :: only what stays on the link: neighbour discovery (DAD) and
+ *  ICMPv6 for the host (MLD, RS); a flow or an ICMP error of kind @p k,
+ *  which would be forwarded, is refused (RFC 4291 2.5.2). */
+#define FG_PKT_UNSPEC_REFUSED(k) ((k) == FG_PK_FLOW || (k) == FG_PK_ICMP_ERR)
+/** The key ports of an echo (request {id, 0}, reply {0, id}) into
+ *  @p sport / @p dport: 0, or -1 when @p t is no echo. */
+#define FG_ICMP_ECHO_PORTS(t, v6, id, sport, dport) \
+	(FG_ICMP_IS_ECHO(t, v6) ? ((sport) = (id), (dport) = 0, 0) : \
+	 FG_ICMP_IS_ECHO_REPLY(t, v6) ? ((sport) = 0, (dport) = (id), 0) : -1)
 
 /* ---- ARP --------------------------------------------------------------- */
 #define FG_ARP_LEN 28           /**< Ethernet / IPv4 ARP body */

@@ -58,10 +58,7 @@
 
 static inline uint16_t fg_pkt__ld16(const uint8_t *p)
 {
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
+	return FG_LD16(p);
 }
 
 static inline uint32_t fg_pkt__ld32(const uint8_t *p)
@@ -84,6 +81,16 @@ FG_PKT_HELPER int fg_pkt__drop(struct fg_pkt *out, enum fg_drop why)
 	return FG_PK_DROP;
 }
 
+/* A later fragment: FG_PK_FRAG_LATER, or dropped (FG_PKT_LATER_DROP). */
+FG_PKT_HELPER int fg_pkt__later(struct fg_pkt *out, uint8_t hop, int unspec)
+{
+	int why = FG_PKT_LATER_DROP(hop, unspec);
+
+	if (FG_PKT_UNLIKELY(why))
+		return fg_pkt__drop(out, (enum fg_drop)why);
+	return out->kind = FG_PK_FRAG_LATER;
+}
+
 /* 3-tuple key: addresses + proto, ports 0 (FRAG_LATER / HOST); @p ip is the
  * IP header's offset. */
 FG_PKT_FN_INLINE void fg_pkt__key_addrs(struct fg_pkt *out, FG_PKT_RD r,
@@ -101,15 +108,7 @@ FG_PKT_FN_INLINE void fg_pkt__key_addrs(struct fg_pkt *out, FG_PKT_RD r,
 FG_PKT_HELPER void fg_pkt__key_ports(struct fg_pkt *out, int v6, uint16_t sport,
 				     uint16_t dport, uint8_t proto)
 {
-	if (v6) {
-		out->key.k6.sport = sport;
-		out->key.k6.dport = dport;
-		out->key.k6.proto = proto;
-	} else {
-		out->key.k4.sport = sport;
-		out->key.k4.dport = dport;
-		out->key.k4.proto = proto;
-	}
+	FG_PKT_KEY_PORTS(out, v6, sport, dport, proto);
 }
 
 /* A non-first fragment's key ports, and a first fragment's follow key's:
@@ -280,28 +279,19 @@ FG_PKT_FN int fg_pkt__icmp_err(FG_PKT_RD r, uint32_t in, uint32_t end,
 	case FG_IPPROTO_ICMPV6: {
 		uint8_t t = FG_PKT_U8(r, l4);
 
-		if ((v6 && proto != FG_IPPROTO_ICMPV6) ||
-		    (!v6 && proto != FG_IPPROTO_ICMP))
+		if (proto != FG_ICMP_PROTO(v6))
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 		/* echo request key {A,B,id,0}; echo reply {A,B,0,id} */
-		if (t == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
-			sport = FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF);
-			dport = 0;
-		} else if (t == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
-			sport = 0;
-			dport = FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF);
-		} else {
+		if (FG_ICMP_ECHO_PORTS(t, v6, FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF),
+				       sport, dport) < 0)
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
-		}
 		break;
 	}
 	default:
 		return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 	}
 	/* reversed ports */
-	fg_pkt__key_ports(out, v6, dport, sport, proto);
-	out->kind = FG_PK_ICMP_ERR;
-	return FG_PK_ICMP_ERR;
+	return FG_PKT_KEYED(out, v6, dport, sport, proto, FG_PK_ICMP_ERR);
 }
 
 /* ICMP / ICMPv6 of a whole packet or first fragment at @p l4 (@p avail
@@ -316,39 +306,28 @@ FG_PKT_FN_INLINE int fg_pkt__icmp(FG_PKT_RD r, uint32_t l4, uint32_t end,
 	if (FG_PKT_UNLIKELY(avail < FG_ICMP_HLEN))
 		return fg_pkt__drop(out, FG_DROP_l4_truncated);
 	t = FG_PKT_U8(r, l4);
-	if (t == (v6 ? FG_ICMP6_ECHO : FG_ICMP_ECHO)) {
+	if (FG_ICMP_IS_ECHO(t, v6)) {
 		fg_pkt__key_ports(out, v6, FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF),
 				  0, proto);
 		out->kind = FG_PK_FLOW;
-	} else if (t == (v6 ? FG_ICMP6_ECHO_REPLY : FG_ICMP_ECHO_REPLY)) {
+	} else if (FG_ICMP_IS_ECHO_REPLY(t, v6)) {
 		fg_pkt__key_ports(out, v6, 0,
 				  FG_PKT_LD16(r, l4 + FG_ICMP_ECHO_ID_OFF), proto);
 		out->flags |= FG_PF_ECHO_REPLY;
 		out->kind = FG_PK_FLOW;
-	} else if ((!v6 && (t == FG_ICMP_UNREACH || t == FG_ICMP_TIME_EXCEEDED ||
-			    t == FG_ICMP_PARAMPROB)) ||
-		   (v6 && t >= FG_ICMP6_UNREACH && t <= FG_ICMP6_PARAMPROB)) {
+	} else if (FG_ICMP_IS_ERROR(t, v6)) {
 		if (FG_PKT_UNLIKELY(out->flags & FG_PF_FRAG))
 			return fg_pkt__drop(out, FG_DROP_icmp_unrelated);
 		if (fg_pkt__icmp_err(r, l4 + FG_ICMP_HLEN, end, out, v6) ==
 		    FG_PK_DROP)
 			return FG_PK_DROP;
-	} else if (v6 && (t == FG_ICMP6_NS || t == FG_ICMP6_NA)) {
-		/* RFC 4861 7.1.1: hop limit 255, code 0, >= 24 B */
-		if (FG_PKT_UNLIKELY(hop != FG_ND_HOP_LIMIT ||
-				    FG_PKT_U8(r, l4 + 1) != 0 ||
-				    avail < FG_ND_MIN_LEN))
+	} else if (FG_ICMP_IS_ND(t, v6)) {
+		if (FG_PKT_UNLIKELY(FG_ND_MALFORMED(hop, FG_PKT_U8(r, l4 + 1), avail)))
 			return fg_pkt__drop(out, FG_DROP_nd_malformed);
 		FG_PKT_CP(out->key.k6.daddr, r, l4 + FG_ND_TARGET_OFF, 16);
-		out->key.k6.proto = proto;
-		if (t == FG_ICMP6_NA)
-			out->flags |= FG_PF_ND_ADVERT;
-		out->kind = FG_PK_ND;
-		return FG_PK_ND;
+		return FG_PKT_ND(out, t, proto);
 	} else {
-		fg_pkt__key_ports(out, v6, 0, 0, proto);
-		out->kind = FG_PK_HOST;
-		return FG_PK_HOST;
+		return FG_PKT_KEYED(out, v6, 0, 0, proto, FG_PK_HOST);
 	}
 	if (FG_PKT_UNLIKELY(hop <= 1))
 		return fg_pkt__drop(out, FG_DROP_ttl_expired);
@@ -505,10 +484,7 @@ FG_PKT_FN_INLINE int fg_pkt__v4(FG_PKT_RD r, uint32_t len, uint32_t off,
 				return fg_pkt__drop(out, FG_DROP_ipv4_bad_frag);
 			out->key.k4.proto = FG_PKT_U8(r, off + FG_IP4_PROTO_OFF);
 			fg_pkt__key_frag_id(out, r, off + FG_IP4_ID_OFF, 0);
-			if (FG_PKT_UNLIKELY(FG_PKT_U8(r, off + FG_IP4_TTL_OFF) <= 1))
-				return fg_pkt__drop(out, FG_DROP_ttl_expired);
-			out->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return fg_pkt__later(out, FG_PKT_U8(r, off + FG_IP4_TTL_OFF), 0);
 		}
 		out->flags |= FG_PF_FRAG; /* MF set, offset 0 */
 	}
@@ -550,26 +526,15 @@ FG_PKT_FN_INLINE int fg_pkt__v6(FG_PKT_RD r, uint32_t len, uint32_t off,
 			return fg_pkt__drop(out, (enum fg_drop)-rc);
 		}
 		if (rc == FG_PKT__V6W_LATER) {
-			out->l4_off = (uint16_t)l4;
-			out->proto = nh;
+			FG_PKT_L4_AT(out, l4, nh);
 			out->key.k6.proto = nh;
 			fg_pkt__key_frag_id(out, r, frag + FG_IP6_FRAG_ID_OFF, 1);
-			if (FG_PKT_UNLIKELY(hop <= 1))
-				return fg_pkt__drop(out, FG_DROP_ttl_expired);
-			if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC))
-				return fg_pkt__drop(out, FG_DROP_martian_src);
-			out->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return fg_pkt__later(out, hop, src == FG_PKT__SRC_UNSPEC);
 		}
 	}
-	out->l4_off = (uint16_t)l4;
-	out->proto = nh;
+	FG_PKT_L4_AT(out, l4, nh);
 	rc = fg_pkt__l4(r, l4, end, out, 1, hop);
-	/* from :: only what stays on the link: neighbour discovery (DAD)
-	 * and ICMPv6 for the host (MLD, RS); nothing forwarded (RFC 4291
-	 * 2.5.2) */
-	if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC) &&
-	    (rc == FG_PK_FLOW || rc == FG_PK_ICMP_ERR))
+	if (FG_PKT_UNLIKELY(src == FG_PKT__SRC_UNSPEC) && FG_PKT_UNSPEC_REFUSED(rc))
 		return fg_pkt__drop(out, FG_DROP_martian_src);
 	return rc;
 }

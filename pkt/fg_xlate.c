@@ -22,19 +22,6 @@ static inline void wr16(uint8_t *p, uint16_t host)
 	p[1] = (uint8_t)host;
 }
 
-static inline uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
-}
-
-static inline uint16_t ld16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
 static inline void st16(uint8_t *p, uint16_t v)
 {
 	memcpy(p, &v, 2);
@@ -526,10 +513,10 @@ int fg_xlate_nat(struct fg_frame *f, const struct fg_pkt *p, const void *to)
 		/* echo: the identifier at +4; ICMPv4 has no pseudo-header */
 		uint16_t nid = (p->flags & FG_PF_ECHO_REPLY) ? ndp : nsp;
 
-		diff = (v6 ? da : 0) + fg_csum_diff16(ld16(l4 + 4), nid);
+		diff = (v6 ? da : 0) + fg_csum_diff16(FG_LD16(l4 + 4), nid);
 		st16(l4 + 4, nid);
 	} else {
-		diff = da + fg_csum_diff16(ld16(l4), nsp) + fg_csum_diff16(ld16(l4 + 2), ndp);
+		diff = da + fg_csum_diff16(FG_LD16(l4), nsp) + fg_csum_diff16(FG_LD16(l4 + 2), ndp);
 		st16(l4, nsp);
 		st16(l4 + 2, ndp);
 		if (!v6 && p->proto == P_UDP && c == 0)
@@ -593,14 +580,14 @@ int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
 
 			if (l4[0] != 8 && l4[0] != 0)
 				return -EINVAL;
-			l4c = fg_csum_update16(l4c, ld16(l4 + 4), nid);
+			l4c = fg_csum_update16(l4c, FG_LD16(l4 + 4), nid);
 			st16(l4 + 4, nid);
 		} else {
 			if (has_l4c) {
 				l4c = fg_csum_update32(l4c, os, k->saddr);
 				l4c = fg_csum_update32(l4c, od, k->daddr);
-				l4c = fg_csum_update16(l4c, ld16(l4), k->sport);
-				l4c = fg_csum_update16(l4c, ld16(l4 + 2), k->dport);
+				l4c = fg_csum_update16(l4c, FG_LD16(l4), k->sport);
+				l4c = fg_csum_update16(l4c, FG_LD16(l4 + 2), k->dport);
 				if (proto == P_UDP && l4c == 0)
 					l4c = 0xFFFF;
 			}
@@ -648,12 +635,12 @@ int fg_xlate_nat_icmp_err(struct fg_frame *f, const struct fg_pkt *p,
 		if (proto == P_ICMPV6) {
 			uint16_t nid = l4[0] == 128 ? k->sport : k->dport;
 
-			l4c = fg_csum_update16(l4c, ld16(l4 + 4), nid);
+			l4c = fg_csum_update16(l4c, FG_LD16(l4 + 4), nid);
 			st16(l4 + 4, nid);
 		} else {
 			if (l4cp) {
-				l4c = fg_csum_update16(l4c, ld16(l4), k->sport);
-				l4c = fg_csum_update16(l4c, ld16(l4 + 2), k->dport);
+				l4c = fg_csum_update16(l4c, FG_LD16(l4), k->sport);
+				l4c = fg_csum_update16(l4c, FG_LD16(l4 + 2), k->dport);
 			}
 			st16(l4, k->sport);
 			st16(l4 + 2, k->dport);
@@ -928,7 +915,7 @@ int fg_xlate_csum_verify(const uint8_t *frame, const struct fg_pkt *p)
 	co = l4_csum_off(p);
 	if (co >= 0) {
 		if (p->family == CT_V4 && p->proto == P_UDP &&
-		    rd16(frame + p->l4_off + 6) == 0)
+		    FG_RD16(frame + p->l4_off + 6) == 0)
 			return 0;
 		if (fg_csum_fold(l4_sum(frame, p)) != 0xFFFF)
 			return -EBADMSG;

@@ -89,60 +89,17 @@ fi
 mkdir -p "$OUT" "$TMP"
 sock="$TMP/fg-pg-memif-$$.sock"
 zc=""; ((ZC)) && zc=",zero-copy=yes"
-# shellcheck disable=SC2206 # EAL and FG_ARGS are word lists on purpose
-EAL_A=($EAL) FG_A=($FG_ARGS)
+# shellcheck disable=SC2206,SC2034 # word lists on purpose; dut_lib.sh uses them
+EAL_A=($EAL) FG_A=($FG_ARGS)  # used by dut_lib.sh
 
-# CPU list "0-3,8" -> "0 1 2 3 8"
-cpus() { local r a b out=(); IFS=, read -ra r <<<"$1"
-  for x in "${r[@]}"; do a=${x%-*} b=${x#*-}; for ((c = a; c <= b; c++)); do out+=("$c"); done; done
-  echo "${out[@]}"; }
-# EAL --lcores for lcores 0..n: lcore k on CPU k mod len
-lcores() { local n=$1 c s=""; read -ra c <<<"$(cpus "$2")"
-  for ((k = 0; k <= n; k++)); do s+="${s:+,}$k@${c[k % ${#c[@]}]}"; done; echo "$s"; }
-
-# Same services as bench/tools/daemon_scenario.sh, one-armed on memif port 0.
-# shellcheck disable=SC2054 # commas inside option values
-FG_SVC=(--service 10.100.0.1:80/tcp,mode=dsr-ipip --backend 10.200.0.11 --backend 10.200.0.12 --backend 10.200.0.13
-  --service 10.100.0.2:80/tcp,mode=dsr-gue --backend 10.200.0.11 --backend 10.200.0.12 --backend 10.200.0.13
-  --service 10.100.0.3:80/tcp,mode=nat --backend 10.200.0.11:8080 --backend 10.200.0.12:8080 --backend 10.200.0.13:8080
-  --service '[fd00:100::1]:80/tcp,mode=dsr-ipip' --backend fd00:200::11 --backend fd00:200::12 --backend fd00:200::13
-  --local 10.200.0.2,port=0 --local fd00:200::2,port=0 --local 10.100.0.254,port=0
-  --gateway 10.200.0.1,port=0 --gateway fd00:200::1,port=0
-  --neigh 10.200.0.1,02:00:00:00:00:01,port=0 --neigh fd00:200::1,02:00:00:00:00:01,port=0
-  --port-mac 0,02:00:00:00:00:02)
-
-# conntrack entries per worker: >= 1.5 x the flows a worker owns, a power of 2
-ct_cap() { local per=$(( ($1 * 3 / 2 + $2 - 1) / $2 )) cap=1048576; while ((cap < per)); do cap=$((cap * 2)); done; echo $cap; }
+# shellcheck source=pktgen-scripts/dut_lib.sh
+. "$ROOT/pktgen-scripts/dut_lib.sh"
 
 # run_one SCN_FILE DUT N FLOWS PCAPS -> Pktgen's FG_RESULT json (+ "dut_stats") on stdout
 run_one() {
-  local scn=$1 dut=$2 n=$3 flows=$4 pcaps=$5 dpid pg_log="$TMP/fg-pg-$$.log" dut_log="$TMP/fg-pg-dut-$$.log"
-  local ctl_sock="$TMP/fg-pg-ctl-$$.sock" dl; dl=$(lcores "$n" "$DUT_CPUS")
-  rm -f "$sock"
-  local ready   # what the DUT prints once its port is started: a memif client
-                # that connects earlier is refused ("ID 0 not found") for good
-  case "$dut" in
-    testpmd)
-      [[ -x "$TP_BIN" ]] || { echo '{"status":"not available","reason":"dpdk-testpmd not found"}'; return; }
-      "$TP_BIN" --lcores "$dl" --main-lcore 0 --file-prefix "fg-pg-dut-$$" --log-level='*:warning' "${EAL_A[@]}" \
-        --no-pci --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- --forward-mode=io --port-topology=loop \
-        --nb-cores="$n" --rxq="$n" --txq="$n" --stats-period 1 </dev/null >"$dut_log" 2>&1 &
-      dpid=$! ready='packet forwarding - ports' ;;
-    flowgate|flowgate-swrss)
-      [[ -x "$FG_BIN" ]] || { echo '{"status":"not available","reason":"flowgate daemon not built"}'; return; }
-      local rss=off; [[ $dut == flowgate-swrss ]] && rss=on
-      "$FG_BIN" --lcores "$dl" --main-lcore 0 --file-prefix "fg-pg-dut-$$" --log-level='*:warning' --log-level=flowgate:notice "${EAL_A[@]}" \
-        --no-pci --vdev "net_memif0,role=server,socket=$sock,socket-abstract=no" -- --workers "$n" --sw-rss "$rss" --socket "$ctl_sock" \
-        --ct-capacity "$(ct_cap "$flows" "$n")" "${FG_SVC[@]}" "${FG_A[@]}" </dev/null >"$dut_log" 2>&1 &
-      dpid=$! ready='flowgate: running:' ;;
-    *) echo "{\"status\":\"failed\",\"reason\":\"unknown dut $dut\"}"; return ;;
-  esac
-  for _ in $(seq 1 1200); do grep -aq "$ready" "$dut_log" && break; kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
-  if ! grep -aq "$ready" "$dut_log" || [[ ! -S "$sock" ]]; then
-    kill -9 "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null
-    echo "{\"status\":\"failed\",\"reason\":\"$dut did not start: $(grep -aiE 'error|cannot|fail|invalid' "$dut_log" | grep -v 'mp action' | head -1 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-150)\"}"
-    return
-  fi
+  local scn=$1 dut=$2 n=$3 flows=$4 pcaps=$5 pg_log="$TMP/fg-pg-$$.log" dut_log="$TMP/fg-pg-dut-$$.log"
+  local ctl_sock="$TMP/fg-pg-ctl-$$.sock"
+  dut_start "$dut" "$n" "$flows" "$sock" "$ctl_sock" "$dut_log" "fg-pg-dut-$$" || return
   # memif zero-copy needs Pktgen's memory in one file per segment; in copy
   # mode --huge-unlink keeps a killed Pktgen from leaving its hugepages taken
   local mem=(--huge-unlink); ((ZC)) && mem=(--single-file-segments)
@@ -155,13 +112,8 @@ run_one() {
     timeout $((SECS + WARM + 120)) "$PKTGEN" "${pgargs[@]}" -f "$ROOT/pktgen-scripts/run_scenario.lua" </dev/null >"$pg_log" 2>&1
   local res; res=$(grep -a '^FG_RESULT ' "$pg_log" | tail -1 | cut -d' ' -f2-)
   local stats='null'
-  if [[ $dut == flowgate* && -x "$FGCTL" ]]; then
-    stats=$(timeout 10 "$FGCTL" --socket "$ctl_sock" --json stats --per-core 2>/dev/null | tr -d '\n')
-    [[ ${stats:0:1} == '{' ]] || stats='null'
-  fi
-  kill -INT "$dpid" 2>/dev/null
-  for _ in $(seq 1 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null
+  [[ $dut == flowgate* ]] && stats=$(dut_stats "$ctl_sock")
+  dut_stop
   [[ -n "$res" ]] || res="{\"status\":\"failed\",\"reason\":\"pktgen: $(grep -aiE -A1 'panic|cannot|error' "$pg_log" | head -2 | tr -cd '[:print:]' | tr -d '"\\' | cut -c1-200)\"}"
   echo "${res%\}},\"dut_stats\":$stats}"
   # hugepage files a killed process left (prefixes of this script only)

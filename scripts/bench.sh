@@ -16,8 +16,9 @@
 # (bench/results/device/*.json) and are not rerun here.
 # Environment: BENCH_TMP (pcaps, default /tmp/flowgate-bench),
 #              BENCH_LCORES (default 0-1), PKTGEN (a Pktgen-DPDK 23.03
-#              binary; default: pktgen in PATH): the generator step runs
-#              only if it is there.
+#              binary; default: pktgen in PATH), TREX (a TRex v3 folder
+#              with _t-rex-64, pktgen-scripts/trex/build-trex.sh): the
+#              generator steps run only if they are there.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -194,8 +195,15 @@ if want generators; then
   else
     say "[gen] Pktgen-DPDK not installed (PKTGEN) or daemon not built: skipped"
   fi
-  # TRex: no runner yet (issue 37: its build did not finish on the 2-core
-  # machine; pktgen-scripts/trex/README.md says what ran and what is blocked)
+  # TRex (pktgen-scripts/trex/build-trex.sh; TREX: its folder with _t-rex-64)
+  if [[ -n "${TREX:-}" && -x "$TREX/_t-rex-64" && -x "$DAEMON" ]]; then
+    say "[gen] TRex -> flowgate / testpmd io over net_memif, steady-1m, 1 worker, latency at 10/50/90%"
+    "$ROOT/pktgen-scripts/trex/trex_vs_dut.sh" --trex "$TREX" --build "$BUILD" --workers 1 \
+      --scenarios steady-1m --seconds "$TP_SECS" --gen-cpus "$LCORES" --dut-cpus "$LCORES" \
+      ${gen_eal:+--eal "$gen_eal"} --tag local --out-dir "$RES" --tmp "$TMP" || say "      trex_vs_dut.sh failed (see above)"
+  else
+    say "[gen] TRex not built (TREX) or daemon not built: skipped"
+  fi
 fi
 
 # ---- 8. report

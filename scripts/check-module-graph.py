@@ -67,8 +67,9 @@ PRIVATE = {
         # the bench and the tests that drive fg_worker_burst()
         "bench_dataplane.c", "test_neigh.c", "test_tombstone.c",
         "test_fixtures_worker.c",
-        # the restart hand-over's bench and test (shards, a worker's burst)
-        "bench_state.c", "test_state.c", "test_sync.c",
+        # the restart hand-over's test (shards, a worker's burst); its bench
+        # goes through fg_dp.h (fg_dp_worker_ct, fg_dp_lb, fg_dp_state_stats)
+        "test_state.c", "test_sync.c",
         # state sync's bench (a worker's burst and housekeeping)
         "bench_sync.c"},
     "fg_dp_private.h": {
@@ -76,6 +77,23 @@ PRIVATE = {
         "fg_load.c", "fg_host.c", "fg_port.c", "fg_gpupath.c", "fg_announce.c",
         "fg_state.c", "fg_sync.c",
         "fg_worker_private.h", "bench_dataplane.c", "test_lb_scaleout.c"},
+}
+# bench/ reads the modules through their public headers: a *_private.h of
+# any module only where named here, each with its reason.
+BENCH_PRIVATE = {
+    "bench_dataplane.c": {
+        "fg_dp_private.h": "drives the daemon's own workers in lcore loops of its "
+                           "own (fg_worker_burst, qsbr, rings, shards) to measure the "
+                           "worker code itself per core: the daemon's layout is the "
+                           "thing measured",
+        "fg_worker_private.h": "the same loops: a worker's burst, counters and "
+                               "housekeeping",
+    },
+    "bench_sync.c": {
+        "fg_worker_private.h": "what state sync costs a worker: its burst and "
+                               "housekeeping (the sync batch, the ring) with sync on and "
+                               "off, on the daemon's own worker, is the thing measured",
+    },
 }
 STRUCT_DEF = re.compile(r"^\s*(?:typedef\s+)?(?:struct|union)\s+([A-Za-z_]\w*)\s*\{", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -140,6 +158,24 @@ def check_parts(root):
     return bad
 
 
+def check_bench(root):
+    """bench/ includes no module's *_private.h but where BENCH_PRIVATE says."""
+    bad = []
+    for dirpath, _, names in os.walk(os.path.join(root, "bench")):
+        for n in names:
+            if not n.endswith(EXTS):
+                continue
+            text = open(os.path.join(dirpath, n), encoding="utf-8", errors="replace").read()
+            for inc in INCLUDE.findall(text):
+                b = os.path.basename(inc)
+                if b.endswith("_private.h") and b not in BENCH_PRIVATE.get(n, {}):
+                    rel = os.path.relpath(os.path.join(dirpath, n), root)
+                    bad.append(f"{rel}: includes {b}, a private layout: use the module's "
+                               f"public header (or name the need in BENCH_PRIVATE, "
+                               f"scripts/check-module-graph.py, with its reason)")
+    return bad
+
+
 def self_test():
     """The checker must fail on a back arrow and pass on a clean tree."""
     import subprocess
@@ -180,8 +216,16 @@ def self_test():
         if run() != 1:
             print("self-test: a header circle was not refused", file=sys.stderr)
             return 1
-    print("self-test: clean tree passes, back arrow, foreign layout and header "
-          "circle refused")
+        write("dataplane/fg_flow.h", "")
+        write("bench/bench_x.c", '#include "ct_private.h"\n')
+        write("conntrack/ct_private.h", "")
+        r = subprocess.run([sys.executable, __file__, t], capture_output=True, text=True)
+        if r.returncode != 1 or "bench/bench_x.c: includes ct_private.h" not in r.stderr:
+            print("self-test: a bench file including ct_private.h was not refused",
+                  file=sys.stderr)
+            return 1
+    print("self-test: clean tree passes, back arrow, foreign layout, header "
+          "circle and a bench's private include refused")
     return 0
 
 
@@ -237,6 +281,7 @@ def main():
     if os.path.isdir(os.path.join(root, "dataplane")) and \
             os.path.exists(os.path.join(root, "dataplane", "fg_dp_private.h")):
         bad += check_parts(root)
+    bad += check_bench(root)
     for line in bad:
         print(line, file=sys.stderr)
     print("arrows: " + ", ".join(f"{a}->{b}" for a, b in sorted(arrows)))

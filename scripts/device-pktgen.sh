@@ -29,27 +29,10 @@ if [ "${HUGEPAGES:-32768}" != 0 ]; then
 	echo ${HUGEPAGES:-32768} > /proc/sys/vm/nr_hugepages
 	mkdir -p /dev/hugepages; mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 fi
-# CPUs: generator on the first half of the physical cores, DUT on the
-# second half (their SMT siblings after them); main lcores first in each
-# list and shared with lcore N when N fills the list.
-read -r GEN DUT < <(python3 - <<'PY'
-import glob, re
-cpus = sorted(int(re.search(r'cpu(\d+)$', p).group(1)) for p in glob.glob('/sys/devices/system/cpu/cpu[0-9]*'))
-first, second = [], []
-for c in cpus:
-    try:
-        sib = open(f'/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list').read().strip()
-        s = sorted(int(x) for part in sib.split(',') for x in
-                   (range(int(part.split('-')[0]), int(part.split('-')[-1]) + 1)))
-    except OSError:
-        s = [c]
-    (first if c == s[0] else second).append(c)
-h = len(first) // 2
-g = first[:h] + second[:len(second) // 2]
-d = first[h:] + second[len(second) // 2:]
-print(','.join(map(str, g)), ','.join(map(str, d[-1:] + d[:-1])))
-PY
-)
+# CPUs: generator and DUT on disjoint halves (dut_lib.sh split_cpus)
+# shellcheck source=pktgen-scripts/dut_lib.sh
+. pktgen-scripts/dut_lib.sh
+read -r GEN DUT < <(split_cpus)
 { lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Core|Socket|L3|MHz'; grep -E 'Huge|MemTotal' /proc/meminfo
   echo "gen-cpus $GEN dut-cpus $DUT"; echo "commit $(cat .carry/pg/commit)"; uname -r; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"

@@ -28,15 +28,12 @@
 
 #include "fg_decap.h"
 #include "fg_decap.skel.h"
+#include "fg_xlist.h"
 
 #define FGD_HANDLE 0xfd
 #define FGD_PRIO 1
 
-static const char *const counter_names[FGD_C_MAX] = {
-#define FGD_X(n, d) #n,
-	FGD_COUNTER_LIST(FGD_X)
-#undef FGD_X
-};
+static const char *const counter_names[FGD_C_MAX] = { FGD_COUNTER_LIST(FG_XL_NAME) };
 
 static int usage(FILE *f, int rc)
 {

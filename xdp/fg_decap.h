@@ -27,12 +27,8 @@
 	X(second_chance_fwd, "TCP segments without SYN for which this host holds no socket, sent on once to the previous owner their GUE header names (--second-chance)") \
 	X(second_chance_kept, "segments naming a previous owner delivered here: a socket here, a SYN, or no route / neighbour to the owner")
 
-enum fgd_counter {
-#define FGD_X(n, d) FGD_C_##n,
-	FGD_COUNTER_LIST(FGD_X)
-#undef FGD_X
-	FGD_C_MAX
-};
+#define FGD_C_(n, d) FGD_C_##n,
+enum fgd_counter { FGD_COUNTER_LIST(FGD_C_) FGD_C_MAX };
 
 /** Most VIPs one attachment decapsulates for. */
 #define FGD_MAX_VIPS 1024

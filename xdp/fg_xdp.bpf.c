@@ -165,19 +165,6 @@ static __always_inline __u8 *at(const struct pk *k, __u32 off, __u32 n)
 	return p;
 }
 
-static __always_inline __u16 rd16(const __u8 *p)
-{
-	return (__u16)((__u16)p[0] << 8 | p[1]);
-}
-
-static __always_inline __u16 ld16(const __u8 *p)
-{
-	__u16 v;
-
-	__builtin_memcpy(&v, p, 2);
-	return v;
-}
-
 static __always_inline int pdrop(struct fg_pkt *o, __u32 why)
 {
 	o->kind = FG_PK_DROP;
@@ -185,18 +172,18 @@ static __always_inline int pdrop(struct fg_pkt *o, __u32 why)
 	return FG_PK_DROP;
 }
 
+/* fg_pkt__later(): FG_PK_FRAG_LATER, or dropped (FG_PKT_LATER_DROP) */
+static __always_inline int later(struct fg_pkt *o, __u8 hop, int unspec)
+{
+	int why = FG_PKT_LATER_DROP(hop, unspec);
+
+	return why ? pdrop(o, (__u32)why) : (o->kind = FG_PK_FRAG_LATER);
+}
+
 static __always_inline void key_ports(struct fg_pkt *o, int v6, __u16 sp,
 				      __u16 dp, __u8 proto)
 {
-	if (v6) {
-		o->key.k6.sport = sp;
-		o->key.k6.dport = dp;
-		o->key.k6.proto = proto;
-	} else {
-		o->key.k4.sport = sp;
-		o->key.k4.dport = dp;
-		o->key.k4.proto = proto;
-	}
+	FG_PKT_KEY_PORTS(o, v6, sp, dp, proto);
 }
 
 #define V6W_OK 0
@@ -248,7 +235,7 @@ static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
 				return -FG_DROP_ipv6_ext_chain_too_long;
 			if (o + 8 > end || !(h = at(k, o, 8)))
 				return -FG_DROP_ipv6_ext_truncated;
-			fo = rd16(h + 2);
+			fo = FG_RD16(h + 2);
 			n = h[0];
 			*frag = o;
 			o = OFF(o + 8);
@@ -266,7 +253,7 @@ static __always_inline int v6_walk(const struct pk *k, __u32 *off, __u32 end,
 		case P_ESP:
 			return -FG_DROP_ipsec_unsupported;
 		case 59:
-		case 135:
+		case FG_ICMP6_NS:
 		case 139:
 		case 140:
 		case 253:
@@ -297,7 +284,7 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 		ihl = (__u32)(ip[0] & 15) * 4;
 		if (ihl < 20 || in + ihl > end)
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		if (rd16(ip + 6) & 0x1FFF)
+		if (FG_RD16(ip + 6) & 0x1FFF)
 			return pdrop(o, FG_DROP_icmp_unrelated);
 		proto = ip[9];
 		l4 = in + ihl;
@@ -323,29 +310,22 @@ static __attribute__((noinline)) int parse_icmp_err(const struct pk *k, __u32 in
 	switch (proto) {
 	case P_TCP:
 	case P_UDP:
-		sport = ld16(h);
-		dport = ld16(h + 2);
+		sport = FG_LD16(h);
+		dport = FG_LD16(h + 2);
 		break;
 	case P_ICMP:
 	case P_ICMPV6:
-		if ((v6 && proto != P_ICMPV6) || (!v6 && proto != P_ICMP))
+		if (proto != FG_ICMP_PROTO(v6))
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		if (h[0] == (v6 ? 128 : 8)) {
-			sport = ld16(h + 4);
-			dport = 0;
-		} else if (h[0] == (v6 ? 129 : 0)) {
-			sport = 0;
-			dport = ld16(h + 4);
-		} else {
+		if (FG_ICMP_ECHO_PORTS(h[0], v6, FG_LD16(h + FG_ICMP_ECHO_ID_OFF), sport,
+				       dport) < 0)
 			return pdrop(o, FG_DROP_icmp_unrelated);
-		}
 		break;
 	default:
 		return pdrop(o, FG_DROP_icmp_unrelated);
 	}
-	key_ports(o, v6, dport, sport, proto);
-	o->kind = FG_PK_ICMP_ERR;
-	return FG_PK_ICMP_ERR;
+	/* reversed ports */
+	return FG_PKT_KEYED(o, v6, dport, sport, proto, FG_PK_ICMP_ERR);
 }
 
 static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
@@ -363,17 +343,17 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 		if (doff < 20 || doff > avail)
 			return pdrop(o, FG_DROP_tcp_bad_doff);
 		o->tcp_flags = h[13];
-		key_ports(o, v6, ld16(h), ld16(h + 2), proto);
+		key_ports(o, v6, FG_LD16(h), FG_LD16(h + 2), proto);
 		o->kind = FG_PK_FLOW;
 	} else if (proto == P_UDP) {
 		__u32 ulen;
 
 		if (avail < 8 || !(h = at(k, l4, 8)))
 			return pdrop(o, FG_DROP_l4_truncated);
-		ulen = rd16(h + 4);
+		ulen = FG_RD16(h + 4);
 		if (ulen < 8 || (ulen > avail && !(o->flags & FG_PF_FRAG)))
 			return pdrop(o, FG_DROP_udp_bad_len);
-		key_ports(o, v6, ld16(h), ld16(h + 2), proto);
+		key_ports(o, v6, FG_LD16(h), FG_LD16(h + 2), proto);
 		o->kind = FG_PK_FLOW;
 	} else if (proto == (v6 ? P_ICMPV6 : P_ICMP)) {
 		__u8 t;
@@ -381,31 +361,24 @@ static __always_inline int parse_l4(const struct pk *k, __u32 l4, __u32 end,
 		if (avail < 8 || !(h = at(k, l4, 8)))
 			return pdrop(o, FG_DROP_l4_truncated);
 		t = h[0];
-		if (t == (v6 ? 128 : 8)) {
-			key_ports(o, v6, ld16(h + 4), 0, proto);
+		if (FG_ICMP_IS_ECHO(t, v6)) {
+			key_ports(o, v6, FG_LD16(h + FG_ICMP_ECHO_ID_OFF), 0, proto);
 			o->kind = FG_PK_FLOW;
-		} else if (t == (v6 ? 129 : 0)) {
-			key_ports(o, v6, 0, ld16(h + 4), proto);
+		} else if (FG_ICMP_IS_ECHO_REPLY(t, v6)) {
+			key_ports(o, v6, 0, FG_LD16(h + FG_ICMP_ECHO_ID_OFF), proto);
 			o->flags |= FG_PF_ECHO_REPLY;
 			o->kind = FG_PK_FLOW;
-		} else if ((!v6 && (t == 3 || t == 11 || t == 12)) ||
-			   (v6 && t >= 1 && t <= 4)) {
+		} else if (FG_ICMP_IS_ERROR(t, v6)) {
 			if (o->flags & FG_PF_FRAG)
 				return pdrop(o, FG_DROP_icmp_unrelated);
-			if (parse_icmp_err(k, l4 + 8, end, o, v6) == FG_PK_DROP)
+			if (parse_icmp_err(k, l4 + FG_ICMP_HLEN, end, o, v6) == FG_PK_DROP)
 				return FG_PK_DROP;
-		} else if (v6 && (t == 135 || t == 136)) {
-			if (hop != 255 || h[1] != 0 || avail < 24)
+		} else if (FG_ICMP_IS_ND(t, v6)) {
+			if (FG_ND_MALFORMED(hop, h[1], avail))
 				return pdrop(o, FG_DROP_nd_malformed);
-			o->key.k6.proto = proto;
-			if (t == 136)
-				o->flags |= FG_PF_ND_ADVERT;
-			o->kind = FG_PK_ND;
-			return FG_PK_ND;
+			return FG_PKT_ND(o, t, proto);
 		} else {
-			key_ports(o, v6, 0, 0, proto);
-			o->kind = FG_PK_HOST;
-			return FG_PK_HOST;
+			return FG_PKT_KEYED(o, v6, 0, 0, proto, FG_PK_HOST);
 		}
 	} else if (proto == P_AH || proto == P_ESP) {
 		return pdrop(o, FG_DROP_ipsec_unsupported);
@@ -431,12 +404,12 @@ static __always_inline int v6_src(const __u8 *a)
 		return SRC_MARTIAN;
 	if (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7] | a[8] | a[9])
 		return SRC_OK;
-	w = rd16(a + 10);
+	w = FG_RD16(a + 10);
 	if (w == 0xffff)
 		return SRC_MARTIAN;
-	if (w != 0 || rd16(a + 12) != 0)
+	if (w != 0 || FG_RD16(a + 12) != 0)
 		return SRC_OK;
-	w = rd16(a + 14);
+	w = FG_RD16(a + 14);
 	return w == 0 ? SRC_UNSPEC : w == 1 ? SRC_MARTIAN : SRC_OK;
 }
 
@@ -466,7 +439,7 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 	ihl = (__u32)(ip[0] & 15) * 4;
 	if (ihl < 20 || ihl > avail)
 		return pdrop(o, FG_DROP_ipv4_bad_ihl);
-	tot = rd16(ip + 2);
+	tot = FG_RD16(ip + 2);
 	if (tot < ihl || tot > avail)
 		return pdrop(o, FG_DROP_ipv4_bad_len);
 	o->l3_len = (__u16)tot;
@@ -480,21 +453,18 @@ static __always_inline int parse_v4(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_martian_src);
 	if (o->key.k4.saddr == o->key.k4.daddr)
 		return pdrop(o, FG_DROP_land);
-	fo = rd16(ip + 6);
-	if (fo & 0x4000)
+	fo = FG_RD16(ip + 6);
+	if (fo & FG_IP4_DF)
 		o->flags |= FG_PF_DF;
-	if (fo & 0x3FFF) {
-		foff = (__u32)(fo & 0x1FFF) * 8;
+	if (fo & (FG_IP4_MF | FG_IP4_OFFMASK)) {
+		foff = (__u32)(fo & FG_IP4_OFFMASK) * 8;
 		if (foff) {
 			if (foff + tot - ihl > 65535)
 				return pdrop(o, FG_DROP_ipv4_bad_frag);
 			o->key.k4.proto = ip[9];
 			/* fg_pkt__key_frag_id(): the datagram's ID */
 			__builtin_memcpy(&o->key.k4.sport, ip + 4, 2);
-			if (ip[8] <= 1)
-				return pdrop(o, FG_DROP_ttl_expired);
-			o->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return later(o, ip[8], 0);
 		}
 		o->flags |= FG_PF_FRAG;
 	}
@@ -513,7 +483,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_ipv6_truncated);
 	if ((ip[0] >> 4) != 6)
 		return pdrop(o, FG_DROP_ipv6_bad_version);
-	end = 40 + (__u32)rd16(ip + 4);
+	end = FG_IP6_HLEN + (__u32)FG_RD16(ip + 4);
 	if (end > avail)
 		return pdrop(o, FG_DROP_ipv6_bad_len);
 	o->l3_len = (__u16)end;
@@ -527,7 +497,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 		return pdrop(o, FG_DROP_land);
 	nh = ip[6];
 	hop = ip[7];
-	l4 = off + 40;
+	l4 = off + FG_IP6_HLEN;
 	if (nh != P_TCP && nh != P_UDP) {
 		r = v6_walk(k, &l4, end, &nh, &o->flags, &frag);
 		if (r < 0) {
@@ -535,8 +505,7 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 			return pdrop(o, (__u32)-r);
 		}
 		if (r == V6W_LATER) {
-			o->l4_off = (__u16)l4;
-			o->proto = nh;
+			FG_PKT_L4_AT(o, l4, nh);
 			o->key.k6.proto = nh;
 			__u8 *fh = at(k, frag, 8);
 
@@ -545,18 +514,12 @@ static __always_inline int parse_v6(const struct pk *k, __u32 off,
 			if (!fh)
 				return pdrop(o, FG_DROP_ipv6_ext_truncated);
 			__builtin_memcpy(&o->key.k6.sport, fh + 4, 4);
-			if (hop <= 1)
-				return pdrop(o, FG_DROP_ttl_expired);
-			if (src == SRC_UNSPEC)
-				return pdrop(o, FG_DROP_martian_src);
-			o->kind = FG_PK_FRAG_LATER;
-			return FG_PK_FRAG_LATER;
+			return later(o, hop, src == SRC_UNSPEC);
 		}
 	}
-	o->l4_off = (__u16)l4;
-	o->proto = nh;
+	FG_PKT_L4_AT(o, l4, nh);
 	r = parse_l4(k, l4, end, o, 1, hop);
-	if (src == SRC_UNSPEC && (r == FG_PK_FLOW || r == FG_PK_ICMP_ERR))
+	if (src == SRC_UNSPEC && FG_PKT_UNSPEC_REFUSED(r))
 		return pdrop(o, FG_DROP_martian_src);
 	return r;
 }
@@ -569,10 +532,10 @@ static __always_inline int parse_arp(const struct pk *k, __u32 off,
 
 	o->family = CT_V4;
 	o->l4_off = (__u16)off;
-	if (k->len - off < 28 || !(a = at(k, off, 28)) || rd16(a) != 1 ||
-	    rd16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
+	if (k->len - off < 28 || !(a = at(k, off, 28)) || FG_RD16(a) != 1 ||
+	    FG_RD16(a + 2) != 0x0800 || a[4] != 6 || a[5] != 4)
 		return pdrop(o, FG_DROP_arp_malformed);
-	op = rd16(a + 6);
+	op = FG_RD16(a + 6);
 	if (op == 2)
 		o->flags |= FG_PF_ARP_REPLY;
 	else if (op != 1)
@@ -591,15 +554,15 @@ static __attribute__((noinline)) int fgx_parse(const struct pk *k, struct fg_pkt
 
 	if (k->len < ETH_HLEN_ || !(e = at(k, 0, ETH_HLEN_)))
 		return pdrop(o, FG_DROP_l2_truncated);
-	et = rd16(e + 12);
+	et = FG_RD16(e + 12);
 	if (et == 0x8100 || et == 0x88A8) {
 		__u8 *t;
 
 		if (k->len < ETH_HLEN_ + 4 || !(t = at(k, 14, 4)))
 			return pdrop(o, FG_DROP_vlan_truncated);
-		o->vlan = rd16(t);
+		o->vlan = FG_RD16(t);
 		o->flags |= FG_PF_VLAN;
-		et = rd16(t + 2);
+		et = FG_RD16(t + 2);
 		off += 4;
 		if (et == 0x8100 || et == 0x88A8)
 			return pdrop(o, FG_DROP_vlan_qinq);
@@ -664,49 +627,6 @@ static __always_inline __u16 gue_sport(__u32 h)
 
 /* ------------------------------------------------------------ conntrack */
 
-/* The DSR (forward-only) half of ct_tcp_next(). */
-static __always_inline __u8 tcp_next(__u8 cur, __u8 fl)
-{
-	int syn = fl & CT_TCP_SYN, ack = fl & CT_TCP_ACK, fin = fl & CT_TCP_FIN;
-
-	if (fl & CT_TCP_RST)
-		return CT_ST_CLOSE;
-	switch (cur) {
-	case CT_ST_NONE:
-	case CT_ST_CLOSE:
-	case CT_ST_TIME_WAIT:
-		return syn && !ack ? CT_ST_SYN_SENT : cur;
-	case CT_ST_SYN_SENT:
-	case CT_ST_SYN_RECV:
-		if (ack && !syn)
-			return fin ? CT_ST_FIN_WAIT : CT_ST_ESTABLISHED;
-		return cur;
-	case CT_ST_PICKUP:
-		return syn && !ack ? CT_ST_SYN_SENT : cur;
-	case CT_ST_ESTABLISHED:
-		return fin ? CT_ST_FIN_WAIT : cur;
-	case CT_ST_CLOSE_WAIT:
-		return fin ? CT_ST_LAST_ACK : cur;
-	case CT_ST_LAST_ACK:
-		return ack && !fin ? CT_ST_TIME_WAIT : cur;
-	default:
-		return cur;
-	}
-}
-
-/* ct_state_initial() */
-static __always_inline __u8 state_initial(__u8 proto, __u8 fl)
-{
-	if (proto == P_TCP) {
-		if (fl & CT_TCP_RST)
-			return CT_ST_CLOSE;
-		if ((fl & (CT_TCP_SYN | CT_TCP_ACK)) == CT_TCP_SYN)
-			return CT_ST_SYN_SENT;
-		return CT_ST_PICKUP;
-	}
-	return proto == P_UDP ? CT_ST_UDP : CT_ST_OTHER;
-}
-
 static __always_inline void fgx_ct_touch(struct fgx_ct *e, const struct fg_pkt *p,
 				     const struct fgx_cfg *cfg, __u64 now)
 {
@@ -716,7 +636,7 @@ static __always_inline void fgx_ct_touch(struct fgx_ct *e, const struct fg_pkt *
 	e->bytes += p->l3_len;
 	e->last_seen = now;
 	if (p->proto == P_TCP && p->kind == FG_PK_FLOW) {
-		st = tcp_next(st, p->tcp_flags);
+		st = ct_tcp_next((enum ct_state)st, false, p->tcp_flags); /* DSR: forward only */
 		if (st == CT_ST_PICKUP && e->packets >= cfg->pickup_pkts &&
 		    now - e->first_seen >= cfg->pickup_ns)
 			st = CT_ST_ESTABLISHED;
@@ -1244,7 +1164,7 @@ miss:
 		struct fgx_ct v = {};
 		int v6 = p.family == CT_V6;
 
-		v.state = state_initial(p.proto, p.tcp_flags);
+		v.state = ct_state_initial(p.proto, p.tcp_flags);
 		v.flags = (v6 ? CT_F_V6 : 0) |
 			  (p.tcp_flags && !(p.tcp_flags & CT_TCP_SYN) ? CT_F_MIDSTREAM : 0);
 		v.service = (__u16)s->id;

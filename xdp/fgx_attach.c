@@ -33,17 +33,13 @@
 #include <bpf/libbpf.h>
 
 #include "fgx_private.h"
+#include "fg_xlist.h"
 
 const char *const fgx_port_counter_names[FGX_PC_MAX] = {
-#define FGX_X(n, d) #n,
-	FGX_PORT_COUNTER_LIST(FGX_X)
-#undef FGX_X
+	FGX_PORT_COUNTER_LIST(FG_XL3_NAME)
 };
-
 const char *const fgx_port_counter_help[FGX_PC_MAX] = {
-#define FGX_X(n, d) d,
-	FGX_PORT_COUNTER_LIST(FGX_X)
-#undef FGX_X
+	FGX_PORT_COUNTER_LIST(FG_XL3_THIRD)
 };
 
 /* ---- rtnetlink ---------------------------------------------------------- */
@@ -167,9 +163,19 @@ static enum fgx_mode mode_of(uint8_t attach_mode)
 	       FGX_MODE_NATIVE : FGX_MODE_GENERIC;
 }
 
-static const char *mode_name(enum fgx_mode m)
+static const char *const mode_names[] = { "auto", "native", "generic" };
+
+const char *fgx_mode_name(enum fgx_mode m)
 {
-	return m == FGX_MODE_NATIVE ? "native" : m == FGX_MODE_GENERIC ? "generic" : "auto";
+	return (unsigned int)m < 3 ? mode_names[m] : "auto";
+}
+
+int fgx_mode_parse(const char *s)
+{
+	for (int m = 0; m < 3; m++)
+		if (!strcmp(s, mode_names[m]))
+			return m;
+	return -EINVAL;
 }
 
 static int prog_info(int fd, struct bpf_prog_info *pi)
@@ -285,7 +291,7 @@ static int take_over(struct fgx *x, int ifindex, enum fgx_mode mode,
 	if (mode != FGX_MODE_AUTO && mode != info->mode)
 		snprintf(warn, sizeof(warn), "; --mode %s takes effect after `flowgate-xdp "
 			 "detach` (a mode change detaches: connections would break)",
-			 mode_name(mode));
+			 fgx_mode_name(mode));
 	else if (info->mode == FGX_MODE_NATIVE) {
 		char w[160] = "";
 
@@ -310,7 +316,7 @@ static int take_over(struct fgx *x, int ifindex, enum fgx_mode mode,
 		info->swapped = true;
 	}
 	snprintf(info->why, sizeof(info->why), "%s: the running program's link, %s%s",
-		 mode_name(info->mode), info->swapped ? "program swapped for this build's" :
+		 fgx_mode_name(info->mode), info->swapped ? "program swapped for this build's" :
 		 "same program kept", warn);
 	x->link_fd = x->live_link_fd;
 	x->live_link_fd = -1;

@@ -18,11 +18,14 @@
 #include <stdio.h>
 
 #include "fg_config.h"
+#include "fg_config_gate.h"
 #include "fg_ctl_server.h"
 #include "fg_health.h"
 #include "fgx_load.h"
 
 struct xd {
+	/** first: the ops ctx is the gate (config.check / apply) */
+	struct fg_config_gate gate;
 	pthread_mutex_t cfg_lock;
 	struct fg_config cfg;       /**< running config (ids assigned) */
 	struct fgx *x;
@@ -52,6 +55,8 @@ void fgx_view_audit(const struct fg_ctl_audit *a, void *ctx);
 
 /** Applies @p next (validated, ids assigned) with the health verdicts;
  *  cfg_lock held.  @return 0 or -errno with @p err. */
+/** d->gate, set once before the control server starts. */
+void fgx_view_gate_init(struct xd *d);
 int fgx_view_apply_locked(struct xd *d, const struct fg_config *next, char *err,
 			  size_t errlen);
 

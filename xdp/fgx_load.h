@@ -47,7 +47,9 @@
 #include <stdint.h>
 
 #include "fg_config.h"
+#include "fg_counters.h"
 #include "fg_ctl_server.h"
+#include "fg_xlist.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,6 +118,10 @@ int fgx_apply(struct fgx *x, const struct fg_config *cfg, const uint8_t *lb_mac,
 
 /** XDP attach modes */
 enum fgx_mode { FGX_MODE_AUTO = 0, FGX_MODE_NATIVE, FGX_MODE_GENERIC };
+/** "auto", "native", "generic". */
+const char *fgx_mode_name(enum fgx_mode m);
+/** @return the mode named @p s, or -EINVAL. */
+int fgx_mode_parse(const char *s);
 
 /** How fgx_attach() went. */
 struct fgx_attach_info {
@@ -154,22 +160,13 @@ int fgx_remove(const char *pin_dir, int ifindex, char *msg, size_t len);
 
 /** The interface's own counters, FGX_PORT_COUNTER_LIST order. */
 #define FGX_PORT_COUNTER_LIST(X) \
-	X(rx_packets,  "packets the interface received") \
-	X(tx_packets,  "packets the interface sent") \
-	X(rx_missed,   "packets the interface dropped: RX queue full (rx_missed_errors)") \
-	X(rx_errors,   "erroneous packets the interface received") \
-	X(tx_errors,   "packets the interface failed to send") \
-	X(tx_dropped,  "packets dropped on transmit (generic XDP: XDP_TX the device refused)") \
-	X(xdp_tx_errors, "native XDP: XDP_TX frames the driver failed to send (ethtool -S *xdp*tx*err*, summed)")
+	FG_DEV_COUNTER_LIST(X)   /* fg_counters.h: as the DPDK daemon's */ \
+	X(tx_dropped, -, "packets dropped on transmit (generic XDP: XDP_TX the device refused)") \
+	X(xdp_tx_errors, -, "native XDP: XDP_TX frames the driver failed to send (ethtool -S *xdp*tx*err*, summed)")
 
-enum fgx_port_counter {
-#define FGX_X(n, d) FGX_PC_##n,
-	FGX_PORT_COUNTER_LIST(FGX_X)
-#undef FGX_X
-	FGX_PC_MAX
-};
-extern const char *const fgx_port_counter_names[FGX_PC_MAX];
-extern const char *const fgx_port_counter_help[FGX_PC_MAX];
+#define FGX_PC_(n, f, d) FGX_PC_##n,
+enum fgx_port_counter { FGX_PORT_COUNTER_LIST(FGX_PC_) FGX_PC_MAX };
+FG_XL_TABLES(fgx_port_counter_names, fgx_port_counter_help, FGX_PC_MAX);
 
 /** Reads the interface's counters into @p out[FGX_PC_MAX]: its link
  *  statistics and the driver's XDP TX errors (ethtool).  @return 0 or

@@ -37,6 +37,7 @@
 #include <linux/if_link.h>
 
 #include "fg_config_parse.h"
+#include "fg_daemon.h"
 #include "fg_counters.h"
 #include "fg_logline.h"
 #include "fg_promserve.h"
@@ -47,16 +48,6 @@
 #define FG_VERSION "unknown"
 #endif
 #define PIN_ROOT "/sys/fs/bpf/flowgate"
-
-static volatile sig_atomic_t g_stop, g_hup;
-
-static void on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		g_hup = 1;
-	else
-		g_stop = sig;
-}
 
 struct opts {
 	const char *cfg_path, *iface, *sock, *metrics, *pin_dir;
@@ -137,12 +128,8 @@ static int opts_parse(int argc, char **argv, struct opts *o)
 		case 'i': o->iface = optarg; break;
 		case 's': o->sock = optarg; break;
 		case 'm':
-			if (!strcmp(optarg, "auto"))
-				o->mode = FGX_MODE_AUTO;
-			else if (!strcmp(optarg, "native"))
-				o->mode = FGX_MODE_NATIVE;
-			else if (!strcmp(optarg, "generic"))
-				o->mode = FGX_MODE_GENERIC;
+			if (fgx_mode_parse(optarg) >= 0)
+				o->mode = (enum fgx_mode)fgx_mode_parse(optarg);
 			else {
 				fprintf(stderr, "flowgate-xdp: --mode %s: use auto, native or generic\n",
 					optarg);
@@ -343,67 +330,45 @@ static void final_counters(struct xd *d)
 
 /* ---- serving ----------------------------------------------------------- */
 
-static void notify(const char *msg)
+/* One log line of the shared serving loop (fg_daemon.h). */
+static void xdp_log(int prio, const char *line)
 {
-	static bool warned;
-	int rc = fg_sd_notify(msg);
-
-	if (rc < 0 && !warned) {
-		warned = true;  /* once: the watchdog would repeat it */
-		fg_logline(LOG_WARNING, "flowgate-xdp: sd_notify %s: %s", msg, strerror(-rc));
-	}
+	fg_logline(prio, "flowgate-xdp: %s", line);
 }
 
-static void reload(struct xd *d, const char *file)
-{
-	char err[2048];
-	int rc;
-
-	notify("RELOADING=1");
-	fg_logline(LOG_NOTICE, "flowgate-xdp: SIGHUP: re-reading %s", file);
-	rc = fg_ctl_server_reload(d->srv, file, "SIGHUP", err, sizeof(err));
-	for (char *nl = strchr(err, '\n'); rc < 0 && nl; nl = strchr(nl, '\n'))
-		*nl = ' ';     /* one log line: the problems joined */
-	if (rc == 0)
-		fg_logline(LOG_NOTICE, "flowgate-xdp: SIGHUP: %s applied", file);
-	else
-		fg_logline(LOG_ERR, "flowgate-xdp: SIGHUP: %s not applied, the running config "
-			   "is unchanged: %s", file, err);
-	notify("READY=1");
-}
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000ull;
-}
+struct serve_arg {
+	const struct opts *o;
+	int ifindex;
+};
 
 /* The watchdog pings while the program is attached: someone who detached
  * it makes systemd restart the unit, which attaches again. */
+static bool xdp_alive(void *arg, char *why, size_t whylen)
+{
+	const struct serve_arg *a = arg;
+	uint32_t id = 0;
+
+	if (bpf_xdp_query_id(a->ifindex, 0, &id) == 0 && id)
+		return true;
+	snprintf(why, whylen, "no XDP program on %s any more", a->o->iface);
+	return false;
+}
+
+static unsigned int xdp_poll(void *arg)
+{
+	(void)arg;
+	return 100000;
+}
+
 static void serve(struct xd *d, const struct opts *o, int ifindex)
 {
-	uint64_t wd_us = fg_sd_watchdog_half_us(), wd_next = 0;
+	struct serve_arg a = { .o = o, .ifindex = ifindex };
+	struct fg_daemon life = {
+		.srv = d->srv, .config_file = o->cfg_path, .log = xdp_log,
+		.alive = xdp_alive, .poll = xdp_poll, .arg = &a,
+	};
 
-	notify("READY=1");
-	while (!g_stop) {
-		if (g_hup) {
-			g_hup = 0;
-			reload(d, o->cfg_path);
-		}
-		if (wd_us && mono_us() >= wd_next) {
-			uint32_t id = 0;
-
-			if (bpf_xdp_query_id(ifindex, 0, &id) == 0 && id)
-				notify("WATCHDOG=1");
-			else
-				fg_logline(LOG_ERR, "flowgate-xdp: watchdog: no XDP program on %s "
-					   "any more", o->iface);
-			wd_next = mono_us() + wd_us;
-		}
-		usleep(100000);
-	}
+	fg_daemon_serve(&life);
 }
 
 static int run(const struct opts *o)
@@ -419,6 +384,7 @@ static int run(const struct opts *o)
 	}
 	snprintf(d.ifname, sizeof(d.ifname), "%s", o->iface);
 	pthread_mutex_init(&d.cfg_lock, NULL);
+	fgx_view_gate_init(&d);
 	rc = config_load(&d, o);
 	if (rc == 0)
 		rc = lock = pin_lock(o->pin_dir);
@@ -438,14 +404,14 @@ static int run(const struct opts *o)
 	}
 	if (rc == 0) {
 		fg_logline(LOG_NOTICE, "flowgate-xdp: running on %s (%s XDP), %u services, MTU %u, "
-			   "%d CPUs", o->iface, d.att.mode == FGX_MODE_NATIVE ? "native" : "generic",
+			   "%d CPUs", o->iface, fgx_mode_name(d.att.mode),
 			   d.cfg.n_services, d.mtu, fgx_ncpus());
 		fg_logline(LOG_NOTICE, "flowgate-xdp: attach: %s", d.att.why);
 		serve(&d, o, ifindex);
-		notify("STOPPING=1");
+		fg_daemon_notify(&(struct fg_daemon){ .log = xdp_log }, "STOPPING=1");
 		fg_logline(LOG_NOTICE, "flowgate-xdp: signal %d: stopping the control plane; the "
 			   "program keeps forwarding on %s (`flowgate-xdp detach %s` removes it)",
-			   (int)g_stop, o->iface, o->iface);
+			   (int)fg_daemon_stop_sig, o->iface, o->iface);
 	}
 	fg_promserve_stop(metrics);
 	stop(&d);
@@ -463,7 +429,6 @@ static int run(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
 	struct opts o;
 	int rc;
 
@@ -477,10 +442,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fg_logline_open(o.syslog ? FG_LOGLINE_SYSLOG : FG_LOGLINE_STDERR, "flowgate-xdp");
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	fg_daemon_signals();
 	rc = run(&o);
 	fg_logline_close();
 	return rc;

@@ -61,7 +61,7 @@ static void render_port(FILE *f, const struct xd *d)
 	fg_prom_family(f, "flowgate_xdp_attached", "gauge",
 		       "1: the XDP program runs on the interface, in this mode");
 	fprintf(f, "flowgate_xdp_attached{interface=\"%s\",mode=\"%s\"} 1\n", dev,
-		d->att.mode == FGX_MODE_NATIVE ? "native" : "generic");
+		fgx_mode_name(d->att.mode));
 }
 
 static void render_ct(FILE *f, const struct fgx_census *c, int ncpu, uint32_t capacity)

@@ -40,23 +40,15 @@
 #include "ct.h"
 #include "fg_counters.h"
 #include "fgx_maps.h"
+#include "fg_xlist.h"
 #include "fgx_private.h"
 
 #ifndef BPF_FS_MAGIC
 #define BPF_FS_MAGIC 0xcafe4a11
 #endif
 
-const char *const fgx_pin_names[FGX_PIN_N] = {
-#define FGX_X(n, pol) #n,
-	FGX_PIN_LIST(FGX_X)
-#undef FGX_X
-};
-
-static const enum fgx_pin_policy policy[FGX_PIN_N] = {
-#define FGX_X(n, pol) pol,
-	FGX_PIN_LIST(FGX_X)
-#undef FGX_X
-};
+const char *const fgx_pin_names[FGX_PIN_N] = { FGX_PIN_LIST(FG_XL_NAME) };
+static const enum fgx_pin_policy policy[FGX_PIN_N] = { FGX_PIN_LIST(FG_XL_SECOND) };
 
 struct bpf_map *fgx_pin_map(const struct fgx *x, unsigned int i)
 {

@@ -49,12 +49,8 @@ struct fgx_slot {
 
 enum fgx_pin_policy { FGX_PIN_REBUILD, FGX_PIN_RESET, FGX_PIN_CONVERT };
 
-enum fgx_pin_idx {
-#define FGX_X(n, pol) FGX_PIN_##n,
-	FGX_PIN_LIST(FGX_X)
-#undef FGX_X
-	FGX_PIN_N
-};
+#define FGX_PIN_(n, pol) FGX_PIN_##n,
+enum fgx_pin_idx { FGX_PIN_LIST(FGX_PIN_) FGX_PIN_N };
 
 /** One pinned map at fgx_open: what was found and what became of it. */
 struct fgx_pinned {

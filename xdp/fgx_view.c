@@ -120,47 +120,26 @@ static int op_config_get(struct fg_config *out, void *ctx)
 /* @p cfg as it would be in force (the running conntrack capacity when
  * the file leaves it out) into *tmp, against the running config's
  * restart-only fields: fg_config_restart_diff()'s answer.  cfg_lock held. */
-static int in_force(struct xd *d, const struct fg_config *cfg, struct fg_config *tmp,
+static int in_force(void *ctx, const struct fg_config *cfg, struct fg_config *tmp,
 		    char *err, size_t errlen)
 {
+	struct xd *d = ctx;
+
 	*tmp = *cfg;
 	if (tmp->ct_capacity == 0)
 		tmp->ct_capacity = d->cfg.ct_capacity;
 	return fg_config_restart_diff(&d->cfg, tmp, err, errlen);
 }
 
-static int op_config_check(const struct fg_config *cfg, char *err, size_t errlen,
-			   void *ctx)
+static int gate_apply(void *ctx, const struct fg_config *next, char *err, size_t errlen)
 {
-	struct xd *d = ctx;
-	struct fg_config tmp;
-	int rc;
-
-	pthread_mutex_lock(&d->cfg_lock);
-	rc = in_force(d, cfg, &tmp, err, errlen);
-	pthread_mutex_unlock(&d->cfg_lock);
-	return rc;
+	return fgx_view_apply_locked(ctx, next, err, errlen);
 }
 
-static int op_config_apply(const struct fg_config *cfg, char *err, size_t errlen,
-			   void *ctx)
+void fgx_view_gate_init(struct xd *d)
 {
-	struct xd *d = ctx;
-	struct fg_config tmp;
-	int rc;
-
-	pthread_mutex_lock(&d->cfg_lock);
-	rc = in_force(d, cfg, &tmp, err, errlen);
-	if (rc > 0) {
-		size_t n = strlen(err);
-
-		snprintf(err + n, errlen - n, ": needs a restart");
-		rc = -EOPNOTSUPP;
-	}
-	if (rc == 0)
-		rc = fgx_view_apply_locked(d, &tmp, err, errlen);
-	pthread_mutex_unlock(&d->cfg_lock);
-	return rc;
+	d->gate = (struct fg_config_gate){ .lock = &d->cfg_lock, .in_force = in_force,
+					   .apply = gate_apply, .ctx = d };
 }
 
 static int64_t op_flows_walk(const struct fg_flow_filter *f, fg_flow_emit_fn emit,
@@ -362,7 +341,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 	fg_jw_obj_open(w, NULL);
 	fg_jw_str(w, "dataplane", "xdp");
 	fg_jw_str(w, "interface", d->ifname);
-	fg_jw_str(w, "attach_mode", d->att.mode == FGX_MODE_NATIVE ? "native" : "generic");
+	fg_jw_str(w, "attach_mode", fgx_mode_name(d->att.mode));
 	fg_jw_u64(w, "workers", (uint64_t)ncpu);
 	fg_jw_bool(w, "sw_rss", false);
 	fg_jw_str(w, "scope", service ? "service" : "all");
@@ -402,14 +381,14 @@ static void op_build_info(struct fg_json_writer *w, void *ctx)
 	fg_jw_str(w, "dataplane", "xdp");
 	fg_jw_str(w, "libbpf", lb);
 	fg_jw_str(w, "kernel", u.release);
-	fg_jw_str(w, "attach_mode", d->att.mode == FGX_MODE_NATIVE ? "native" : "generic");
+	fg_jw_str(w, "attach_mode", fgx_mode_name(d->att.mode));
 }
 
 const struct fg_ctl_ops fgx_view_ops = {
 	.build_info = op_build_info,
 	.config_get = op_config_get,
-	.config_apply = op_config_apply,
-	.config_check = op_config_check,
+	.config_apply = fg_config_gate_apply,
+	.config_check = fg_config_gate_check,
 	.flows_walk = op_flows_walk,
 	.flows_count = op_flows_count,
 	.stats = op_stats,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg_grow.h"
 #include "fgx_private.h"
 
 #define FGX_WATCH_MIN_MS 200
@@ -67,17 +68,12 @@ void fgx_watch_destroy(struct fgx_watch *w)
 static int snap_add(const struct fgx_ct_walk *cw, void *arg)
 {
 	struct snap *s = arg;
+	struct snap_ent *v = fg_grow(s->v, &s->cap, s->n, sizeof(*v), 1024);
 	struct snap_ent *e;
 
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		struct snap_ent *v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	s->v = v;
 	e = &s->v[s->n++];
 	memset(e, 0, sizeof(*e));
 	e->v6 = (uint8_t)cw->v6;
@@ -102,17 +98,12 @@ static int q_push(struct fgx_watch *w, const struct fg_config *cfg, const struct
 {
 	struct fgx_ct_walk cw = { .v6 = se->v6, .key = se->key, .e = se->e, .cfg = s->cfg,
 				  .now = s->now, .wall = s->wall };
+	struct fg_flow_event *q = fg_grow(w->q, &w->qcap, w->qn, sizeof(*q), 256);
 	struct fg_flow_event *ev;
 
-	if (w->qn == w->qcap) {
-		size_t cap = w->qcap ? w->qcap * 2 : 256;
-		struct fg_flow_event *q = realloc(w->q, cap * sizeof(*q));
-
-		if (!q)
-			return -ENOMEM;
-		w->q = q;
-		w->qcap = cap;
-	}
+	if (!q)
+		return -ENOMEM;
+	w->q = q;
 	ev = &w->q[w->qn++];
 	memset(ev, 0, sizeof(*ev));
 	snprintf(ev->type, sizeof(ev->type), "%s", type);

@@ -21,10 +21,14 @@ stream whose field engine varies the client tuple per packet:
   IPv6 share          the same established stream in IPv6 to vip6
   IMIX                one stream per size, packet-rate shares by weight
 
-Stream rates are percentages of the port rate set by -m, split by share.
+Stream rates are percentages of the port rate set by -m, split by share;
+with the tunable mpps=X they are absolute (X Mpps in all, -m 1).
+lat_pps=P adds a latency stream (pg_id lat_pg_id, default 7) at P pps.
+Tunables: scenario, vip, flows, mpps, lat_pps, lat_pg_id.
 The field engine's checksum fix (STLVmFixIpv4 / fix_chksum_hw) keeps the
 IPv4 and TCP checksums right.
 """
+import argparse
 import os
 import sys
 
@@ -97,11 +101,40 @@ def _vm_flood(s):
     ])
 
 
+def _latency_stream(s, size, pps, pg_id):
+    """One flow (the first client tuple, established) at `pps` with TRex's
+    latency trailer (STLFlowLatencyStats): the last 16 bytes of the TCP
+    payload, which flowgate's encapsulation (DSR-IPIP/GUE) and NAT leave in
+    place, so a software-mode port finds it in what comes back.  At least
+    128 B on the wire so the trailer sits in the payload, not the headers."""
+    return STLStream(packet=STLPktBuilder(pkt=_pkt(s, False, 'A', max(size, 128))),
+                     flow_stats=STLFlowLatencyStats(pg_id=pg_id),
+                     mode=STLTXCont(pps=pps))
+
+
+def _args(tunables, kw):
+    """Tunables: TRex 3.x passes `-t a=1,b=2` as tunables=['--a', '1', ...]
+    (argparse); older versions pass keyword arguments."""
+    p = argparse.ArgumentParser(prog='fg_stl.py', add_help=False)
+    p.add_argument('--scenario', default=kw.get('scenario', 'steady-1m'))
+    p.add_argument('--vip', default=kw.get('vip'))
+    p.add_argument('--flows', type=int, default=kw.get('flows'))
+    p.add_argument('--mpps', type=float, default=kw.get('mpps'),
+                   help='total packet rate of the scenario streams (default: shares of the port rate, -m scales)')
+    p.add_argument('--lat_pps', type=float, default=kw.get('lat_pps', 0),
+                   help='add a latency stream (STLFlowLatencyStats) at this rate')
+    p.add_argument('--lat_pg_id', type=int, default=kw.get('lat_pg_id', 7))
+    return p.parse_args(tunables or [])
+
+
 class FlowgateScenario(object):
-    def get_streams(self, direction=0, scenario='steady-1m', vip=None, **kwargs):
-        s = fg_scenario.load(scenario)
-        if vip:
-            s['vip4'] = vip
+    def get_streams(self, direction=0, port_id=0, tunables=None, **kwargs):
+        a = _args(tunables, kwargs)
+        s = fg_scenario.load(a.scenario)
+        if a.vip:
+            s['vip4'] = a.vip
+        if a.flows:
+            s['flows'] = str(a.flows)
         sizes = s.sizes()
         wsum = sum(w for _, w in sizes)
         legit = 1.0 - s.flood_share
@@ -110,8 +143,8 @@ class FlowgateScenario(object):
         def add(pkt, vm, share):
             if share <= 0:
                 return
-            streams.append(STLStream(packet=STLPktBuilder(pkt=pkt, vm=vm),
-                                     mode=STLTXCont(percentage=100.0 * share)))
+            mode = STLTXCont(pps=a.mpps * 1e6 * share) if a.mpps else STLTXCont(percentage=100.0 * share)
+            streams.append(STLStream(packet=STLPktBuilder(pkt=pkt, vm=vm), mode=mode))
 
         for size, w in sizes:
             sh = legit * w / wsum
@@ -132,6 +165,8 @@ class FlowgateScenario(object):
                     add(_pkt(s, v6, 'FA', size), _vm_established(s, v6, s.flows), part / fp)
         if s.flood_share > 0:
             add(_pkt(s, False, 'S', sizes[0][0], flood=True), _vm_flood(s), s.flood_share)
+        if a.lat_pps > 0:
+            streams.append(_latency_stream(s, sizes[0][0], a.lat_pps, a.lat_pg_id))
         return streams
 
 

@@ -9,7 +9,7 @@
  *   "t,p,o" rows in seconds, it is accepted again with the same requests;
  * - refused: -EINVAL with a line number within the input's lines and a
  *   reason (or -E2BIG / -ENOMEM with a reason).
- * libFuzzer target with -Dfuzz=true (clang); with -DFUZZ_REPLAY a plain
+ * libFuzzer target with -Dfuzz=true (clang); with tests/fuzz/fuzz_replay_main.c a plain
  * program that replays the seed files and all their prefixes.
  */
 #include <errno.h>
@@ -104,28 +104,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifdef FUZZ_REPLAY
-int main(int argc, char **argv)
-{
-	int n = 0;
-
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-
-		if (!f) {
-			fprintf(stderr, "%s: cannot open\n", argv[i]);
-			return 1;
-		}
-		static uint8_t buf[1 << 20];
-		size_t len = fread(buf, 1, sizeof(buf), f);
-
-		fclose(f);
-		for (size_t k = 0; k <= len; k += len > 8192 ? 97 : 1)
-			LLVMFuzzerTestOneInput(buf, k);
-		n++;
-	}
-	printf("replayed %d inputs with all prefixes\n", n);
-	return n ? 0 : 1;
-}
-#endif

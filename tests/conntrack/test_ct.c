@@ -25,32 +25,15 @@
 
 #include "ct.h"
 #include "../fg_test_eal.h"
+#include "ct_fixture.h"
 
 #define HZ 1000
-
-static int shard_seq;
 
 static struct ct_shard *
 mk_shard_r(uint32_t cap, uint32_t rcap, uint32_t flood,
 	   uint32_t (*hash_fn)(const void *, uint32_t, uint32_t))
 {
-	struct ct_config c;
-	char name[24];
-
-	ct_config_defaults(&c);
-	snprintf(name, sizeof(name), "t%d", shard_seq++);
-	c.name = name;
-	c.capacity = cap;
-	c.capacity_v6 = cap;
-	c.capacity_reply = rcap;
-	c.hz = HZ;
-	c.flood_rate = flood;
-	c.hash_fn = hash_fn;
-	c.expire_budget = 64;
-	struct ct_shard *s = ct_shard_create(&c);
-	assert_non_null(s);
-	assert_int_equal(ct_mbox_attach(s), 0);
-	return s;
+	return ct_fixture_shard(cap, rcap, HZ, flood, hash_fn, 64, true);
 }
 
 static struct ct_shard *
@@ -62,15 +45,7 @@ mk_shard(uint32_t cap, uint32_t flood, uint32_t (*hash_fn)(const void *, uint32_
 static struct ct_key4
 k4(uint32_t i)
 {
-	struct ct_key4 k;
-
-	memset(&k, 0, sizeof(k));
-	k.saddr = htonl(0x0a000000u | (i & 0xffffff));
-	k.daddr = htonl(0x0a640001u);
-	k.sport = htons((uint16_t)(1024 + (i >> 24) + (i % 50000)));
-	k.dport = htons(80);
-	k.proto = IPPROTO_TCP;
-	return k;
+	return ct_fixture_k4(i, IPPROTO_TCP);
 }
 
 static struct ct_key6
@@ -120,23 +95,7 @@ touch(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t flags,
 	return ct_touch(s, e, reply, &g, bytes, now);
 }
 
-/* ct_touch / ct_update_seg with a segment: sequence and ack numbers,
- * window (CT_SEG_NO_WSCALE: a SYN without the option); @p oow receives
- * g.oow (may be NULL) */
-static enum ct_state
-seg(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t flags,
-    uint32_t seq, uint32_t ack, uint16_t win, uint8_t wscale, uint64_t now,
-    uint8_t *oow)
-{
-	struct ct_seg g = {.seq = seq, .ack = ack, .win = win, .flags = flags,
-			   .wscale = wscale};
-	enum ct_state st = reply ? ct_update_seg(s, e, true, &g, 60, now) :
-				   ct_touch(s, e, false, &g, 60, now);
-
-	if (oow)
-		*oow = g.oow;
-	return st;
-}
+#define seg(...) ct_fixture_seg(__VA_ARGS__)
 
 /* ---- basic operations ---------------------------------------------- */
 
@@ -2034,7 +1993,7 @@ test_churn_model(void **state)
 
 		assert_non_null(c);
 		ct_config_defaults(&cfg);
-		snprintf(name, sizeof(name), "churn%d", shard_seq++);
+		snprintf(name, sizeof(name), "churn%d", ct_fixture_seq++);
 		cfg.name = name;
 		cfg.capacity = cfg.capacity_v6 = 200;
 		cfg.capacity_reply = 60;   /* full now and then: its early drop */

@@ -24,8 +24,8 @@
 #include "ct.h"
 #include "ct_rec.h"
 #include "../fg_test_eal.h"
+#include "ct_fixture.h"
 
-static int shard_seq;
 static uint64_t g_seed = 0x35f10a6a7eull;
 
 static uint64_t
@@ -41,18 +41,7 @@ rnd(void)
 static struct ct_shard *
 mk(uint32_t cap, uint64_t hz)
 {
-	struct ct_config c;
-	char name[24];
-
-	ct_config_defaults(&c);
-	snprintf(name, sizeof(name), "r%d", shard_seq++);
-	c.name = name;
-	c.capacity = cap;
-	c.capacity_v6 = cap;
-	c.hz = hz;
-	struct ct_shard *s = ct_shard_create(&c);
-	assert_non_null(s);
-	return s;
+	return ct_fixture_shard(cap, 0, hz, 0, NULL, 0, false);
 }
 
 /* ---- the byte format -------------------------------------------------- */
@@ -239,34 +228,8 @@ t_codec_refuses(void **state)
 #define HZ_A 1000ull          /* shard A: 1 tick = 1 ms */
 #define HZ_B 2000000000ull    /* shard B: a 2 GHz TSC */
 
-static struct ct_key4
-k4(uint32_t i, uint8_t proto)
-{
-	struct ct_key4 k;
-
-	memset(&k, 0, sizeof(k));
-	k.saddr = htonl(0x0a000000u | i);
-	k.daddr = htonl(0x0a640001u);
-	k.sport = htons((uint16_t)(1024 + i));
-	k.dport = htons(80);
-	k.proto = proto;
-	return k;
-}
-
-static enum ct_state
-seg(struct ct_shard *s, struct ct_entry *e, bool reply, uint8_t flags,
-    uint32_t seq, uint32_t ack, uint16_t win, uint8_t wscale, uint64_t now,
-    uint8_t *oow)
-{
-	struct ct_seg g = {.seq = seq, .ack = ack, .win = win, .flags = flags,
-			   .wscale = wscale};
-	enum ct_state st = reply ? ct_update_seg(s, e, true, &g, 60, now) :
-				   ct_touch(s, e, false, &g, 60, now);
-
-	if (oow)
-		*oow = g.oow;
-	return st;
-}
+#define k4(i, proto) ct_fixture_k4(i, proto)
+#define seg(...) ct_fixture_seg(__VA_ARGS__)
 
 /* A NAT flow k4(i) / reply k4(i + 100000) taken through @p steps of its
  * handshake (1: SYN, 2: + SYN-ACK, 3: + ACK, 4: + a FIN). */

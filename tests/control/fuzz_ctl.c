@@ -8,7 +8,7 @@
  *    reader accepts again and that re-serializes to the same bytes;
  *  - whatever config the parser accepts dumps to text that parses to an
  *    equal config.
- * Built as a libFuzzer target with -Dfuzz=true (clang); with -DFUZZ_REPLAY
+ * Built as a libFuzzer target with -Dfuzz=true (clang); with tests/fuzz/fuzz_replay_main.c
  * it is a plain program that runs every file given on the command line
  * (the seed corpus) through the same code, so the sanitizer build covers it.
  */
@@ -73,27 +73,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifdef FUZZ_REPLAY
-int main(int argc, char **argv)
-{
-	int n = 0;
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		if (!f) {
-			fprintf(stderr, "%s: cannot open\n", argv[i]);
-			return 1;
-		}
-		static uint8_t buf[1 << 20];
-		size_t len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		/* the whole input and every prefix of it (truncations) */
-		for (size_t k = 0; k <= len; k += len > 4096 ? 97 : 1)
-			LLVMFuzzerTestOneInput(buf, k);
-		LLVMFuzzerTestOneInput(buf, len);
-		n++;
-	}
-	printf("replayed %d inputs with all prefixes\n", n);
-	return n ? 0 : 1;
-}
-#endif

@@ -6,7 +6,7 @@
  * sample, to a page it accepts again with the very same samples (names,
  * labels, values bit for bit or both NaN, timestamps).  The first line of
  * the input is also tried as a label selector and a query runs with it.
- * libFuzzer target with -Dfuzz=true (clang); with -DFUZZ_REPLAY a plain
+ * libFuzzer target with -Dfuzz=true (clang); with tests/fuzz/fuzz_replay_main.c a plain
  * program that replays the seed files and all their prefixes.
  */
 #include <errno.h>
@@ -148,28 +148,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifdef FUZZ_REPLAY
-int main(int argc, char **argv)
-{
-	int n = 0;
-
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-
-		if (!f) {
-			fprintf(stderr, "%s: cannot open\n", argv[i]);
-			return 1;
-		}
-		static uint8_t buf[1 << 20];
-		size_t len = fread(buf, 1, sizeof(buf), f);
-
-		fclose(f);
-		for (size_t k = 0; k <= len; k += len > 4096 ? 97 : 1)
-			LLVMFuzzerTestOneInput(buf, k);
-		n++;
-	}
-	printf("replayed %d inputs with all prefixes\n", n);
-	return n ? 0 : 1;
-}
-#endif

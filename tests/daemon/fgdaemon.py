@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Helpers for daemon-level tests: classic pcap I/O and one flowgate run
 over a pcap on net_pcap (no root, no hugepages)."""
+import argparse
 import json
 import os
+import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -147,3 +150,45 @@ def run_daemon(build, work, tag, inputs, flags, lcores="0,1"):
     with d:
         stats = d.wait_rx(len(inputs))
     return d.output(), stats, d.log
+
+
+# ---- what every daemon test does alike: failures, arguments, the end
+
+ERRS = []
+
+
+def expect(cond, what):
+    """Records a failure (the test goes on; the end reports them all)."""
+    if not cond:
+        ERRS.append(what)
+        print("FAIL:", what)
+
+
+def test_args(*names):
+    """The command line BUILD NAMES... [--seed N]: (args, seed), the build
+    directory made absolute, the seed drawn when not given."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    for n in names:
+        ap.add_argument(n)
+    ap.add_argument("--seed", type=int, default=None)
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    return a, (a.seed if a.seed is not None else random.randrange(1 << 30))
+
+
+def work_done(work):
+    """The work directory goes, or is kept (and named) when anything failed."""
+    if not ERRS:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print("work dir kept:", work)
+
+
+def report(ok, seed=None):
+    """The test's exit status: 1 with the failures counted, else 0 and @ok."""
+    if ERRS:
+        print(f"{len(ERRS)} failures" + (f" (seed {seed})" if seed is not None else ""))
+        return 1
+    print(ok)
+    return 0

@@ -233,6 +233,16 @@ LEGIT, SPOOF, INFLOOD = 0, 1, 2
 MAY_DROP = ("ct_full", "ct_flood", "nat_no_port", "reply_untracked", "no_neighbor")
 # what a new NAT flow may be refused as (table full, flood, no port)
 NAT_REFUSED = ("ct_full", "ct_flood", "nat_no_port")
+# A flow silent longer than the shortest conntrack timeout (CLOSE and
+# PICKUP, 10 s; conntrack/ct.c) may have expired: on a loaded machine a
+# run's rounds slow down a hundredfold and the wall clock, not the
+# traffic, ends some entries.  Such a flow's later packets may then open
+# a new entry (a new NAT tuple, Maglev's backend again) or drop as a
+# packet of no flow; its checks are relaxed from then on, and the run
+# says how many flows that was.  Idle runs never come near it.
+SHORTEST_TIMEOUT_S = 10.0
+STALE = MAY_DROP + ("nat_not_syn", "reply_untracked", "tcp_rst_oow", "icmp_err_foreign",
+                    "icmp_unrelated", "frag_later_untracked")
 # inputs the dataplane answers with an error it generates (fg_counters.h,
 # "Accounting"): the input counts as this drop, its mbuf carries the
 # answer (ICMP quoting it, so tagged; an RST is not), unless the worker's
@@ -240,10 +250,20 @@ NAT_REFUSED = ("ct_full", "ct_flood", "nat_no_port")
 ANSWERED = {"oversize": "encap_too_big", "SYN to drained service": "no_backend"}
 
 
+
+def stale_expect(expect, reasons):
+    """(expect, reasons) of a packet of a flow that may have expired: it
+    may drop as a packet of no flow; a drop it must make for its own sake
+    (an oversize packet, a fragment) stays what it was."""
+    if set(STALE) <= set(reasons) or (expect == DROP and reasons[0] not in STALE):
+        return expect, reasons
+    return ANY, reasons + STALE
+
+
 class Flow:
     __slots__ = ("fid", "svc", "cl", "cport", "kind", "steps", "backend", "nat", "owner_ok",
                  "established", "closed", "closed_at", "epoch", "wait_nat", "name", "icmp_router",
-                 "bport", "cnxt", "bnxt", "csyn", "bsyn")
+                 "bport", "cnxt", "bnxt", "csyn", "bsyn", "stale")
 
     def __init__(self, fid, svc, cl, cport, kind):
         self.fid, self.svc, self.cl, self.cport, self.kind = fid, svc, cl, cport, kind
@@ -256,6 +276,7 @@ class Flow:
         self.closed_at = None
         self.epoch = 0
         self.wait_nat = False
+        self.stale = False       # silent past a timeout (SHORTEST_TIMEOUT_S)
         # TCP sequence numbers as the two endpoints keep them (conntrack
         # checks them: issue 34): each side's next sequence number, set
         # from an ISN by its SYN
@@ -279,6 +300,9 @@ class Checker:
         self.pending = pending
         self.pkts = []        # pid -> (flow or None, expect, reasons, note)
         self.syn_made = {}    # fid -> pid of its newest SYN made
+        self.sent_at = {}     # fid -> when its newest packet was written
+        self.round_s = 0.0    # how long the last round took
+        self.n_stale = 0
         self.own_syn = {}     # pid of a SYN-ACK -> pid of the SYN it answers
         self.flows = []
         self.tuples = set()
@@ -316,6 +340,8 @@ class Checker:
         elif note == "SYN-ACK":
             # the SYN (or its retransmission) this SYN-ACK answers
             self.own_syn[len(self.pkts)] = self.syn_made.get(flow.fid, -1)
+        if flow is not None and flow.stale:
+            expect, reasons = stale_expect(expect, reasons)
         self.pkts.append((flow, expect, reasons, note))
         self.seen.append(0)
         return len(self.pkts) - 1
@@ -722,6 +748,8 @@ class Checker:
         packet was processed and every output is in the output files."""
         pad = (-len(frames)) % 32
         self.nfill += pad + 64
+        t_round = time.monotonic()
+        self.mark_stale(frames, t_round)
         self.write(frames + [FILLER] * pad)
         n = self.written
         self.wait("rx", lambda s: s["rx_packets"] >= n)
@@ -749,7 +777,29 @@ class Checker:
             time.sleep(0.001)
             st = self.stats()
         self.rounds += 1
+        self.round_s = time.monotonic() - t_round
         return st
+
+    def mark_stale(self, frames, now):
+        """Flows of this round silent for longer than the shortest timeout,
+        less what this round may take to be processed (twice the last
+        one's time, and half a second): SHORTEST_TIMEOUT_S says why."""
+        limit = max(1.0, SHORTEST_TIMEOUT_S - 2 * self.round_s - 0.5)
+        for fr in frames:
+            i = fr.find(MAGIC)
+            if i < 0:
+                continue
+            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
+            f, expect, reasons, note = self.pkts[pid]
+            if f is None or f.fid < 0:
+                continue
+            last = self.sent_at.get(f.fid)
+            self.sent_at[f.fid] = now
+            if not f.stale and last is not None and now - last >= limit:
+                f.stale = True
+                self.n_stale += 1
+            if f.stale:
+                self.pkts[pid] = (f,) + stale_expect(expect, reasons) + (note,)
 
     def read_outputs(self):
         for i, path in enumerate(self.outs):
@@ -874,7 +924,7 @@ class Checker:
                 return
             if note.startswith("icmp-err"):
                 # client side error translated for the backend: from local
-                if dst != f.backend and f.backend is not None:
+                if dst != f.backend and f.backend is not None and not f.stale:
                     self.fail(f"(a) {f.desc()}: ICMP error #{pid} about it went to backend "
                               f"{ipaddress.ip_address(dst)}, the flow's is "
                               f"{ipaddress.ip_address(f.backend)}")
@@ -896,7 +946,7 @@ class Checker:
         self.set_backend(f, dst, pid, note)
 
     def set_backend(self, f, dst, pid, note):
-        if f.backend is None:
+        if f.backend is None or f.stale:
             f.backend = dst
         elif f.backend != dst:
             self.fail(f"(a) {f.desc()}: {note} #{pid} left for backend "
@@ -915,7 +965,7 @@ class Checker:
         t = (dst, src, sp, s.proto)
         if f.nat is not None and (src, sp) != f.nat:
             old = (f.backend, f.nat[0], f.nat[1], s.proto)
-            if f.kind == LEGIT and not f.closed and self.owner.get(old) is f:
+            if f.kind == LEGIT and not f.closed and not f.stale and self.owner.get(old) is f:
                 self.fail(f"(b) {f.desc()}: {note} #{pid} left on NAT tuple "
                           f"{ipaddress.ip_address(src)}:{sp}, the flow had "
                           f"{ipaddress.ip_address(f.nat[0])}:{f.nat[1]} (epoch {f.epoch})")
@@ -924,7 +974,7 @@ class Checker:
                 del self.owner[old]
         o = self.owner.get(t)
         if o is not None and o is not f:
-            if o.kind == LEGIT and o.established and not o.closed:
+            if o.kind == LEGIT and o.established and not o.closed and not o.stale:
                 self.fail(f"(b) NAT tuple {ipaddress.ip_address(src)}:{sp} -> "
                           f"{ipaddress.ip_address(dst)}:{dp}/{s.proto} of live {o.desc()} "
                           f"handed to {f.desc()} (#{pid} {note})")
@@ -1219,7 +1269,7 @@ def run_mix(a, name, workers, total, seed, pending, work):
             if not frames and all(f.steps and f.steps[0] == "NAT" for f in active):
                 break
         for f in active:
-            if f.steps and f.steps[0] == "NAT" and f.kind == LEGIT:
+            if f.steps and f.steps[0] == "NAT" and f.kind == LEGIT and not f.stale:
                 c.fail(f"(b) {f.desc()}: its first packets never left through NAT")
         st = c.round([])
     finally:
@@ -1518,6 +1568,9 @@ def main():
             print(f"{'FAIL' if c.errs else 'ok  '} {name}: {c.written} inputs ({len(c.pkts)} tagged, "
                   f"{c.nfill} filler), {c.rounds} rounds, {c.outputs} outputs, "
                   f"{len(c.flows)} flows, {dt:.1f} s; drops {by}")
+            if c.n_stale:
+                print(f"  [{name}] {c.n_stale} flows silent past a {SHORTEST_TIMEOUT_S:.0f}-s "
+                      f"timeout (a loaded machine): their checks relaxed from then on")
             if c.errs:
                 failed.append(name)
             for pn, msgs in c.pend.items():

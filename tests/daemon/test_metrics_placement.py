@@ -38,6 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_watch_lc as wl  # noqa: E402  (namespace, injection, frames)
+from fgdaemon import ERRS, expect  # noqa: E402
 
 BACKENDS = ["10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4"]
 HOT = "10.1.0.3"
@@ -133,12 +134,7 @@ def main():
     with open(conf, "w") as f:
         f.write(CONF.format(sock=sock, vip=wl.VIP, mport=MPORT,
                             backends="".join(f"    backend {b};\n" for b in BACKENDS)))
-    errs = []
-
-    def expect(cond, what):
-        if not cond:
-            errs.append(what)
-            print("FAIL:", what)
+    errs = ERRS   # fgdaemon.expect() records into it
 
     def ctl(*args):
         r = subprocess.run([fgctl, "-s", sock, "--json", *args], capture_output=True,

@@ -42,7 +42,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import HANG_S, Daemon  # noqa: E402
+from fgdaemon import ERRS, HANG_S, Daemon, expect, work_done  # noqa: E402
 from pktgen import eth, ip, ipv4, ipv6, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
@@ -66,13 +66,6 @@ for spec, _, _, _, bes in SERVICES:
     for b in bes:
         FLAGS += ["--backend", b]
 FLOWS, PKTS = 40, 3     # per service; a SYN then ACKs
-ERRS = []
-
-
-def expect(cond, what):
-    if not cond:
-        ERRS.append(what)
-        print("FAIL:", what)
 
 
 def frames():
@@ -482,10 +475,7 @@ def main():
             expect(bad.rc == 2 and "flowgate: --metrics nowhere:1: expected ADDR:PORT"
                    in open(bad.logf).read(), f"bad --metrics: {e}")
     finally:
-        if not ERRS:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
+        work_done(work)
     if ERRS:
         print(f"{len(ERRS)} failures")
         return 1

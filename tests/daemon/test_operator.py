@@ -29,7 +29,6 @@
    defaults (the defaults read from conntrack/ct.c), and refuses one that
    changes a random timeout, naming the running and the new value.
 """
-import argparse
 import glob
 import os
 import random
@@ -42,20 +41,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import HANG_S, Daemon  # noqa: E402
+from fgdaemon import ERRS, HANG_S, Daemon, expect, report, test_args, work_done  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
-ERRS = []
 SKIPPED = []
 RAN = []
 OPTS_CFG = ["--service", "10.0.0.1:80,mode=nat", "--backend", "10.0.1.1",
             "--local", "10.0.0.2", "--ct-capacity", "4096"]
-
-
-def expect(cond, what):
-    if not cond:
-        ERRS.append(what)
-        print("FAIL:", what)
 
 
 def skip(what):
@@ -297,13 +289,7 @@ def check_restart_effective(env, frames, seed):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("source")
-    ap.add_argument("--seed", type=int, default=None)
-    a = ap.parse_args()
-    a.build = os.path.abspath(a.build)
-    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
+    a, seed = test_args("source")
     work = tempfile.mkdtemp(prefix="flowgate-op.")
     frames = [eth("02:00:00:00:00:01", "02:00:00:00:00:02", 0x0800,
                   ipv4(ip(f"10.9.0.{i}"), ip("10.100.0.1"), 6,
@@ -321,17 +307,10 @@ def main():
         for d in runtime_dirs(f"fgop{os.getpid()}"):
             for left in glob.glob(d + "*"):
                 shutil.rmtree(left, ignore_errors=True)
-        if not ERRS:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
-    if ERRS:
-        print(f"{len(ERRS)} failures (seed {seed})")
-        return 1
-    print(f"operator: start failures ({', '.join(RAN)}), option vocabulary, restart-only "
-          f"check on effective values (seed {seed}): ok"
-          + (f"; skipped: {'; '.join(SKIPPED)}" if SKIPPED else ""))
-    return 0
+        work_done(work)
+    return report(f"operator: start failures ({', '.join(RAN)}), option vocabulary, "
+                  f"restart-only check on effective values (seed {seed}): ok"
+                  + (f"; skipped: {'; '.join(SKIPPED)}" if SKIPPED else ""), seed)
 
 
 if __name__ == "__main__":

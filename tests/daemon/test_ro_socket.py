@@ -33,7 +33,6 @@ minutes: nothing expires meanwhile); then:
   /metrics' flowgate_build_info carries, with the same values;
 - `stats --zero` as root is one audit line; a plain `stats` none.
 """
-import argparse
 import grp
 import json
 import os
@@ -49,10 +48,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import Daemon  # noqa: E402
+from fgdaemon import ERRS, Daemon, expect, report, test_args, work_done  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
-ERRS = []
 VIPS = {"nat": "10.100.0.1", "dsr": "10.100.0.2"}
 CONF = """control_socket_ro {ro} group {group};
 conntrack {{
@@ -76,12 +74,6 @@ service dsr 10.100.0.2:80/tcp {{
     backend 10.200.0.23;
 }}
 """
-
-
-def expect(cond, what):
-    if not cond:
-        ERRS.append(what)
-        print("FAIL:", what)
 
 
 def syns(rnd, n):
@@ -294,16 +286,10 @@ def check_rates(a, work, ctl, frames, users):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("version")
-    ap.add_argument("--seed", type=int, default=None)
-    a = ap.parse_args()
-    a.build = os.path.abspath(a.build)
+    a, seed = test_args("version")
     if os.geteuid() != 0:
         print("SKIP: needs root (a throwaway group and user)")
         return 77
-    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     frames, per = syns(random.Random(seed), 60)
     print(f"seed {seed}: {per}")
     # SIGTERM (meson's timeout) still removes the user and group
@@ -332,16 +318,9 @@ def main():
     finally:
         if users:
             users.close()
-        if not ERRS:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
-    if ERRS:
-        print(f"{len(ERRS)} failures (seed {seed})")
-        return 1
-    print(f"read-only socket, backends, version, build info, stats --zero audit (seed "
-          f"{seed}): ok")
-    return 0
+        work_done(work)
+    return report(f"read-only socket, backends, version, build info, stats --zero audit "
+                  f"(seed {seed}): ok", seed)
 
 
 if __name__ == "__main__":

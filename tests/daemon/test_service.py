@@ -34,7 +34,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,16 +41,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import HANG_S, pcap_write  # noqa: E402
+from fgdaemon import ERRS, HANG_S, expect, pcap_write, report, work_done  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
-ERRS = []
-
-
-def expect(cond, what):
-    if not cond:
-        ERRS.append(what)
-        print("FAIL:", what)
 
 
 CONF = """conntrack {
@@ -408,15 +400,9 @@ def main():
         check_kill_restart(a, work, pcap, conf)
         check_notify(a, work, pcap, conf)
     finally:
-        if not ERRS:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
-    if ERRS:
-        print(f"{len(ERRS)} failures")
-        return 1
-    print("service: options, signals, reload, audit, failed starts, kill+restart, notify: ok")
-    return 0
+        work_done(work)
+    return report("service: options, signals, reload, audit, failed starts, kill+restart, "
+                  "notify: ok")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from fgdaemon import ERRS, expect  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 from test_watch_lc import Netns, inject, prepare, start_flowgate, wait_for  # noqa: E402
 
@@ -88,12 +89,7 @@ def main():
     conf = os.path.join(work, "ev.conf")
     with open(conf, "w") as f:
         f.write(CONF.format(sock=sock, vip=VIP))
-    errs = []
-
-    def expect(cond, what):
-        if not cond:
-            errs.append(what)
-            print("FAIL:", what)
+    errs = ERRS   # fgdaemon.expect() records into it
 
     def ctl(*args):
         return subprocess.run([fgctl, "-s", sock, *args], capture_output=True, text=True,

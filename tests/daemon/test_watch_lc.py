@@ -36,7 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fgdaemon import HANG_S  # noqa: E402
+from fgdaemon import ERRS, HANG_S, expect  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
@@ -201,12 +201,7 @@ def main():
     conf = os.path.join(work, "lc.conf")
     with open(conf, "w") as f:
         f.write(CONF.format(sock=sock, vip=VIP))
-    errs = []
-
-    def expect(cond, what):
-        if not cond:
-            errs.append(what)
-            print("FAIL:", what)
+    errs = ERRS   # fgdaemon.expect() records into it
 
     def flows(*args):
         r = subprocess.run([fgctl, "-s", sock, "--json", "flows", "list", *args],

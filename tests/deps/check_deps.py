@@ -272,10 +272,32 @@ def command_words(words, wrappers):
     return None
 
 
+def sourced_functions(path, text):
+    """Functions of the files a script sources (`. "$ROOT/lib.sh"`,
+    `source lib.sh`): a leading $VAR/ stands for any folder above the
+    script's own, the repository's root among them."""
+    names = set()
+    for m in re.finditer(r"^\s*(?:\.|source)\s+\"?([^\"\s;]+)\"?", text, re.M):
+        rel = re.sub(r"^\$\{?\w+\}?/", "", m.group(1))
+        d = os.path.dirname(os.path.abspath(path))
+        while True:
+            f = os.path.join(d, rel)
+            if os.path.isfile(f):
+                with open(f, errors="replace") as fh:
+                    names |= set(re.findall(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*\(\)",
+                                            fh.read(), re.M))
+                break
+            if os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
+    return names
+
+
 def shell_commands(path, text):
     lines = shell_lines(text)
     wrappers = wrapper_functions(lines)
     funcs = set(re.findall(r"^\s*(?:function\s+)?([A-Za-z_][A-Za-z0-9_-]*)\s*\(\)", text, re.M))
+    funcs |= sourced_functions(path, text)
     for no, code in lines:
         for words in split_commands(code):
             rest = command_words(words, wrappers)

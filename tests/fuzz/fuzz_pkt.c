@@ -8,7 +8,7 @@
  * checked with __builtin_trap() so the fuzzer reports them.
  *
  * Built with -fsanitize=fuzzer when -Dfuzz=true and the compiler is clang;
- * FUZZ_REPLAY builds the same code with a main() that replays files (the
+ * fuzz_pkt_replay links the same code with tests/fuzz/fuzz_replay_main.c, which replays files (the
  * seed corpus) for sanitizer builds without libFuzzer.
  */
 #include <errno.h>
@@ -316,33 +316,3 @@ out:
 	free(copy);
 	return 0;
 }
-
-#ifdef FUZZ_REPLAY
-/* Replays corpus files without libFuzzer (sanitizer builds, CI). */
-int main(int argc, char **argv)
-{
-	static uint8_t buf[65536];
-	int i, n = 0;
-
-	if (setup())
-		return 1;
-	for (i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		size_t len;
-
-		if (f == NULL) {
-			perror(argv[i]);
-			return 1;
-		}
-		len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, len);
-		/* every prefix too: truncation at each boundary */
-		while (len > 0)
-			LLVMFuzzerTestOneInput(buf, --len);
-		n++;
-	}
-	printf("replayed %d inputs and all their prefixes\n", n);
-	return 0;
-}
-#endif

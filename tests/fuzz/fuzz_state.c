@@ -253,50 +253,31 @@ static int seeds(const char *dir)
 	return 0;
 }
 
-/* Replays corpus files without libFuzzer (sanitizer builds, CI). */
-int main(int argc, char **argv)
+/* fuzz_state_replay IGNORED --corpus DIR: the seeds (tests/fuzz/fuzz_replay_main.c
+ * replays files otherwise) */
+int fuzz_replay_mode(int argc, char **argv);
+int fuzz_replay_mode(int argc, char **argv)
 {
-	static uint8_t buf[1 << 20];
-	int i, n = 0;
+	char cmd[4200];
 
-	if (argc == 4 && !strcmp(argv[2], "--corpus")) {
-		char cmd[4200];
-
-		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
-		if (system(cmd) != 0)
-			return 1;
-		return seeds(argv[3]);
-	}
-	for (i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		struct fg_state_view v;
-		size_t len;
-
-		if (f == NULL) {
-			perror(argv[i]);
-			return 1;
-		}
-		len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		/* a seed is a file the parser takes */
-		if (fg_state_parse(buf, len, &v) != FG_STATE_FILE_OK) {
-			fprintf(stderr, "%s: a seed the parser refuses\n", argv[i]);
-			return 1;
-		}
-		LLVMFuzzerTestOneInput(buf, len);
-		/* every one-byte change of the first 4 KB, then every prefix */
-		for (size_t k = 0; k < len && k < 4096; k++) {
-			uint8_t o = buf[k];
-
-			buf[k] ^= (uint8_t)(1u << (k % 8));
-			LLVMFuzzerTestOneInput(buf, len);
-			buf[k] = o;
-		}
-		while (len > 0)
-			LLVMFuzzerTestOneInput(buf, --len);
-		n++;
-	}
-	printf("replayed %d state files, their one-byte changes and prefixes\n", n);
-	return 0;
+	if (argc != 4 || strcmp(argv[2], "--corpus"))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
+	if (system(cmd) != 0)
+		return 1;
+	return seeds(argv[3]);
 }
+
+/* a seed is a file the parser takes */
+int fuzz_replay_seed_ok(const uint8_t *data, size_t size);
+int fuzz_replay_seed_ok(const uint8_t *data, size_t size)
+{
+	struct fg_state_view v;
+
+	return fg_state_parse(data, size, &v) == FG_STATE_FILE_OK;
+}
+
+/* every one-byte change of the first 4 KB */
+extern const size_t fuzz_replay_flips;
+const size_t fuzz_replay_flips = 4096;
 #endif
