@@ -10,7 +10,8 @@
  * the shard stays sound (ct_check), and a message under another key is
  * never accepted.
  *
- * FUZZ_REPLAY builds a main() instead:
+ * FUZZ_REPLAY adds the hooks of tests/fuzz/fuzz_replay_main.c (linked
+ * instead of libFuzzer into fuzz_sync_replay):
  *   fuzz_sync_replay IGNORED --corpus DIR   writes seed messages
  *   fuzz_sync_replay FILE...                 replays each, every prefix
  *                                           and every one-byte change
@@ -192,47 +193,31 @@ static int seeds(const char *dir)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* fuzz_sync_replay IGNORED --corpus DIR: the seeds (tests/fuzz/fuzz_replay_main.c
+ * replays files otherwise) */
+int fuzz_replay_mode(int argc, char **argv);
+int fuzz_replay_mode(int argc, char **argv)
 {
-	static uint8_t buf[1 << 16];
-	int i, n = 0;
+	char cmd[4200];
 
-	if (argc == 4 && !strcmp(argv[2], "--corpus")) {
-		char cmd[4200];
-
-		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
-		if (system(cmd) != 0)
-			return 1;
-		return seeds(argv[3]);
-	}
-	for (i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		struct fg_sync_view v;
-		size_t len;
-
-		if (f == NULL) {
-			perror(argv[i]);
-			return 1;
-		}
-		len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		if (fg_sync_parse(buf, len, &key, &v) != FG_SYNC_OK) {
-			fprintf(stderr, "%s: a seed the parser refuses\n", argv[i]);
-			return 1;
-		}
-		LLVMFuzzerTestOneInput(buf, len);
-		for (size_t k = 0; k < len; k++) {
-			uint8_t o = buf[k];
-
-			buf[k] ^= (uint8_t)(1u << (k % 8));
-			LLVMFuzzerTestOneInput(buf, len);
-			buf[k] = o;
-		}
-		while (len > 0)
-			LLVMFuzzerTestOneInput(buf, --len);
-		n++;
-	}
-	printf("replayed %d sync messages, their one-byte changes and prefixes\n", n);
-	return 0;
+	if (argc != 4 || strcmp(argv[2], "--corpus"))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
+	if (system(cmd) != 0)
+		return 1;
+	return seeds(argv[3]);
 }
+
+/* a seed is a message the parser takes */
+int fuzz_replay_seed_ok(const uint8_t *data, size_t size);
+int fuzz_replay_seed_ok(const uint8_t *data, size_t size)
+{
+	struct fg_sync_view v;
+
+	return fg_sync_parse(data, size, &key, &v) == FG_SYNC_OK;
+}
+
+/* every one-byte change of a whole message */
+extern const size_t fuzz_replay_flips;
+const size_t fuzz_replay_flips = FG_SYNC_MSG_MAX;
 #endif
