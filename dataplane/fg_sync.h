@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "ct_rec.h"
+#include "fg_config.h"
 #include "fg_state.h"
 
 #ifdef __cplusplus
@@ -179,7 +180,6 @@ size_t fg_sync_msg_finish(struct fg_sync_msg *m, const struct fg_sync_key *key);
 
 struct fg_dp;
 struct fg_worker;
-struct fg_sync_cfg;
 struct fg_lb_service;
 struct fg_lb_backend;
 struct ct_entry;
@@ -270,7 +270,7 @@ struct fg_sync_stats {
 	uint64_t install_refused[FG_STATE_FLOW_MAX];  /**< fg_state.h's reasons */
 	uint64_t wc[FG_SYNC_WC_MAX];
 	uint32_t n_peers;
-	struct fg_sync_peer_stats peers[16];
+	struct fg_sync_peer_stats peers[FG_MAX_SYNC_PEERS];
 };
 
 /**
