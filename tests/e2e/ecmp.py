@@ -46,7 +46,12 @@ flows are carried on by nodes 1 and 2, which announce 10.97.200.13 once
 node 3 has been silent 3 s (the takeover): "nat-kill: broken N of M";
 the takeover time and the sender's share of the window of loss (node 3's
 queue-to-send delay, mean and max, read just before the kill) are
-printed as figures.
+printed as figures.  Node 3 returns: its peers send it their flows at
+its first message (catch-up), it takes 10.97.200.13 back, and the NAT
+flows ECMP moves to it go on: "nat-return: broken N of M".  (Here the
+kernel of a node's namespace also gets the frames of lb0, which
+net_af_packet only copies: each sync message arrives twice, once through
+the TAP, and the copy is refused as replay.)
 The last lines are "broken N of M" per phase.  Root only (exit 77
 otherwise).  Everything is named after fgecmp<PID> and removed on every
 exit path (scripts/netns-teardown.sh; --sweep removes what a killed run
@@ -594,9 +599,7 @@ def main():
             "yet sent; plus the network's one-way delay)")
         if pre["own"] == 0:
             raise Fail("ECMP put no NAT flow on node 3: the takeover was not exercised")
-        nat_client.p.stdin.write("quit\n")
-        nat_client.p.stdin.flush()
-        nat_client.p.wait(timeout=60)
+
         last_dead = poller.last_rx_change(3, t_kill + 1.0)
         first_other = poller.first_new_flow((1, 2), t_kill)
         if last_dead is None or first_other is None:
@@ -632,8 +635,21 @@ def main():
                                      "nh", check=False).stdout.replace("\n", " | "))
             raise Fail(f"node 3 is a next hop again but carries {cnt.strip()!r} "
                        f"(router neighbour: {neigh!r}; route: {nexthops()})")
-        # -- return: node 3 again
+        # -- return: node 3 again; its peers send it what they hold at its
+        # first message (catch-up), it takes its NAT source back, and the
+        # NAT flows ECMP moves to it go on there
+        nat_client.cmd("mark return", "marked")
         phase("return", nodes[2].start, all3, node3_carries)
+        wait_nexthops([node_ip(3)], dst=nat_ip(3))
+        line = nat_client.cmd("settle return", "phase")
+        m = re.match(r"phase \S+ broken (\d+) of (\d+)", line)
+        results.append(("nat-return", int(m.group(1)), int(m.group(2))))
+        y3 = json.loads(nodes[2].fgctl("--json", "sync").stdout)
+        log(f"     NAT {line}: node 3 installed {y3['installed']} flows from its peers "
+            f"(catch-up), refused {sum(y3['refused'].values())}")
+        nat_client.p.stdin.write("quit\n")
+        nat_client.p.stdin.flush()
+        nat_client.p.wait(timeout=60)
 
         # -- node 1 loses every backend (all drained): it withdraws the VIP
         # by itself, the router moves its flows, which keep their backends;
@@ -763,8 +779,8 @@ def main():
 
 def report(results, hints, fwd):
     ok = True
-    want_zero = {"kill", "nat-kill", "return", "no-backend", "backends-back", "restore",
-                 "drain-on", "stop"}
+    want_zero = {"kill", "nat-kill", "return", "nat-return", "no-backend", "backends-back",
+                 "restore", "drain-on", "stop"}
     for name, b, m in results:
         if name in want_zero and b != 0:
             log(f"FAIL: phase {name}: {b} of {m} connections broke (expected 0)")
