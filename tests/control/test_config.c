@@ -272,6 +272,51 @@ static void test_round_trip(void **state)
 	fg_config_free(&b);
 }
 
+/* The sync block (issue 35): parsed, dumped, parsed back equal; a change
+ * of it is seen by fg_config_equal and needs a restart. */
+static void test_sync_config(void **state)
+{
+	(void)state;
+	const char *t =
+		"port net_null0 { local 10.0.0.1 10.0.0.2 fd00::3; }\n"
+		"sync {\n"
+		"    listen 10.0.0.1:7870 node 1;\n"
+		"    nat 10.0.0.1;\n"
+		"    peer lb2 10.0.0.2:7870 node 2 nat 10.0.0.2;\n"
+		"    peer lb3 [fd00::3]:7870 node 3 nat fd00::3;\n"
+		"    key /etc/flowgate/sync.key;\n"
+		"    dsr on;\n"
+		"    rate 50000;\n"
+		"}\n";
+	struct fg_cfg_err ev[8];
+	struct fg_cfg_errs e = { .v = ev, .max = 8 };
+	struct fg_config a, b;
+	char *text = NULL, msg[256];
+
+	assert_int_equal(fg_config_parse(t, strlen(t), "sync.conf", &a, &e), 0);
+	assert_true(a.sync.on);
+	assert_int_equal(a.sync.node, 1);
+	assert_int_equal(a.sync.port, 7870);
+	assert_int_equal(a.sync.n_nat, 1);
+	assert_int_equal(a.sync.n_peers, 2);
+	assert_int_equal(a.sync.peers[1].node, 3);
+	assert_int_equal(a.sync.peers[1].addr.family, AF_INET6);
+	assert_int_equal(a.sync.peers[1].n_nat, 1);
+	assert_true(a.sync.dsr);
+	assert_int_equal(a.sync.rate, 50000);
+	assert_int_equal(fg_config_dump_str(&a, &text), 0);
+	assert_int_equal(fg_config_parse(text, strlen(text), "dump", &b, &e), 0);
+	assert_true(fg_config_equal(&a, &b));
+	assert_int_equal(fg_config_restart_diff(&a, &b, msg, sizeof(msg)), 0);
+	b.sync.peers[0].node = 9;
+	assert_false(fg_config_equal(&a, &b));
+	assert_int_equal(fg_config_restart_diff(&a, &b, msg, sizeof(msg)), 1);
+	assert_non_null(strstr(msg, "sync"));
+	free(text);
+	fg_config_free(&a);
+	fg_config_free(&b);
+}
+
 /* health metrics: defaults, presets, custom series, selector; the dump
  * parses back to an equal config (issue 12). */
 static void test_metrics_config(void **state)
@@ -566,6 +611,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_many_errors),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_sync_config),
 		cmocka_unit_test(test_dump_quoting),
 		cmocka_unit_test(test_metrics_config),
 		cmocka_unit_test(test_stable_ids),
