@@ -2073,7 +2073,7 @@ static void print_nonzero(const struct fg_json *o)
 static int final_sync(const struct fg_json *data, void *arg)
 {
 	const struct fg_json *y = fg_json_get(data, "sync"), *ps;
-	bool on = false, dsr = false;
+	bool on = false, dsr = false, ready = true;
 
 	(void)arg;
 	if (y == NULL || y->type != FG_JSON_OBJ)
@@ -2086,9 +2086,11 @@ static int final_sync(const struct fg_json *data, void *arg)
 		return EXIT_OK;
 	}
 	(void)fg_json_get_bool(y, "dsr", &dsr);
+	(void)fg_json_get_bool(y, "ready", &ready);
 	printf("sync: node %" PRIu64 " on %s, NAT%s services, at most %" PRIu64
-	       " records/s, seq %" PRIu64 "\n", jnum(y, "node"), jstr(y, "listen"),
-	       dsr ? " and DSR" : "", jnum(y, "rate"), jnum(y, "seq"));
+	       " records/s, seq %" PRIu64 "%s\n", jnum(y, "node"), jstr(y, "listen"),
+	       dsr ? " and DSR" : "", jnum(y, "rate"), jnum(y, "seq"),
+	       ready ? "" : "; not ready: waiting for its peers' flows (announces nothing)");
 	printf("  sent      %" PRIu64 " records, %" PRIu64 " messages, %" PRIu64
 	       " bytes; send_failed %" PRIu64 "; backlog %" PRIu64 ", queue_full %"
 	       PRIu64 "\n", jnum(y, "sent_records"), jnum(y, "sent_msgs"),

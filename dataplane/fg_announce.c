@@ -176,13 +176,16 @@ static void wanted_nat(struct fg_announce *a)
 	}
 }
 
-/* want[] = the VIPs with a usable backend (any service on the VIP). */
+/* want[] = the VIPs with a usable backend (any service on the VIP);
+ * nothing while a syncing node waits for its peers' flows. */
 static void wanted(struct fg_announce *a)
 {
 	struct fg_dp *dp = a->dp;
 	const struct fg_lb_table *lb;
 
 	a->n_want = 0;
+	if (dp->sync != NULL && !fg_sync_ready(dp))
+		return;
 	pthread_mutex_lock(&dp->cfg_lock);
 	lb = __atomic_load_n(&dp->lb, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; lb != NULL && i < lb->n_services; i++) {

@@ -524,6 +524,7 @@ static void write_sync(struct fg_json_writer *w, const struct fg_sync_stats *st)
 {
 	fg_jw_obj_open(w, "sync");
 	fg_jw_bool(w, "on", st->on);
+	fg_jw_bool(w, "ready", st->ready);
 	fg_jw_u64(w, "node", st->node);
 	fg_jw_str(w, "listen", st->listen);
 	fg_jw_bool(w, "dsr", st->dsr);

@@ -530,6 +530,7 @@ static int tel_sync(const char *cmd, const char *params, struct rte_tel_data *d)
 	fg_sync_stats_get(g_dp, &st);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "on", st.on);
+	rte_tel_data_add_dict_u64(d, "ready", st.ready);
 	rte_tel_data_add_dict_u64(d, "node", st.node);
 	rte_tel_data_add_dict_u64(d, "seq", st.seq);
 	rte_tel_data_add_dict_u64(d, "backlog", st.backlog);

@@ -82,6 +82,9 @@ struct sync_peer {
 	socklen_t salen;
 	struct fg_sync_replay replay;
 	uint64_t last_rx_ns;
+	/* the first message of its current epoch, and the silence before it
+	 * (a return after a death: its NAT addresses are handed back late) */
+	uint64_t first_rx_ns, gap_ns;
 	uint64_t recv_msgs, recv_records, refused, sent_msgs, send_failed;
 };
 
@@ -103,6 +106,7 @@ struct fg_sync {
 	/* the rate: credit in records, refilled by the monotonic clock */
 	double credit;
 	uint64_t credit_ns, last_tx_ns;
+	uint64_t start_ns;          /* CLOCK_MONOTONIC at create */
 	/* bumped when a peer starts (a new epoch): every worker walks its
 	 * shard at once and sends the peer what it holds (catch-up) */
 	uint32_t catchup_gen;
@@ -291,7 +295,7 @@ fg_sync_create(struct fg_dp *dp, const struct fg_sync_cfg *cfg)
 		goto fail;
 	}
 	sy->epoch = real_ns();
-	sy->credit_ns = mono_ns();
+	sy->credit_ns = sy->start_ns = mono_ns();
 	dp->sync = sy;
 	FG_LOG(NOTICE, "sync: node %u on %s, %u peers, NAT%s services, %u records/s",
 	       cfg->node, fg_endpoint_format(&cfg->listen, cfg->port, ep, sizeof(ep)),
@@ -389,8 +393,13 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 			uint64_t epoch = p->replay.epoch;
 
 			why = fg_sync_replay_check(&p->replay, &v);
-			if (why == FG_SYNC_OK && p->replay.epoch != epoch)
+			if (why == FG_SYNC_OK && p->replay.epoch != epoch) {
+				uint64_t now = mono_ns(), last = p->last_rx_ns;
+
+				__atomic_store_n(&p->gap_ns, last ? now - last : 0, __ATOMIC_RELAXED);
+				__atomic_store_n(&p->first_rx_ns, now, __ATOMIC_RELAXED);
 				__atomic_add_fetch(&sy->catchup_gen, 1, __ATOMIC_RELAXED);
+			}
 		}
 	}
 	if (why != FG_SYNC_OK) {
@@ -429,10 +438,12 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 
 /* ---- send --------------------------------------------------------------- */
 
-static void
+/* @return the peers that took it */
+static unsigned int
 msg_send(struct fg_sync *sy)
 {
 	size_t len = fg_sync_msg_finish(&sy->msg, &sy->key);
+	unsigned int ok = 0;
 
 	for (uint32_t i = 0; i < sy->cfg.n_peers; i++) {
 		struct sync_peer *p = &sy->peers[i];
@@ -444,12 +455,14 @@ msg_send(struct fg_sync *sy)
 			continue;
 		}
 		p->sent_msgs++;
+		ok++;
 		sy->nc[FG_SYNC_NC_sent_msgs]++;
 		sy->nc[FG_SYNC_NC_sent_bytes] += len;
 	}
 	sy->nc[FG_SYNC_NC_sent_records] += sy->msg.count;
 	sy->msg.count = 0;
 	sy->msg.len = 0;
+	return ok;
 }
 
 static void
@@ -505,8 +518,12 @@ fg_sync_tx(struct fg_dp *dp)
 	if (sy->msg.len == 0 && now - sy->last_tx_ns >= FG_SYNC_KEEPALIVE_MS * 1000000ull)
 		fg_sync_msg_init(&sy->msg, sy->out, sy->cfg.node, sy->epoch, ++sy->seq);
 	if (sy->msg.len != 0) {
-		msg_send(sy);
-		sy->last_tx_ns = now;
+		/* nobody took it (the address not up yet, no route): tried
+		 * again in 50 ms, so the peers hear a start at once */
+		if (msg_send(sy) > 0 || sy->cfg.n_peers == 0)
+			sy->last_tx_ns = now;
+		else
+			sy->last_tx_ns = now - (FG_SYNC_KEEPALIVE_MS - 50) * 1000000ull;
 	}
 	return sent;
 }
@@ -571,12 +588,40 @@ bool
 fg_sync_peer_dead(struct fg_dp *dp, unsigned int i)
 {
 	const struct fg_sync *sy = dp->sync;
-	uint64_t last;
+	uint64_t last, first, gap, now = mono_ns();
 
 	if (sy == NULL || i >= sy->cfg.n_peers)
 		return false;
 	last = __atomic_load_n(&sy->peers[i].last_rx_ns, __ATOMIC_RELAXED);
-	return last != 0 && mono_ns() - last >= FG_SYNC_DEAD_MS * 1000000ull;
+	first = __atomic_load_n(&sy->peers[i].first_rx_ns, __ATOMIC_RELAXED);
+	gap = __atomic_load_n(&sy->peers[i].gap_ns, __ATOMIC_RELAXED);
+	if (last == 0)
+		return false;
+	if (now - last >= FG_SYNC_DEAD_MS * 1000000ull)
+		return true;
+	/* back from the dead: its addresses stay here until it announces
+	 * them itself (it waits FG_SYNC_READY_MS for its catch-up first) */
+	return gap >= FG_SYNC_DEAD_MS * 1000000ull &&
+	       now - first < FG_SYNC_HANDBACK_MS * 1000000ull;
+}
+
+bool
+fg_sync_ready(struct fg_dp *dp)
+{
+	const struct fg_sync *sy = dp->sync;
+	uint64_t now = mono_ns(), newest = 0;
+
+	if (sy == NULL || sy->cfg.n_peers == 0 ||
+	    now - sy->start_ns >= FG_SYNC_ALONE_MS * 1000000ull)
+		return true;
+	for (uint32_t i = 0; i < sy->cfg.n_peers; i++) {
+		uint64_t first = __atomic_load_n(&sy->peers[i].first_rx_ns, __ATOMIC_RELAXED);
+
+		if (first == 0)
+			return false;
+		newest = RTE_MAX(newest, first);
+	}
+	return now - newest >= FG_SYNC_READY_MS * 1000000ull;
 }
 
 void
@@ -589,6 +634,7 @@ fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st)
 	if (sy == NULL)
 		return;
 	st->on = true;
+	st->ready = fg_sync_ready(dp);
 	st->node = sy->cfg.node;
 	fg_endpoint_format(&sy->cfg.listen, sy->cfg.port, st->listen, sizeof(st->listen));
 	st->dsr = sy->cfg.dsr;

@@ -201,8 +201,15 @@ struct fg_sync_item {
 /** An idle node says it is alive this often (an empty message). */
 #define FG_SYNC_KEEPALIVE_MS 1000
 /** A peer heard before and silent this long is dead: its NAT addresses
- *  are taken over (announced with --announce) until it speaks again. */
+ *  are taken over (announced with --announce) until it is back, and
+ *  FG_SYNC_HANDBACK_MS longer (it announces them itself by then). */
 #define FG_SYNC_DEAD_MS 3000
+#define FG_SYNC_HANDBACK_MS 4000
+/** A starting node announces nothing (no VIP, no NAT address) until it
+ *  has heard every peer and FG_SYNC_READY_MS more have passed, their
+ *  catch-up landing meanwhile; or, alone, until FG_SYNC_ALONE_MS. */
+#define FG_SYNC_READY_MS 1000
+#define FG_SYNC_ALONE_MS 10000
 
 /** What a worker counts (w->sync[], summed by fgctl sync / metrics). */
 #define FG_SYNC_WORKER_LIST(X) \
@@ -259,6 +266,7 @@ struct fg_sync_peer_stats {
 /** The node's sync, summed (control side; a copy). */
 struct fg_sync_stats {
 	bool on;
+	bool ready;               /**< fg_sync_ready: it may announce */
 	uint32_t node;
 	char listen[64];
 	bool dsr;
@@ -307,6 +315,11 @@ unsigned int fg_sync_tx(struct fg_dp *dp);
  *  FG_SYNC_DEAD_MS (any thread): its NAT addresses are this node's to
  *  announce meanwhile. */
 bool fg_sync_peer_dead(struct fg_dp *dp, unsigned int i);
+
+/** Whether this node has its peers' flows, so that it may attract
+ *  traffic (--announce): every peer heard and FG_SYNC_READY_MS passed,
+ *  or FG_SYNC_ALONE_MS since the start (any thread). */
+bool fg_sync_ready(struct fg_dp *dp);
 
 /** A copy of the counters (any thread). */
 void fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st);
