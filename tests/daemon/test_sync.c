@@ -20,7 +20,9 @@
  *    carries it on;
  *  - B's own new NAT flows take its own address, never A's (`peer a ...
  *    nat 10.0.0.2`: held for the takeover); A, heard and then silent, is
- *    dead for B after FG_SYNC_DEAD_MS (polled for, not timed).
+ *    dead for B after FG_SYNC_DEAD_MS (polled for, not timed);
+ *  - a DSR flow's record (what a `dsr on` sender sends) is installed too;
+ *    one under an older epoch is a replay.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -338,6 +340,55 @@ reply_forwarded(struct fg_dp *b, unsigned int i)
 	assert_int_equal(w->drops[FG_DROP_nat_not_syn], nn);
 }
 
+/* A DSR flow's record (a sender with `dsr on`) is installed as well, in
+ * the worker its tuple hashes to, on its backend found by address. */
+static void
+dsr_record(struct fg_dp *b)
+{
+	struct fg_sync_key real;
+	struct sockaddr_in fa = from_port(g_pa);
+	struct fg_sync_stats before, after;
+	uint8_t buf[FG_SYNC_MSG_MAX];
+	struct fg_sync_msg m;
+	struct ct_rec r = {.family = CT_V4, .proto = IPPROTO_TCP, .state = CT_ST_ESTABLISHED,
+			   .flags = CT_REC_F_ASSURED, .idle_ms = 10, .life_ms = 5000,
+			   .td = {.end = 777, .win = 500, .wscale = 7, .flags = CT_TD_VALID}};
+	uint32_t be = ip4("10.1.0.10");
+	struct ct_entry *e;
+	size_t len;
+
+	r.key.k4 = (struct ct_key4){.saddr = ip4("192.0.2.250"), .daddr = ip4("10.0.0.100"),
+				    .sport = htons(45000), .dport = htons(80),
+				    .proto = IPPROTO_TCP};
+	memcpy(r.backend, &be, 4);
+	r.backend_port = htons(80);
+	r.service_port = htons(80);
+	assert_int_equal(fg_sync_key_load(g_key, &real), 0);
+	fg_sync_stats_get(b, &before);
+	fg_sync_msg_init(&m, buf, 1, 1, 6000000);
+	assert_int_equal(fg_sync_msg_add(&m, FG_SYNC_OP_FLOW, &r), 0);
+	len = fg_sync_msg_finish(&m, &real);
+	/* epoch 1: older than A's, a replay */
+	assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_replay);
+	{
+		struct fg_sync_view v;
+
+		assert_int_equal(fg_sync_parse(g_dgram[0], g_dlen[0], &real, &v), FG_SYNC_OK);
+		fg_sync_msg_init(&m, buf, 1, v.epoch, 6000000);
+	}
+	assert_int_equal(fg_sync_msg_add(&m, FG_SYNC_OP_FLOW, &r), 0);
+	len = fg_sync_msg_finish(&m, &real);
+	assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_OK);
+	poll_workers(b);
+	fg_sync_stats_get(b, &after);
+	assert_int_equal(after.wc[FG_SYNC_WC_installed], before.wc[FG_SYNC_WC_installed] + 1);
+	e = ct_lookup(owner(b, &r.key.k4)->ct, CT_V4, &r.key.k4,
+		      ct_key4_hash(owner(b, &r.key.k4)->ct, &r.key.k4), rte_rdtsc(), NULL);
+	assert_non_null(e);
+	assert_int_equal(e->state, CT_ST_ESTABLISHED);
+	assert_false(e->flags & CT_F_NAT);
+}
+
 /* B's own new NAT flows take B's address only (10.0.0.3), never A's
  * (10.0.0.2: `peer a ... nat 10.0.0.2`, held for the takeover). */
 static void
@@ -421,6 +472,7 @@ t_sync(void **state)
 	for (unsigned int i = 60; i < N_NAT; i += 7)
 		reply_forwarded(b, i);
 	own_nat(b);
+	dsr_record(b);
 	/* A heard, then silent: dead, its NAT address B's to announce */
 	assert_false(fg_sync_peer_dead(b, 0));
 	for (int guard = 0; guard < 6000 && !fg_sync_peer_dead(b, 0); guard++)
