@@ -728,7 +728,7 @@ install(struct fg_worker *w, const struct fg_lb_table *lb, struct fg_sync_item *
 	uint64_t now)
 {
 	struct ct_rec *r = &it->rec;
-	uint32_t sig = key_sig(w->ct, r->family, &r->key);
+	uint32_t sig = key_sig(w->ct, r->family, &r->key), pos;
 	struct ct_entry *e;
 	int rc;
 
@@ -737,7 +737,7 @@ install(struct fg_worker *w, const struct fg_lb_table *lb, struct fg_sync_item *
 			w->sync[FG_SYNC_WC_closed]++;
 		return;
 	}
-	rc = ct_rec_restore(w->ct, r, &it->ids, now, NULL);
+	rc = ct_rec_restore(w->ct, r, &it->ids, now, &pos);
 	if (rc == -EEXIST &&
 	    (e = ct_lookup(w->ct, (enum ct_family)r->family, &r->key, sig, now, NULL)) != NULL) {
 		uint64_t held_idle = now - e->last_seen;
@@ -747,8 +747,9 @@ install(struct fg_worker *w, const struct fg_lb_table *lb, struct fg_sync_item *
 			return;
 		}
 		ct_delete(w->ct, (enum ct_family)r->family, &r->key, sig);
-		rc = ct_rec_restore(w->ct, r, &it->ids, now, NULL);
+		rc = ct_rec_restore(w->ct, r, &it->ids, now, &pos);
 		if (rc == 0) {
+			ct_entry_relearn(w->ct, (enum ct_family)r->family, pos);
 			w->sync[FG_SYNC_WC_updated]++;
 			fg_state_count_restored(w, (struct fg_lb_table *)lb, r, &it->ids);
 			return;
@@ -758,6 +759,8 @@ install(struct fg_worker *w, const struct fg_lb_table *lb, struct fg_sync_item *
 		w->sync_refused[fg_state_restore_refusal(rc)]++;
 		return;
 	}
+	/* the stream may have moved past the record's windows */
+	ct_entry_relearn(w->ct, (enum ct_family)r->family, pos);
 	w->sync[FG_SYNC_WC_installed]++;
 	fg_state_count_restored(w, (struct fg_lb_table *)lb, r, &it->ids);
 }
