@@ -548,18 +548,23 @@ class Checker:
         pay = tag(pid) + b"\x33" * (1500 - hdr - TAGLEN)
         return frame(ipx(f.cl, s.vip, 6, l4seg(6, f.cl, s.vip, f.cport, s.port, pay, PSH | ACK)))
 
-    def nat_tcp_tagged(self, frames):
+    def flow_tagged(self, frames):
         """(pid, flow, expect, reasons, note) of each tagged frame of a
-        NAT TCP flow, in the frames' order."""
+        flow, in the frames' order."""
         for fr in frames:
             i = fr.find(MAGIC)
             if i < 0:
                 continue
             pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
             f, expect, reasons, note = self.pkts[pid]
-            if f is None or f.fid < 0 or not f.svc.nat or f.svc.proto != 6:
-                continue
-            yield pid, f, expect, reasons, note
+            if f is not None and f.fid >= 0:
+                yield pid, f, expect, reasons, note
+
+    def nat_tcp_tagged(self, frames):
+        """flow_tagged(), the frames of NAT TCP flows only"""
+        for t in self.flow_tagged(frames):
+            if t[1].svc.nat and t[1].svc.proto == 6:
+                yield t
 
     def overtaken(self, frames):
         """After a shuffle of one round's frames: a NAT client's data that
@@ -785,14 +790,7 @@ class Checker:
         less what this round may take to be processed (twice the last
         one's time, and half a second): SHORTEST_TIMEOUT_S says why."""
         limit = max(1.0, SHORTEST_TIMEOUT_S - 2 * self.round_s - 0.5)
-        for fr in frames:
-            i = fr.find(MAGIC)
-            if i < 0:
-                continue
-            pid = struct.unpack_from("!I", fr, i + len(MAGIC))[0]
-            f, expect, reasons, note = self.pkts[pid]
-            if f is None or f.fid < 0:
-                continue
+        for pid, f, expect, reasons, note in self.flow_tagged(frames):
             last = self.sent_at.get(f.fid)
             self.sent_at[f.fid] = now
             if not f.stale and last is not None and now - last >= limit:
