@@ -14,7 +14,7 @@
 #endif
 
 #define FG_BENCH_LIST(X) X(conntrack) X(dataplane) X(control) X(gpu) X(latency) X(inference) X(state) \
-	X(xdp) X(l3fwd)
+	X(sync) X(xdp) X(l3fwd)
 
 #define X(n) int bench_##n##_main(int argc, char **argv) __attribute__((weak));
 FG_BENCH_LIST(X)

@@ -1284,10 +1284,45 @@ ct_tcp_seq_plausible(struct ct_shard *s, const struct ct_entry *e, uint32_t seq)
 	struct ct_fam *f = ct_fam_of(s, e);
 	uint32_t w;
 
-	if (e->proto != IPPROTO_TCP || !ct_td_valid(e))
+	if (e->proto != IPPROTO_TCP || !ct_td_valid(e) || (e->td_flags & CT_TD_RELEARN))
 		return true;
 	w = ct_td_span(e, ct_other(f, e));
 	return w == 0 || ct_td_near(e, seq, w);
+}
+
+/* A segment against the window of the direction that sent it (@p x; @p
+ * y: the other direction's entry, NULL for DSR), where known: the window
+ * moves on, or the segment is out of it (false, g->oow set, counted). */
+static bool
+ct_td_step(struct ct_shard *s, struct ct_entry *x, const struct ct_entry *y,
+	   struct ct_seg *g, uint8_t fl, bool nat)
+{
+	if (ct_td_valid(x) && (x->td_flags & CT_TD_RELEARN) &&
+	    !(fl & (CT_TCP_SYN | CT_TCP_RST))) {
+		/* a synced copy's first segment of this direction: the
+		 * window is the stream's now, not the record's */
+		x->td_flags &= (uint8_t)~CT_TD_RELEARN;
+		x->td_end = g->seq;
+		if (g->win > x->td_win)
+			x->td_win = g->win;
+	} else if (ct_td_valid(x) && !(fl & CT_TCP_SYN)) {
+		uint32_t w = ct_td_span(x, y);
+
+		/* DSR: an RST / FIN ends the flow only at the client's next
+		 * sequence number, give or take one segment */
+		if (!nat && (fl & (CT_TCP_RST | CT_TCP_FIN)))
+			w = CT_TD_WIN_MIN;
+		if (w != 0 && !ct_td_near(x, g->seq, w)) {
+			s->st.tcp_oow++;
+			g->oow = (nat && (fl & CT_TCP_RST)) ? CT_OOW_DROP : CT_OOW_PASS;
+			return false;
+		}
+		if ((int32_t)(g->seq - x->td_end) > 0)
+			x->td_end = g->seq;
+		if (g->win > x->td_win)
+			x->td_win = g->win;
+	}
+	return true;
 }
 
 /* What a TCP segment of direction @p e (@p h: the flow's forward entry)
@@ -1395,27 +1430,8 @@ ct_tcp_step(struct ct_shard *s, struct ct_fam *f, struct ct_entry *h,
 		}
 	}
 	/* the window of the direction that sent it, where known */
-	if (seq) {
-		struct ct_entry *x = reply ? e : h, *y = reply ? h : r;
-
-		if (ct_td_valid(x) && !(fl & CT_TCP_SYN)) {
-			uint32_t w = ct_td_span(x, y);
-
-			/* DSR: an RST / FIN ends the flow only at the client's
-			 * next sequence number, give or take one segment */
-			if (!nat && (fl & (CT_TCP_RST | CT_TCP_FIN)))
-				w = CT_TD_WIN_MIN;
-			if (w != 0 && !ct_td_near(x, g->seq, w)) {
-				s->st.tcp_oow++;
-				g->oow = (nat && (fl & CT_TCP_RST)) ? CT_OOW_DROP : CT_OOW_PASS;
-				return cur;
-			}
-			if ((int32_t)(g->seq - x->td_end) > 0)
-				x->td_end = g->seq;
-			if (g->win > x->td_win)
-				x->td_win = g->win;
-		}
-	}
+	if (seq && !ct_td_step(s, reply ? e : h, reply ? h : r, g, fl, nat))
+		return cur;
 	st = ct_tcp_next(cur, reply, fl);
 	if (nat && cur == CT_ST_SYN_SENT && !reply && st != CT_ST_CLOSE)
 		return cur; /* NAT: ESTABLISHED only after the SYN-ACK */
@@ -1814,7 +1830,23 @@ ct_rec_td_of(const struct ct_entry *e, struct ct_rec_td *t)
 	t->end = e->td_end;
 	t->win = e->td_win;
 	t->wscale = e->td_wscale;
-	t->flags = e->td_flags;
+	/* a stale window (CT_TD_RELEARN) travels as the window it is */
+	t->flags = e->td_flags & (uint8_t)~CT_TD_RELEARN;
+}
+
+void
+ct_entry_relearn(struct ct_shard *s, enum ct_family fam, uint32_t pos)
+{
+	struct ct_fam *f = &s->fam[fam];
+	struct ct_entry *e = ct_live_at(f, pos), *r;
+
+	if (e == NULL)
+		return;
+	r = e->peer != CT_NONE ? ct_live_at(f, e->peer) : NULL;
+	if (ct_td_valid(e))
+		e->td_flags |= CT_TD_RELEARN;
+	if (r != NULL && ct_td_valid(r))
+		r->td_flags |= CT_TD_RELEARN;
 }
 
 static void
@@ -1866,6 +1898,27 @@ ct_rec_fill(struct ct_shard *s, const struct ct_flow *fl, uint64_t now,
 		r->reply_packets = fl->reply_packets;
 		r->reply_bytes = fl->reply_bytes;
 	}
+}
+
+void
+ct_rec_fill_entry(struct ct_shard *s, enum ct_family fam, const void *key,
+		  const struct ct_entry *e, uint64_t now, struct ct_rec *r)
+{
+	struct ct_fam *f = &s->fam[fam];
+	const struct ct_entry *re = e->peer != CT_NONE ? ct_live_at(f, e->peer) : NULL;
+	struct ct_flow fl;
+
+	memcpy(&fl.k6, key, f->key_len);
+	fl.e = *e;
+	fl.family = (uint8_t)fam;
+	fl.age_ticks = now - e->last_seen;
+	fl.life_ticks = ct_entry_life(s, e, now);
+	fl.has_reply = re != NULL;
+	fl.reply_packets = re ? re->packets : 0;
+	fl.reply_bytes = re ? re->bytes : 0;
+	if (re != NULL)
+		ct_key_copy(f, e->peer, &fl.reply.k6);
+	ct_rec_fill(s, &fl, now, r);
 }
 
 /* The forward entry just inserted for @p r, made as the record says:

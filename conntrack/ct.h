@@ -249,6 +249,10 @@ enum ct_state {
 
 /** ct_entry::td_flags */
 #define CT_TD_VALID 0x01 /**< td_end / td_win / td_wscale hold a window */
+/** With CT_TD_VALID: td_end may be stale (a flow installed from another
+ *  node's record, ct_entry_relearn): this direction's next segment other
+ *  than an RST sets it, whatever its distance, and clears the bit. */
+#define CT_TD_RELEARN 0x04
 #define CT_TD_HS    0x02 /**< NAT reply entry, handshake: td_end is the
 			      client's ISN + 1 (the SYN-ACK must ack it) */
 
@@ -850,7 +854,7 @@ ct_touch_fast(struct ct_entry *e, uint8_t tcp_flags, const uint8_t *th,
 		if (__builtin_expect((tcp_flags & (CT_TCP_SYN | CT_TCP_FIN | CT_TCP_RST)) ||
 				     (e->flags & (CT_F_ASSURED | CT_F_LISTED | CT_F_REPLY)) !=
 					     CT_F_ASSURED ||
-				     !(e->td_flags & CT_TD_VALID), 0))
+				     e->td_flags != CT_TD_VALID, 0))
 			return false;
 		__builtin_memcpy(&v, th + 4, 4);
 		seq = __builtin_bswap32(v);

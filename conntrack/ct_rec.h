@@ -153,6 +153,26 @@ int ct_rec_decode(const uint8_t *buf, size_t len, struct ct_rec *r);
 void ct_rec_fill(struct ct_shard *s, const struct ct_flow *f, uint64_t now,
 		 struct ct_rec *r);
 
+/**
+ * ct_rec_fill for the flow whose forward entry @p e (key @p key, family
+ * @p fam) the shard holds: what a destroy or state hook, or the code
+ * that just inserted it, has in hand.  Owner only (hooks included: it
+ * only reads the shard).
+ */
+void ct_rec_fill_entry(struct ct_shard *s, enum ct_family fam, const void *key,
+		       const struct ct_entry *e, uint64_t now, struct ct_rec *r);
+
+/**
+ * Marks both directions' windows of the flow whose forward entry is at
+ * @p pos as stale (CT_TD_RELEARN): each direction's next segment other
+ * than an RST sets its window again.  For a flow installed from another
+ * node's record (state sync), whose windows are those of the record: the
+ * stream may have moved past them since.  Entries without a window
+ * (unassured, closing: on an early-drop list) are left as they are.
+ * Owner only.
+ */
+void ct_entry_relearn(struct ct_shard *s, enum ct_family fam, uint32_t pos);
+
 /** What the restoring process calls things: its own ids. */
 struct ct_rec_ids {
 	uint16_t service;  /**< ct_entry::service */

@@ -137,6 +137,47 @@ struct fg_port_cfg {
 	uint16_t vlan;            /**< 0 = untagged */
 };
 
+/** Peers of `sync` at most. */
+#define FG_MAX_SYNC_PEERS 16
+/** Default `sync rate`: flow records a second each peer gets at most. */
+#define FG_SYNC_RATE_DEFAULT 200000
+
+/** NAT source addresses of one peer at most (`peer ... nat ADDR...`). */
+#define FG_SYNC_PEER_NAT_MAX 4
+
+/** A `sync { peer NAME ADDR:PORT node ID [nat ADDR...]; }`. */
+struct fg_sync_peer_cfg {
+	char name[FG_NAME_MAX];
+	struct fg_addr addr;
+	uint16_t port;       /**< host order */
+	uint32_t node;       /**< its node id (never 0) */
+	/** the peer's own NAT source addresses: `local` addresses of a port
+	 *  here too, never used for this node's new flows, announced (with
+	 *  --announce) while the peer is dead: the takeover */
+	uint32_t n_nat;
+	struct fg_addr nat[FG_SYNC_PEER_NAT_MAX];
+};
+
+/** The `sync { }` block: state sync between nodes (issue 35,
+ *  dataplane/fg_sync.h).  Restart-only. */
+struct fg_sync_cfg {
+	bool on;             /**< the block is there */
+	struct fg_addr listen;
+	uint16_t port;       /**< host order */
+	uint32_t node;       /**< this node's id (never 0) */
+	char key_path[FG_PATH_MAX];
+	bool dsr;            /**< `dsr on`: DSR services too (NAT always) */
+	/** `nat ADDR...;`: this node's own NAT source addresses (`local`
+	 *  addresses of a port): new NAT flows take only these, and
+	 *  --announce announces them; none: every local address of this
+	 *  node's (not a peer's), none announced */
+	uint32_t n_nat;
+	struct fg_addr nat[FG_SYNC_PEER_NAT_MAX];
+	uint32_t rate;       /**< records/s per peer (0: FG_SYNC_RATE_DEFAULT) */
+	uint32_t n_peers;
+	struct fg_sync_peer_cfg peers[FG_MAX_SYNC_PEERS];
+};
+
 struct fg_config {
 	uint32_t n_services;
 	struct fg_service_cfg *services; /**< array of n_services */
@@ -159,6 +200,7 @@ struct fg_config {
 	char control_socket_ro[FG_PATH_MAX];
 	char control_socket_ro_group[FG_NAME_MAX]; /**< group name or number */
 	uint32_t gue_port;
+	struct fg_sync_cfg sync;
 	/** Runtime state, not in the file: the highest backend id
 	 *  fg_config_assign_ids has handed out, so it never hands one out
 	 *  twice (the dataplane keeps a removed backend's id for its flows:

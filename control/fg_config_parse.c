@@ -1135,6 +1135,114 @@ static void parse_socket_ro(struct ctx *c, const struct stmt *s)
 	}
 }
 
+/* sync { listen ADDR:PORT node ID; peer NAME ADDR:PORT node ID; key FILE;
+ *        dsr on|off; rate N; } */
+static bool get_node(struct ctx *c, const struct stmt *x, unsigned int i, uint32_t *node)
+{
+	uint64_t v;
+
+	if (strcmp(x->w[i], "node") != 0) {
+		E(c, x->line, "%s: expected 'node ID' after the address", x->w[0]);
+		return false;
+	}
+	if (!get_u(c, x, i + 1, 1, UINT32_MAX, &v))
+		return false;
+	*node = (uint32_t)v;
+	return true;
+}
+
+static bool get_endpoint(struct ctx *c, const struct stmt *x, unsigned int i,
+			 struct fg_addr *a, uint16_t *port)
+{
+	if (fg_endpoint_parse(x->w[i], true, a, port) != 0 || *port == 0) {
+		E(c, x->line, "%s: '%s' is not ADDR:PORT (IPv6: [ADDR]:PORT)", x->w[0], x->w[i]);
+		return false;
+	}
+	return true;
+}
+
+static void parse_sync_peer(struct ctx *c, const struct stmt *x, struct fg_sync_cfg *y)
+{
+	struct fg_sync_peer_cfg p = {0};
+
+	if (!want_args(c, x, 4, 5 + FG_SYNC_PEER_NAT_MAX, "NAME ADDR:PORT node ID [nat ADDR...]"))
+		return;
+	if (!valid_name(x->w[1])) {
+		E(c, x->line, "peer: '%s' is not a name (letters, digits, _ - ., under %d bytes)",
+		  x->w[1], FG_NAME_MAX);
+		return;
+	}
+	if (!get_endpoint(c, x, 2, &p.addr, &p.port) || !get_node(c, x, 3, &p.node))
+		return;
+	if (x->nw > 5 && strcmp(x->w[5], "nat") != 0) {
+		E(c, x->line, "peer: expected 'nat ADDR...' after the node id, not '%s'", x->w[5]);
+		return;
+	}
+	if (x->nw == 6) {
+		E(c, x->line, "peer: 'nat' needs the peer's NAT source addresses");
+		return;
+	}
+	for (unsigned int i = 6; i < x->nw; i++)
+		if (!get_addr(c, x, i, 0, &p.nat[p.n_nat++]))
+			return;
+	if (y->n_peers >= FG_MAX_SYNC_PEERS) {
+		E(c, x->line, "peer: more than %d peers", FG_MAX_SYNC_PEERS);
+		return;
+	}
+	snprintf(p.name, sizeof(p.name), "%s", x->w[1]);
+	y->peers[y->n_peers++] = p;
+}
+
+static void parse_sync(struct ctx *c, const struct stmt *s)
+{
+	struct fg_sync_cfg *y = &c->cfg->sync;
+
+	if (!want_block(c, s) || !want_args(c, s, 0, 0, "no arguments"))
+		return;
+	y->on = true;
+	for (const struct stmt *x = s->child; x; x = x->next) {
+		const char *k = x->w[0];
+		uint64_t v;
+
+		if (!no_block(c, x))
+			continue;
+		if (!strcmp(k, "listen")) {
+			if (want_args(c, x, 3, 3, "ADDR:PORT node ID") &&
+			    get_endpoint(c, x, 1, &y->listen, &y->port))
+				get_node(c, x, 2, &y->node);
+		} else if (!strcmp(k, "peer")) {
+			parse_sync_peer(c, x, y);
+		} else if (!strcmp(k, "key")) {
+			if (!want_args(c, x, 1, 1, "a file holding the shared key"))
+				continue;
+			if (x->w[1][0] != '/' || strlen(x->w[1]) >= FG_PATH_MAX)
+				E(c, x->line, "key: '%s' must be an absolute path shorter than %d "
+				  "bytes", x->w[1], FG_PATH_MAX);
+			else
+				snprintf(y->key_path, sizeof(y->key_path), "%s", x->w[1]);
+		} else if (!strcmp(k, "nat")) {
+			if (!want_args(c, x, 1, FG_SYNC_PEER_NAT_MAX, "this node's NAT source addresses"))
+				continue;
+			y->n_nat = 0;
+			for (unsigned int i = 1; i < x->nw; i++)
+				if (get_addr(c, x, i, 0, &y->nat[y->n_nat]))
+					y->n_nat++;
+		} else if (!strcmp(k, "dsr")) {
+			if (!want_args(c, x, 1, 1, "on or off"))
+				continue;
+			if (strcmp(x->w[1], "on") && strcmp(x->w[1], "off"))
+				E(c, x->line, "dsr: expected on or off, not '%s'", x->w[1]);
+			y->dsr = !strcmp(x->w[1], "on");
+		} else if (!strcmp(k, "rate")) {
+			if (want_args(c, x, 1, 1, "flow records per second per peer") &&
+			    get_u(c, x, 1, 1000, 100000000, &v))
+				y->rate = (uint32_t)v;
+		} else {
+			unknown(c, x, "sync", "listen, peer, key, nat, dsr, rate");
+		}
+	}
+}
+
 static void parse_top(struct ctx *c, const struct stmt *root)
 {
 	for (const struct stmt *s = root; s; s = s->next) {
@@ -1148,6 +1256,8 @@ static void parse_top(struct ctx *c, const struct stmt *root)
 			parse_neigh(c, s);
 		} else if (!strcmp(k, "conntrack")) {
 			parse_conntrack(c, s);
+		} else if (!strcmp(k, "sync")) {
+			parse_sync(c, s);
 		} else if (!strcmp(k, "control_socket")) {
 			if (!no_block(c, s) || !want_args(c, s, 1, 1, "a path"))
 				continue;
@@ -1164,7 +1274,7 @@ static void parse_top(struct ctx *c, const struct stmt *root)
 				c->cfg->gue_port = (uint32_t)v;
 		} else {
 			unknown(c, s, "the top level", "service, port, neighbour, conntrack, "
-				"control_socket, control_socket_ro, gue_port");
+				"sync, control_socket, control_socket_ro, gue_port");
 		}
 	}
 }
@@ -1224,6 +1334,53 @@ static bool is_prime(uint32_t n)
 		if (n % d == 0)
 			return false;
 	return true;
+}
+
+/* The sync block: a listener with a node id, a key, peers with ids of
+ * their own.  @return errors added. */
+static bool addr_eq0(const struct fg_addr *a, const struct fg_addr *b);
+
+static bool is_local(const struct fg_config *cfg, const struct fg_addr *x)
+{
+	for (uint32_t p = 0; p < cfg->n_ports; p++)
+		for (uint32_t i = 0; i < cfg->ports[p].n_local; i++)
+			if (addr_eq0(&cfg->ports[p].local[i], x))
+				return true;
+	return false;
+}
+
+static unsigned int validate_sync(struct ctx *c, const struct fg_config *cfg)
+{
+	const struct fg_sync_cfg *y = &cfg->sync;
+	unsigned int n = 0;
+	char a[64];
+
+	if (!y->on)
+		return 0;
+	if (!y->listen.family || !y->node)
+		E(c, 0, "sync: needs 'listen ADDR:PORT node ID;'"), n++;
+	if (!y->key_path[0])
+		E(c, 0, "sync: needs 'key FILE;' (the key all peers share)"), n++;
+	for (uint32_t k = 0; k < y->n_nat; k++)
+		if (!is_local(cfg, &y->nat[k]))
+			E(c, 0, "sync: nat %s is no port's local address", fg_addr_format(&y->nat[k], a,
+										   sizeof(a))), n++;
+	for (uint32_t i = 0; i < y->n_peers; i++) {
+		const struct fg_sync_peer_cfg *p = &y->peers[i];
+
+		if (p->node == y->node)
+			E(c, 0, "sync: peer %s has this node's id %u", p->name, p->node), n++;
+		for (uint32_t k = 0; k < p->n_nat; k++)
+			if (!is_local(cfg, &p->nat[k]))
+				E(c, 0, "sync: peer %s: nat %s is no port's local address here (a node "
+				  "takes over only addresses it answers for)", p->name,
+				  fg_addr_format(&p->nat[k], a, sizeof(a))), n++;
+		for (uint32_t j = 0; j < i; j++)
+			if (p->node == y->peers[j].node || !strcmp(p->name, y->peers[j].name))
+				E(c, 0, "sync: peers %s and %s share a name or node id",
+				  y->peers[j].name, p->name), n++;
+	}
+	return n;
 }
 
 int fg_config_validate(const struct fg_config *cfg, const char *name,
@@ -1360,6 +1517,7 @@ int fg_config_validate(const struct fg_config *cfg, const char *name,
 		  "give the read-only one a path of its own", cfg->control_socket_ro);
 	if (!cfg->gue_port || cfg->gue_port > 65535)
 		E(c, 0, "gue_port %u out of range 1..65535", cfg->gue_port);
+	n_err += validate_sync(c, cfg);
 #undef E
 	(void)before;
 	return n_err ? -EINVAL : 0;
@@ -1569,6 +1727,35 @@ static void dump_quoted(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The sync block (nothing without one). */
+static void dump_sync(FILE *f, const struct fg_sync_cfg *y)
+{
+	char a[96];
+
+	if (!y->on)
+		return;
+	fprintf(f, "sync {\n    listen %s node %u;\n",
+		fg_endpoint_format(&y->listen, y->port, a, sizeof(a)), y->node);
+	for (uint32_t i = 0; i < y->n_peers; i++) {
+		fprintf(f, "    peer %s %s node %u", y->peers[i].name,
+			fg_endpoint_format(&y->peers[i].addr, y->peers[i].port, a,
+					   sizeof(a)), y->peers[i].node);
+		for (uint32_t k = 0; k < y->peers[i].n_nat; k++)
+			fprintf(f, "%s %s", k ? "" : " nat",
+				fg_addr_format(&y->peers[i].nat[k], a, sizeof(a)));
+		fprintf(f, ";\n");
+	}
+	for (uint32_t k = 0; k < y->n_nat; k++)
+		fprintf(f, "%s %s%s", k ? "" : "    nat", fg_addr_format(&y->nat[k], a, sizeof(a)),
+			k + 1 == y->n_nat ? ";\n" : "");
+	fprintf(f, "    key ");
+	dump_quoted(f, y->key_path);
+	fprintf(f, ";\n    dsr %s;\n", y->dsr ? "on" : "off");
+	if (y->rate)
+		fprintf(f, "    rate %u;\n", y->rate);
+	fprintf(f, "}\n\n");
+}
+
 int fg_config_dump(const struct fg_config *cfg, FILE *f)
 {
 	char a[96], b[96], d[32];
@@ -1586,6 +1773,7 @@ int fg_config_dump(const struct fg_config *cfg, FILE *f)
 		fprintf(f, ";\n");
 	}
 	fprintf(f, "gue_port %u;\n\n", cfg->gue_port);
+	dump_sync(f, &cfg->sync);
 	fprintf(f, "conntrack {\n");
 	if (cfg->ct_capacity)
 		fprintf(f, "    capacity %u;\n", cfg->ct_capacity);
@@ -1758,8 +1946,32 @@ static bool port_equal(const struct fg_port_cfg *a, const struct fg_port_cfg *b)
 	return true;
 }
 
+static bool sync_equal(const struct fg_sync_cfg *a, const struct fg_sync_cfg *b)
+{
+	if (a->on != b->on || !addr_eq0(&a->listen, &b->listen) || a->port != b->port ||
+	    a->node != b->node || strcmp(a->key_path, b->key_path) || a->dsr != b->dsr ||
+	    a->rate != b->rate || a->n_peers != b->n_peers || a->n_nat != b->n_nat)
+		return false;
+	for (uint32_t k = 0; k < a->n_nat; k++)
+		if (!addr_eq0(&a->nat[k], &b->nat[k]))
+			return false;
+	for (uint32_t i = 0; i < a->n_peers; i++)
+		if (strcmp(a->peers[i].name, b->peers[i].name) ||
+		    !addr_eq0(&a->peers[i].addr, &b->peers[i].addr) ||
+		    a->peers[i].port != b->peers[i].port || a->peers[i].node != b->peers[i].node ||
+		    a->peers[i].n_nat != b->peers[i].n_nat)
+			return false;
+		else
+			for (uint32_t k = 0; k < a->peers[i].n_nat; k++)
+				if (!addr_eq0(&a->peers[i].nat[k], &b->peers[i].nat[k]))
+					return false;
+	return true;
+}
+
 bool fg_config_equal(const struct fg_config *x, const struct fg_config *y)
 {
+	if (!sync_equal(&x->sync, &y->sync))
+		return false;
 	if (x->n_services != y->n_services || x->n_ports != y->n_ports ||
 	    x->n_neigh != y->n_neigh || x->ct_capacity != y->ct_capacity ||
 	    x->ct_nat_capacity != y->ct_nat_capacity ||
@@ -1850,6 +2062,10 @@ int fg_config_restart_diff(const struct fg_config *running, const struct fg_conf
 	if (strcmp(x->control_socket, y->control_socket)) {
 		snprintf(msg, len, "control_socket: '%s' running, '%s' in the new config",
 			 x->control_socket, y->control_socket);
+		return 1;
+	}
+	if (!sync_equal(&x->sync, &y->sync)) {
+		snprintf(msg, len, "sync: the block differs from the running one");
 		return 1;
 	}
 	if (strcmp(x->control_socket_ro, y->control_socket_ro) ||

@@ -84,6 +84,9 @@ static const char usage_text[] =
 	"                      --stats: totals (Conns, InPkts, OutPkts, InBytes, OutBytes)\n"
 	"                      as ipvsadm -Ln --stats, since 'stats --zero'\n"
 	"  health\n"
+	"  sync                state sync between nodes: this node, each peer (address,\n"
+	"                      node id, ms since its last message: the lag), records\n"
+	"                      sent / received / installed, refusals by reason\n"
 	"  ping\n"
 	"  version             fgctl's version, and the daemon's with its build options\n"
 	"configuration:\n"
@@ -2053,6 +2056,80 @@ static int cmd_version(int argc, char **argv)
 	return run(&r, NULL, NULL, final_version, NULL);
 }
 
+/* Non-zero counters of object @p o, "name n, name n" (nothing: "-"). */
+static void print_nonzero(const struct fg_json *o)
+{
+	bool any = false;
+
+	for (const struct fg_json *c = o ? o->child : NULL; c; c = c->next)
+		if (c->type == FG_JSON_NUM && c->d != 0) {
+			printf("%s%s %.0f", any ? ", " : "", c->key, c->d);
+			any = true;
+		}
+	printf("%s\n", any ? "" : "-");
+}
+
+/* fgctl sync: the "sync" object of the daemon's stats (fg_sync.h). */
+static int final_sync(const struct fg_json *data, void *arg)
+{
+	const struct fg_json *y = fg_json_get(data, "sync"), *ps;
+	bool on = false, dsr = false, ready = true;
+
+	(void)arg;
+	if (y == NULL || y->type != FG_JSON_OBJ)
+		return EXIT_ERR;
+	if (g_json)
+		return final_json(y, NULL);
+	(void)fg_json_get_bool(y, "on", &on);
+	if (!on) {
+		printf("sync: off (the config has no sync block)\n");
+		return EXIT_OK;
+	}
+	(void)fg_json_get_bool(y, "dsr", &dsr);
+	(void)fg_json_get_bool(y, "ready", &ready);
+	printf("sync: node %" PRIu64 " on %s, NAT%s services, at most %" PRIu64
+	       " records/s, seq %" PRIu64 "%s\n", jnum(y, "node"), jstr(y, "listen"),
+	       dsr ? " and DSR" : "", jnum(y, "rate"), jnum(y, "seq"),
+	       ready ? "" : "; not ready: waiting for its peers' flows (announces nothing)");
+	printf("  sent      %" PRIu64 " records, %" PRIu64 " messages, %" PRIu64
+	       " bytes; send_failed %" PRIu64 "; backlog %" PRIu64 ", queue_full %"
+	       PRIu64 "\n", jnum(y, "sent_records"), jnum(y, "sent_msgs"),
+	       jnum(y, "sent_bytes"), jnum(y, "send_failed"), jnum(y, "backlog"),
+	       jnum(y, "queue_full"));
+	printf("  delay     queued to sent: mean %" PRIu64 " us, max %" PRIu64 " us (this node's "
+	       "share of the window of loss)\n", jnum(y, "sent_records") ?
+	       jnum(y, "delay_us_sum") / jnum(y, "sent_records") : 0, jnum(y, "delay_us_max"));
+	printf("  received  %" PRIu64 " records, %" PRIu64 " messages; installed %"
+	       PRIu64 ", updated %" PRIu64 ", stale %" PRIu64 ", closed %" PRIu64
+	       ", install_queue_full %" PRIu64 "\n", jnum(y, "recv_records"),
+	       jnum(y, "recv_msgs"), jnum(y, "installed"), jnum(y, "updated"),
+	       jnum(y, "stale"), jnum(y, "closed"), jnum(y, "install_queue_full"));
+	printf("  refused   ");
+	print_nonzero(fg_json_get(y, "refused"));
+	printf("  not installed ");
+	print_nonzero(fg_json_get(y, "install_refused"));
+	printf("%-16s %-28s %6s %-6s %10s %12s %8s %10s %8s\n", "PEER", "ADDR", "NODE",
+	       "STATE", "LAST_RX", "RECORDS", "REFUSED", "SENT", "FAILED");
+	ps = fg_json_get(y, "peers");
+	for (const struct fg_json *p = ps ? ps->child : NULL; p; p = p->next) {
+		int64_t lag = -1;
+		bool dead = false;
+		char lb[32];
+
+		(void)fg_json_get_i64(p, "last_rx_ms", &lag);
+		(void)fg_json_get_bool(p, "dead", &dead);
+		if (lag < 0)
+			snprintf(lb, sizeof(lb), "never");
+		else
+			snprintf(lb, sizeof(lb), "%" PRId64 "ms", lag);
+		printf("%-16s %-28s %6" PRIu64 " %-6s %10s %12" PRIu64 " %8" PRIu64 " %10" PRIu64
+		       " %8" PRIu64 "\n", jstr(p, "name"), jstr(p, "addr"), jnum(p, "node"),
+		       lag < 0 ? "never" : dead ? "dead" : "alive", lb, jnum(p, "recv_records"), jnum(p, "refused"), jnum(p, "sent_msgs"),
+		       jnum(p, "send_failed"));
+	}
+	return EXIT_OK;
+}
+
 static int cmd_simple(int argc, char **argv, const char *cmd,
 		      int (*final)(const struct fg_json *, void *))
 {
@@ -2133,6 +2210,9 @@ int main(int argc, char **argv)
 		rc = cmd_stats(nr - 1, rest + 1);
 	} else if (!strcmp(rest[0], "health")) {
 		rc = cmd_simple(nr - 1, rest + 1, "health", final_health);
+	} else if (!strcmp(rest[0], "sync")) {
+		rc = nr > 1 ? usage_err("sync takes no arguments") :
+		     cmd_simple(0, rest + 1, "stats", final_sync);
 	} else if (!strcmp(rest[0], "ping")) {
 		rc = cmd_simple(nr - 1, rest + 1, "ping", final_tree);
 	} else if (!strcmp(rest[0], "backends")) {

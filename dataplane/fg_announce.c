@@ -27,6 +27,7 @@
 #include "fg_announce.h"
 #include "fg_dp_private.h"
 #include "fg_log.h"
+#include "fg_sync.h"
 #include "fg_worker_private.h"
 
 struct fg_announce {
@@ -158,13 +159,33 @@ static bool forwarding(struct fg_announce *a, uint64_t ms)
 	return ok;
 }
 
-/* want[] = the VIPs with a usable backend (any service on the VIP). */
+/* want[] += this node's NAT addresses (`sync { nat }`) and those of its
+ * dead sync peers (the takeover: fg_sync.h).  Only with a sync block:
+ * without one, NAT addresses are routed as the operator set them up. */
+static void wanted_nat(struct fg_announce *a)
+{
+	struct fg_dp *dp = a->dp;
+
+	for (unsigned int i = 0; dp->sync != NULL && i < dp->n_locals; i++) {
+		unsigned int p = dp->local_peer[i];
+
+		if (a->n_want >= FG_MAX_SERVICES || p == 0 ||
+		    (p != FG_LOCAL_OWN_NAT && !fg_sync_peer_dead(dp, p - 1)))
+			continue;
+		a->want[a->n_want++] = dp->locals[i];
+	}
+}
+
+/* want[] = the VIPs with a usable backend (any service on the VIP);
+ * nothing while a syncing node waits for its peers' flows. */
 static void wanted(struct fg_announce *a)
 {
 	struct fg_dp *dp = a->dp;
 	const struct fg_lb_table *lb;
 
 	a->n_want = 0;
+	if (dp->sync != NULL && !fg_sync_ready(dp))
+		return;
 	pthread_mutex_lock(&dp->cfg_lock);
 	lb = __atomic_load_n(&dp->lb, __ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; lb != NULL && i < lb->n_services; i++) {
@@ -179,6 +200,7 @@ static void wanted(struct fg_announce *a)
 			a->want[a->n_want++] = s->vip;
 	}
 	pthread_mutex_unlock(&dp->cfg_lock);
+	wanted_nat(a);
 }
 
 /* @p stopping: the daemon stops (fwd is false then). */

@@ -519,6 +519,54 @@ static void write_state(struct fg_json_writer *w, const struct fg_state_stats *s
 	fg_jw_obj_close(w);
 }
 
+/* State sync between nodes (fg_sync.h): `fgctl sync` prints it. */
+static void write_sync(struct fg_json_writer *w, const struct fg_sync_stats *st)
+{
+	fg_jw_obj_open(w, "sync");
+	fg_jw_bool(w, "on", st->on);
+	fg_jw_bool(w, "ready", st->ready);
+	fg_jw_u64(w, "node", st->node);
+	fg_jw_str(w, "listen", st->listen);
+	fg_jw_bool(w, "dsr", st->dsr);
+	fg_jw_u64(w, "rate", st->rate);
+	fg_jw_u64(w, "epoch", st->epoch);
+	fg_jw_u64(w, "seq", st->seq);
+	fg_jw_u64(w, "backlog", st->backlog);
+	for (int c = 0; c < FG_SYNC_NC_MAX; c++)
+		fg_jw_u64(w, fg_sync_nc_names[c], st->nc[c]);
+	for (int c = 0; c < FG_SYNC_WC_MAX; c++)
+		fg_jw_u64(w, fg_sync_wc_names[c], st->wc[c]);
+	fg_jw_obj_open(w, "refused");
+	for (int r = 1; r < FG_SYNC_REFUSE_MAX; r++)
+		fg_jw_u64(w, fg_sync_refuse_names[r], st->refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_obj_open(w, "install_refused");
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		fg_jw_u64(w, fg_state_flow_refuse_names[r], st->install_refused[r]);
+	fg_jw_obj_close(w);
+	fg_jw_arr_open(w, "peers");
+	for (uint32_t i = 0; i < st->n_peers; i++) {
+		const struct fg_sync_peer_stats *p = &st->peers[i];
+
+		fg_jw_obj_open(w, NULL);
+		fg_jw_str(w, "name", p->name);
+		fg_jw_str(w, "addr", p->addr);
+		fg_jw_u64(w, "node", p->node);
+		fg_jw_u64(w, "epoch", p->epoch);
+		fg_jw_u64(w, "seq", p->seq);
+		fg_jw_i64(w, "last_rx_ms", p->last_rx_ms);
+		fg_jw_u64(w, "recv_msgs", p->recv_msgs);
+		fg_jw_u64(w, "recv_records", p->recv_records);
+		fg_jw_u64(w, "refused", p->refused);
+		fg_jw_u64(w, "sent_msgs", p->sent_msgs);
+		fg_jw_u64(w, "send_failed", p->send_failed);
+		fg_jw_bool(w, "dead", p->dead);
+		fg_jw_obj_close(w);
+	}
+	fg_jw_arr_close(w);
+	fg_jw_obj_close(w);
+}
+
 /* fgctl stats --zero: the snapshot taken then, subtracted from later
  * `stats` answers (control thread only: ops run there one at a time).  A
  * reader-side offset: the workers' counters are never written, and
@@ -688,6 +736,7 @@ static int op_stats(struct fg_json_writer *w, const char *service, bool per_core
 		}
 		fg_jw_arr_close(w);
 		write_state(w, &sn->state);
+		write_sync(w, &sn->sync);
 	}
 	fg_jw_arr_open(w, "services");
 	for (uint32_t i = 0; i < sn->n_services; i++) {

@@ -26,6 +26,7 @@
 #include "fg_log.h"
 #include "fg_metrics.h"
 #include "fg_stats.h"
+#include "fg_sync.h"
 #include "fg_worker_private.h"
 
 /* --mtu range (the option table and fg_dp_port_mtu_set agree on it) */
@@ -317,6 +318,8 @@ int fg_dp_create(const struct fg_dp_params *p, struct fg_dp **out)
 		rc = ports_start(dp);
 	if (rc == 0)
 		rc = tables_and_paths(dp, &cfg);
+	if (rc == 0)
+		rc = fg_sync_create(dp, &dp->cfg->sync);
 	if (rc < 0) {
 		if (rc == -ENOMEM && dp->cfg == NULL)
 			FG_LOG(ERR, "out of memory");
@@ -357,6 +360,11 @@ int fg_dp_start(struct fg_dp *dp)
 			return rc;
 		}
 		dp->launched = true;
+	}
+	rc = fg_sync_start(dp);
+	if (rc < 0) {
+		FG_LOG(ERR, "sync: thread: %s", strerror(-rc));
+		return rc;
 	}
 	if (p->socket_path != NULL) {
 		if (fg_stats_telemetry_register(dp) < 0)
@@ -474,6 +482,7 @@ void fg_dp_stop(struct fg_dp *dp)
 	if (dp->control_on)
 		fg_control_stop(dp);
 	dp->control_on = false;
+	fg_sync_stop(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		__atomic_store_n(&dp->workers[i]->stop, true, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
@@ -500,6 +509,7 @@ void fg_dp_destroy(struct fg_dp *dp)
 	}
 	fg_gpupath_free(dp);
 	fg_host_free(dp);
+	fg_sync_free(dp);
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		fg_worker_free(dp->workers[i]);
 	fg_dp_load_free(dp);

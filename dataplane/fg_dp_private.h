@@ -41,6 +41,10 @@ struct fg_metrics;
 struct fg_announce;
 struct fg_ctl_server;
 struct fg_health;
+struct fg_sync;
+
+/** fg_dp::local_peer of this node's own `sync { nat }` addresses */
+#define FG_LOCAL_OWN_NAT 0xFF
 
 struct fg_dp {
 	/** first: the control ops' ctx is the gate (config.check / apply) */
@@ -67,6 +71,13 @@ struct fg_dp {
 	/** Local addresses of all ports, flattened (ct_entry::nat_addr). */
 	struct fg_addr locals[FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS];
 	unsigned int n_locals;
+	/** sync: 0 = locals[i] is this node's, FG_LOCAL_OWN_NAT one of its
+	 *  `sync { nat }` addresses, p + 1 = sync peer p's NAT address (held
+	 *  for a takeover: never a new flow's source) */
+	uint8_t local_peer[FG_MAX_PORTS * FG_MAX_LOCAL_ADDRS];
+	/** sync { nat } names this node's NAT addresses: only those are new
+	 *  NAT flows' sources */
+	bool nat_own_only;
 	uint64_t hz;
 	uint64_t flush_ticks;
 	uint32_t ct_capacity;
@@ -107,6 +118,7 @@ struct fg_dp {
 	struct fg_ctl_server *ctl;
 	struct fg_health *health;
 	struct fg_announce *announce;   /**< --announce route keeper or NULL */
+	struct fg_sync *sync;           /**< the config's sync block, or NULL */
 	bool pdump_on;                  /**< rte_pdump_init() succeeded */
 	bool control_on;                /**< fg_control_start() succeeded */
 	bool launched;                  /**< workers launched (fg_dp_start) */

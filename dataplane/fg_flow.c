@@ -677,6 +677,17 @@ static void watch_post(struct fg_worker *w, uint8_t type, uint8_t fam,
 		w->dc[FG_DC_watch_dropped]++;
 }
 
+/* A new flow for its watchers and the sync peers. */
+static void new_flow_tell(struct fg_worker *w, uint8_t fam, const void *key,
+			  const struct ct_entry *e, const struct fg_lb_service *s,
+			  const struct fg_lb_backend *b, uint64_t now)
+{
+	if (w->watch)
+		watch_post(w, FG_EV_NEW, fam, key, e, 0, 0, now);
+	if (w->sync_out != NULL)
+		fg_sync_note(w, FG_SYNC_OP_FLOW, fam, key, e, s, b, now);
+}
+
 /* conntrack destroy hook (owner lcore, inside ct_expire / ct_lookup /
  * ct_insert's early drop / mailbox deletes): a flow that leaves the table
  * before it closed gives its least-connections slot back, and watchers
@@ -710,6 +721,11 @@ void fg_flow_on_destroy(void *arg, enum ct_family fam, const void *key,
 	if (unlikely(w->watch))
 		watch_post(w, FG_EV_DESTROY, (uint8_t)fam, key, e, (uint8_t)why, 0,
 			   rte_rdtsc());
+	/* sync: an operator's delete only (expiry and eviction are each
+	 * node's own: fg_sync.c) */
+	if (unlikely(w->sync_out != NULL) && why == CT_DESTROY_DELETED && cb != NULL)
+		fg_sync_note(w, FG_SYNC_OP_CLOSE, (uint8_t)fam, key, e,
+			     &lb->services[lb->svc_by_id[e->service] - 1], cb, rte_rdtsc());
 }
 
 /* conntrack state hook (owner lcore, inside ct_update, on a change only):
@@ -731,6 +747,9 @@ void fg_flow_on_state(void *arg, enum ct_family fam, const void *key,
 	}
 	if (unlikely(w->watch))
 		watch_post(w, FG_EV_UPDATE, (uint8_t)fam, key, e, 0, (uint8_t)old, now);
+	if (unlikely(w->sync_out != NULL) && cb != NULL)
+		fg_sync_note(w, FG_SYNC_OP_FLOW, (uint8_t)fam, key, e,
+			     &lb->services[lb->svc_by_id[e->service] - 1], cb, now);
 }
 
 /* A first fragment of a DSR flow: later fragments carry no ports, so they
@@ -987,18 +1006,21 @@ __rte_always_inline bool fg_flow_hit(struct fg_worker *w, const struct fg_lb_tab
 
 /* NAT: the k-th local address of @p af (k taken modulo their number), so
  * flows spread over all local addresses: the reply tuple space is
- * locals x backends x 64512 ports. */
+ * locals x backends x 64512 ports.  A sync peer's NAT addresses
+ * (local_peer) are held for a takeover only: never a new flow's; with
+ * `sync { nat }`, only those addresses are. */
 static int nat_local(const struct fg_dp *dp, uint8_t af, uint32_t k)
 {
+	uint8_t own = dp->nat_own_only ? FG_LOCAL_OWN_NAT : 0;
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		n += dp->locals[i].family == af;
+		n += dp->locals[i].family == af && dp->local_peer[i] == own;
 	if (n == 0)
 		return -1;
 	k %= n;
 	for (unsigned int i = 0; i < dp->n_locals; i++)
-		if (dp->locals[i].family == af && k-- == 0)
+		if (dp->locals[i].family == af && dp->local_peer[i] == own && k-- == 0)
 			return (int)i;
 	return -1;
 }
@@ -1371,7 +1393,7 @@ void fg_flow_new(struct fg_worker *w, const struct fg_lb_table *lb,
 		w->lc_active[b->stat_idx]++;
 	if (s->sched == FG_SCHED_MAGLEV_LOAD)
 		place_count(w, lb, s, b, placed);
-	if (unlikely(w->watch))
-		watch_post(w, FG_EV_NEW, p->family, key, e, 0, 0, now);
+	if (unlikely(w->watch || w->sync_out != NULL))
+		new_flow_tell(w, p->family, key, e, s, b, now);
 	fg_flow_forward(w, lb, nt, o, m, p, e, s, b, now);
 }

@@ -349,6 +349,54 @@ static void render_state(FILE *f, const struct fg_stats_snap *sn)
 	fprintf(f, "flowgate_state_gap_seconds %.3f\n", (double)st->gap_ms / 1000.0);
 }
 
+/* State sync between nodes (fg_sync.h): only with a sync block. */
+static void render_sync(FILE *f, const struct fg_sync_stats *st)
+{
+	char name[96];
+
+	if (!st->on)
+		return;
+	for (int c = 0; c < FG_SYNC_NC_MAX; c++) {
+		bool gauge = c == FG_SYNC_NC_delay_us_max;
+
+		snprintf(name, sizeof(name), gauge ? "flowgate_sync_%s" : "flowgate_sync_%s_total",
+			 fg_sync_nc_names[c]);
+		fg_prom_family(f, name, gauge ? "gauge" : "counter", fg_sync_nc_help[c]);
+		fprintf(f, "%s %" PRIu64 "\n", name, st->nc[c]);
+	}
+	for (int c = 0; c < FG_SYNC_WC_MAX; c++) {
+		snprintf(name, sizeof(name), "flowgate_sync_%s_total", fg_sync_wc_names[c]);
+		fg_prom_family(f, name, "counter", fg_sync_wc_help[c]);
+		fprintf(f, "%s %" PRIu64 "\n", name, st->wc[c]);
+	}
+	fg_prom_family(f, "flowgate_sync_refused_total", "counter",
+	       "sync messages dropped whole, by reason (dataplane/fg_sync.h "
+	       "FG_SYNC_REFUSE_LIST)");
+	for (int r = 1; r < FG_SYNC_REFUSE_MAX; r++)
+		fprintf(f, "flowgate_sync_refused_total{reason=\"%s\"} %" PRIu64 "\n",
+			fg_sync_refuse_names[r], st->refused[r]);
+	fg_prom_family(f, "flowgate_sync_install_refused_total", "counter",
+	       "flow records from peers not installed, by reason (dataplane/fg_state.h "
+	       "FG_STATE_FLOW_REFUSE_LIST)");
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		fprintf(f, "flowgate_sync_install_refused_total{reason=\"%s\"} %" PRIu64 "\n",
+			fg_state_flow_refuse_names[r], st->install_refused[r]);
+	fg_prom_family(f, "flowgate_sync_backlog", "gauge",
+	       "flow records queued by the workers, not sent yet");
+	fprintf(f, "flowgate_sync_backlog %" PRIu64 "\n", st->backlog);
+	fg_prom_family(f, "flowgate_sync_peer_last_rx_seconds", "gauge",
+	       "since the last message accepted from a peer (its lag; -1: never)");
+	for (uint32_t i = 0; i < st->n_peers; i++)
+		fprintf(f, "flowgate_sync_peer_last_rx_seconds{peer=\"%s\"} %.3f\n",
+			st->peers[i].name, st->peers[i].last_rx_ms < 0 ? -1.0 :
+			(double)st->peers[i].last_rx_ms / 1000.0);
+	fg_prom_family(f, "flowgate_sync_peer_records_total", "counter",
+	       "flow records accepted from a peer");
+	for (uint32_t i = 0; i < st->n_peers; i++)
+		fprintf(f, "flowgate_sync_peer_records_total{peer=\"%s\"} %" PRIu64 "\n",
+			st->peers[i].name, st->peers[i].recv_records);
+}
+
 int fg_metrics_render(struct fg_dp *dp, FILE *f)
 {
 	struct fg_stats_snap *sn;
@@ -370,6 +418,7 @@ int fg_metrics_render(struct fg_dp *dp, FILE *f)
 	render_services(f, sn);
 	render_backends(f, sn);
 	render_state(f, sn);
+	render_sync(f, &sn->sync);
 	if (sn->has_ctl) {
 		char name[96];
 

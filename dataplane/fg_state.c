@@ -226,6 +226,10 @@ struct be_map {
 	struct be_slot *slot;
 };
 
+struct fg_state_bemap {
+	struct be_map m;
+};
+
 static uint32_t
 be_hash(uint32_t svc, uint8_t family, const uint8_t *addr, uint16_t port)
 {
@@ -301,8 +305,8 @@ rec_backend(const struct fg_lb_table *lb, const struct be_map *m,
 
 /* The worker that owns the flow of key @p key now: its dispatch hash
  * (fg_rss_hash: a fragment-follow entry's by its addresses alone). */
-static unsigned int
-owner_of(const struct fg_dp *dp, uint8_t fam, const void *key, bool frag)
+unsigned int
+fg_state_owner(const struct fg_dp *dp, uint8_t fam, const void *key, bool frag)
 {
 	uint32_t h;
 
@@ -429,7 +433,7 @@ out:
 struct load_ctx {
 	struct fg_dp *dp;
 	struct fg_lb_table *lb;
-	struct be_map m;
+	struct fg_state_bemap *m;
 	uint64_t now, gap_ms;
 };
 
@@ -441,15 +445,18 @@ sat_add(uint32_t a, uint64_t b)
 
 /* The flow's counts as fg_flow_new and the hooks keep them: opened (and
  * established) on its backend's row of its worker, least-connections. */
-static void
-count_restored(struct fg_worker *w, struct fg_lb_table *lb,
-	       const struct fg_lb_service *s, const struct fg_lb_backend *b,
-	       const struct ct_rec *r)
+void
+fg_state_count_restored(struct fg_worker *w, struct fg_lb_table *lb,
+			const struct ct_rec *r, const struct ct_rec_ids *ids)
 {
-	uint64_t *be = &lb->core[w->idx].be[(size_t)b->stat_idx * FG_BC_MAX];
+	uint16_t sid = lb->svc_by_id[ids->service];
+	const struct fg_lb_service *s = sid ? &lb->services[sid - 1] : NULL;
+	const struct fg_lb_backend *b = s ? fg_lb_backend_get(s, ids->backend) : NULL;
+	uint64_t *be;
 
-	if (r->flags & CT_REC_F_FRAG)
+	if (b == NULL || (r->flags & CT_REC_F_FRAG))
 		return;            /* no flow of its own (conns_backend) */
+	be = &lb->core[w->idx].be[(size_t)b->stat_idx * FG_BC_MAX];
 	be[FG_BC_conns_opened]++;
 	if (r->state == CT_ST_ESTABLISHED)
 		be[FG_BC_conns_established]++;
@@ -458,49 +465,88 @@ count_restored(struct fg_worker *w, struct fg_lb_table *lb,
 		w->lc_active[b->stat_idx]++;
 }
 
-/* One record into its worker's shard; the refusal, or -1 when restored. */
-static int
-restore_one(struct load_ctx *c, struct ct_rec *r)
+struct fg_state_bemap *
+fg_state_bemap_build(const struct fg_lb_table *lb)
 {
-	struct fg_dp *dp = c->dp;
-	const struct fg_lb_service *s = rec_service(c->lb, r);
+	struct fg_state_bemap *m = malloc(sizeof(*m));
+
+	if (m != NULL && be_map_build(lb, &m->m) < 0) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void
+fg_state_bemap_free(struct fg_state_bemap *m)
+{
+	if (m != NULL)
+		free(m->m.slot);
+	free(m);
+}
+
+int
+fg_state_resolve(const struct fg_dp *dp, const struct fg_lb_table *lb,
+		 const struct fg_state_bemap *m, const struct ct_rec *r,
+		 struct ct_rec_ids *ids, unsigned int *worker)
+{
+	const struct fg_lb_service *s = rec_service(lb, r);
 	const struct fg_lb_backend *b;
 	bool nat = r->flags & CT_REC_F_NAT;
-	struct ct_rec_ids ids = {0};
-	struct fg_worker *w;
-	int rc;
+	unsigned int wi;
 
 	if (s == NULL)
 		return FG_STATE_FLOW_service_gone;
 	if (nat != (s->mode == FG_MODE_NAT))
 		return FG_STATE_FLOW_mode_changed;
-	b = rec_backend(c->lb, &c->m, s, r);
+	b = rec_backend(lb, &m->m, s, r);
 	if (b == NULL)
 		return FG_STATE_FLOW_backend_gone;
-	w = dp->workers[owner_of(dp, r->family, &r->key, r->flags & CT_REC_F_FRAG)];
+	wi = fg_state_owner(dp, r->family, &r->key, r->flags & CT_REC_F_FRAG);
+	memset(ids, 0, sizeof(*ids));
 	if (nat) {
 		int li = local_index(dp, r->family, ct_key_daddr(&r->reply, r->family));
 
 		if (li < 0)
 			return FG_STATE_FLOW_nat_local_gone;
-		if (dp->workers[owner_of(dp, r->family, &r->reply, false)] != w)
+		if (fg_state_owner(dp, r->family, &r->reply, false) != wi)
 			return FG_STATE_FLOW_nat_split;
-		ids.nat_addr = (uint8_t)li;
+		ids->nat_addr = (uint8_t)li;
 	}
-	ids.service = (uint16_t)s->id;
-	ids.backend = b->id;
-	r->idle_ms = sat_add(r->idle_ms, c->gap_ms);
-	r->life_ms = sat_add(r->life_ms, c->gap_ms);
-	if (r->probation_ms)
-		r->probation_ms = sat_add(r->probation_ms, c->gap_ms);
-	rc = ct_rec_restore(w->ct, r, &ids, c->now, NULL);
+	ids->service = (uint16_t)s->id;
+	ids->backend = b->id;
+	*worker = wi;
+	return -1;
+}
+
+int
+fg_state_restore_refusal(int rc)
+{
 	if (rc == -ETIME)
 		return FG_STATE_FLOW_expired;
 	if (rc == -EEXIST)
 		return FG_STATE_FLOW_duplicate;
+	return FG_STATE_FLOW_table_full;
+}
+
+/* One record into its worker's shard; the refusal, or -1 when restored. */
+static int
+restore_one(struct load_ctx *c, struct ct_rec *r)
+{
+	struct ct_rec_ids ids;
+	unsigned int wi;
+	int why = fg_state_resolve(c->dp, c->lb, c->m, r, &ids, &wi), rc;
+
+	if (why >= 0)
+		return why;
+	r->idle_ms = sat_add(r->idle_ms, c->gap_ms);
+	r->life_ms = sat_add(r->life_ms, c->gap_ms);
+	if (r->probation_ms)
+		r->probation_ms = sat_add(r->probation_ms, c->gap_ms);
+	rc = ct_rec_restore(c->dp->workers[wi]->ct, r, &ids, c->now, NULL);
 	if (rc < 0)
-		return FG_STATE_FLOW_table_full;
-	count_restored(w, c->lb, s, b, r);
+		return fg_state_restore_refusal(rc);
+	fg_state_count_restored(c->dp->workers[wi], c->lb, r, &ids);
 	return -1;
 }
 
@@ -510,7 +556,7 @@ restore_flows(struct fg_dp *dp, const struct fg_state_view *v, uint64_t gap_ms)
 	struct load_ctx c = {.dp = dp, .lb = dp->lb, .now = rte_rdtsc(), .gap_ms = gap_ms};
 	size_t off = 0;
 
-	if (be_map_build(c.lb, &c.m) < 0) {
+	if ((c.m = fg_state_bemap_build(c.lb)) == NULL) {
 		dp->state.refused[FG_STATE_FLOW_table_full] += v->n_flows;
 		FG_LOG(ERR, "state: out of memory: no flow restored");
 		return;
@@ -530,7 +576,7 @@ restore_flows(struct fg_dp *dp, const struct fg_state_view *v, uint64_t gap_ms)
 	}
 	for (unsigned int i = 0; i < dp->n_workers; i++)
 		dp->workers[i]->lc_generation = c.lb->generation;
-	free(c.m.slot);
+	fg_state_bemap_free(c.m);
 }
 
 /* Learned neighbours back, aged by the time since they were confirmed

@@ -218,6 +218,49 @@ void fg_state_put_neigh(struct fg_state_writer *w, const struct fg_state_neigh *
  */
 int fg_state_writer_finish(struct fg_state_writer *w);
 
+/* ---- a record into this daemon (the restart's load, sync's install) ---- */
+
+struct fg_dp;
+struct fg_worker;
+struct fg_lb_table;
+/** Every backend of a service table (tombstones too) by (service,
+ *  address, port): how a record's backend is found again. */
+struct fg_state_bemap;
+
+/** Builds the backend map of @p lb.  @return it, or NULL (no memory). */
+struct fg_state_bemap *fg_state_bemap_build(const struct fg_lb_table *lb);
+void fg_state_bemap_free(struct fg_state_bemap *m);
+
+/**
+ * What record @p r is called here: its service (by VIP, port, protocol),
+ * its backend (by address and port, through @p m, built from @p lb), for
+ * NAT its local address (by address), and the worker that owns it (its
+ * dispatch hash; a NAT flow's reply key must hash there too).  Reads
+ * @p lb and @p dp's fixed fields: a thread that holds @p lb alive.
+ * @return -1 and *ids, *worker, or the refusal (enum fg_state_flow_refuse).
+ */
+int fg_state_resolve(const struct fg_dp *dp, const struct fg_lb_table *lb,
+		     const struct fg_state_bemap *m, const struct ct_rec *r,
+		     struct ct_rec_ids *ids, unsigned int *worker);
+
+/** The worker that owns the flow of key @p key (enum ct_family @p fam)
+ *  now: its dispatch hash (a fragment-follow entry's by its addresses
+ *  alone).  Any thread. */
+unsigned int fg_state_owner(const struct fg_dp *dp, uint8_t fam, const void *key,
+			    bool frag);
+
+/** The refusal (enum fg_state_flow_refuse) of a ct_rec_restore error. */
+int fg_state_restore_refusal(int rc);
+
+/**
+ * Counts a flow just restored into worker @p w's shard as fg_flow_new
+ * and the hooks count a new one: opened (established) on its backend's
+ * row of @p w, least-connections.  @p w's owner (or any one thread while
+ * no worker runs).
+ */
+void fg_state_count_restored(struct fg_worker *w, struct fg_lb_table *lb,
+			     const struct ct_rec *r, const struct ct_rec_ids *ids);
+
 #ifdef __cplusplus
 }
 #endif

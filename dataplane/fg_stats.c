@@ -142,6 +142,7 @@ int fg_stats_snap_take(struct fg_dp *dp, const char *service, unsigned int flags
 	sn->sw_rss = dp->sw_rss;
 	sn->ct_capacity = dp->ct_capacity;
 	sn->state = dp->state;
+	fg_sync_stats_get(dp, &sn->sync);
 	/* the reply region's size in effect (nat_capacity or its default):
 	 * the same in every shard, fixed at creation */
 	if (dp->n_workers > 0 && dp->workers[0]->ct != NULL)
@@ -510,6 +511,66 @@ static int tel_state(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
+/* /flowgate/sync: state sync between nodes, the keys of `fgctl stats`
+ * "sync" (peers as a list of dicts) */
+static int tel_sync(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct fg_sync_stats st;
+	struct rte_tel_data *ref = rte_tel_data_alloc(), *iref = rte_tel_data_alloc();
+	struct rte_tel_data *peers = rte_tel_data_alloc();
+
+	(void)cmd;
+	(void)params;
+	if (ref == NULL || iref == NULL || peers == NULL) {
+		rte_tel_data_free(ref);
+		rte_tel_data_free(iref);
+		rte_tel_data_free(peers);
+		return -ENOMEM;
+	}
+	fg_sync_stats_get(g_dp, &st);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "on", st.on);
+	rte_tel_data_add_dict_u64(d, "ready", st.ready);
+	rte_tel_data_add_dict_u64(d, "node", st.node);
+	rte_tel_data_add_dict_u64(d, "seq", st.seq);
+	rte_tel_data_add_dict_u64(d, "backlog", st.backlog);
+	for (int c = 0; c < FG_SYNC_NC_MAX; c++)
+		rte_tel_data_add_dict_u64(d, fg_sync_nc_names[c], st.nc[c]);
+	for (int c = 0; c < FG_SYNC_WC_MAX; c++)
+		rte_tel_data_add_dict_u64(d, fg_sync_wc_names[c], st.wc[c]);
+	rte_tel_data_start_dict(ref);
+	for (int r = 1; r < FG_SYNC_REFUSE_MAX; r++)
+		rte_tel_data_add_dict_u64(ref, fg_sync_refuse_names[r], st.refused[r]);
+	rte_tel_data_add_dict_container(d, "refused", ref, 0);
+	rte_tel_data_start_dict(iref);
+	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
+		rte_tel_data_add_dict_u64(iref, fg_state_flow_refuse_names[r],
+					  st.install_refused[r]);
+	rte_tel_data_add_dict_container(d, "install_refused", iref, 0);
+	rte_tel_data_start_array(peers, RTE_TEL_CONTAINER);
+	for (uint32_t i = 0; i < st.n_peers; i++) {
+		struct rte_tel_data *p = rte_tel_data_alloc();
+
+		if (p == NULL)
+			break;
+		rte_tel_data_start_dict(p);
+		rte_tel_data_add_dict_string(p, "name", st.peers[i].name);
+		rte_tel_data_add_dict_string(p, "addr", st.peers[i].addr);
+		rte_tel_data_add_dict_u64(p, "node", st.peers[i].node);
+		rte_tel_data_add_dict_int(p, "last_rx_ms", (int)RTE_MIN(st.peers[i].last_rx_ms,
+									INT32_MAX));
+		rte_tel_data_add_dict_u64(p, "recv_msgs", st.peers[i].recv_msgs);
+		rte_tel_data_add_dict_u64(p, "recv_records", st.peers[i].recv_records);
+		rte_tel_data_add_dict_u64(p, "refused", st.peers[i].refused);
+		rte_tel_data_add_dict_u64(p, "sent_msgs", st.peers[i].sent_msgs);
+		rte_tel_data_add_dict_u64(p, "send_failed", st.peers[i].send_failed);
+		rte_tel_data_add_dict_u64(p, "dead", st.peers[i].dead);
+		rte_tel_data_add_array_container(peers, p, 0);
+	}
+	rte_tel_data_add_dict_container(d, "peers", peers, 0);
+	return 0;
+}
+
 int fg_stats_telemetry_register(struct fg_dp *dp)
 {
 	g_dp = dp;
@@ -524,6 +585,9 @@ int fg_stats_telemetry_register(struct fg_dp *dp)
 			"Parameter: service (optional)");
 	rc |= rte_telemetry_register_cmd("/flowgate/ct", tel_ct,
 			"flowgate conntrack per core: live flows by state, counters. No parameters");
+	rc |= rte_telemetry_register_cmd("/flowgate/sync", tel_sync,
+			"flowgate state sync between nodes: peers, lag, sent / received / "
+			"refused records by reason. No parameters");
 	rc |= rte_telemetry_register_cmd("/flowgate/state", tel_state,
 			"flowgate restart hand-over: flows restored from the state file at "
 			"start, refused by reason. No parameters");

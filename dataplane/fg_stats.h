@@ -35,6 +35,7 @@
 #include "fg_port.h"
 #include "fg_health.h"
 #include "fg_state.h"
+#include "fg_sync.h"
 
 struct fg_dp;
 
@@ -146,6 +147,8 @@ struct fg_stats_snap {
 	} port[FG_MAX_PORTS];           /**< the devices' own counters */
 	/** restart hand-over: the load at start, the last save (fg_state.h) */
 	struct fg_state_stats state;
+	/** state sync between nodes (fg_sync.h); sync.on false without */
+	struct fg_sync_stats sync;
 };
 
 /** fg_stats_snap_take() flags. */

@@ -496,6 +496,8 @@ unsigned int fg_worker_housekeeping(struct fg_worker *w, uint64_t now)
 		ct_shard_poll(w->ct, now);
 		w->last_expire = now;
 	}
+	if (w->sync_out != NULL)
+		got += fg_sync_worker_poll(w, now);
 	if (now - w->last_flush >= dp->flush_ticks) {
 		tx_flush_all(w);
 		w->last_flush = now;

@@ -25,6 +25,7 @@
 #include "fg_lb.h"
 #include "fg_neigh.h"
 #include "fg_port.h"
+#include "fg_sync.h"
 #include "fg_xlate.h"
 
 #ifdef __cplusplus
@@ -199,6 +200,23 @@ struct fg_worker {
 	 * credit in TSC ticks, one packet costs hz / rate */
 	uint64_t icmp_credit;
 	uint64_t icmp_last;
+	/* state sync (fg_sync.c; rings NULL without a sync block): records
+	 * for the peers wait in sync_buf until housekeeping hands them to
+	 * sync_out in one burst; sync_in brings the peers' records */
+	struct rte_ring *sync_out;  /**< SP/SC: this worker -> sync thread */
+	struct rte_ring *sync_in;   /**< SP/SC: sync thread -> this worker */
+	uint16_t sync_n;            /**< records in sync_buf */
+	bool sync_dsr;              /**< DSR services are synced too */
+	bool sync_applying;         /**< installing: the hooks stay quiet */
+	uint64_t sync_cursor;       /**< the refresh walk's place */
+	uint64_t sync_walk_last;    /**< tsc of its last step */
+	uint64_t sync_walk_slots;   /**< slots of the shard (a whole walk) */
+	uint64_t sync_walk_acc;     /**< slots owed x REFRESH_MS */
+	uint32_t sync_catchup_seen; /**< the peers' starts walked for */
+	bool sync_fast;             /**< a catch-up walk: as fast as the ring */
+	uint64_t sync[FG_SYNC_WC_MAX];
+	uint64_t sync_refused[FG_STATE_FLOW_MAX];
+	struct fg_sync_item sync_buf[FG_SYNC_BATCH];
 	/** --gpu: this worker's GPU context (fg_gpupath.c), else NULL */
 	struct fg_gpupath *gpu;
 	volatile bool stop;

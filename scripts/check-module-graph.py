@@ -44,6 +44,7 @@ PARTS = {
                             "fg_nh_slot", "fg_neigh_posted"),  # one lcore's own
     "fg_load.h": ("fg_load_",),
     "fg_state.h": ("fg_state_",),           # restart hand-over: file, stats
+    "fg_sync.h": ("fg_sync",),              # state sync between nodes
     "fg_stats.h": ("fg_stats_",),
     "fg_metrics.h": ("fg_metrics",),
     "fg_announce.h": ("fg_announce",),
@@ -62,16 +63,19 @@ PRIVATE = {
         "fg_announce.c",    # liveness: a worker's tx_flushes
         "fg_port.c",        # a queue's NUMA socket: its worker's lcore
         "fg_state.c",       # the restart hand-over: shards, counter rows
+        "fg_sync.c",        # state sync: a worker's rings, batch, shard
         # the bench and the tests that drive fg_worker_burst()
         "bench_dataplane.c", "test_neigh.c", "test_tombstone.c",
         "test_fixtures_worker.c",
         # the restart hand-over's test (shards, a worker's burst); its bench
         # goes through fg_dp.h (fg_dp_worker_ct, fg_dp_lb, fg_dp_state_stats)
-        "test_state.c"},
+        "test_state.c", "test_sync.c",
+        # state sync's bench (a worker's burst and housekeeping)
+        "bench_sync.c"},
     "fg_dp_private.h": {
         "fg_dp.c", "fg_control.c", "fg_stats.c", "fg_metrics.c", "fg_lb.c",
         "fg_load.c", "fg_host.c", "fg_port.c", "fg_gpupath.c", "fg_announce.c",
-        "fg_state.c",
+        "fg_state.c", "fg_sync.c",
         "fg_worker_private.h", "bench_dataplane.c", "test_lb_scaleout.c"},
 }
 # bench/ reads the modules through their public headers: a *_private.h of
@@ -84,6 +88,11 @@ BENCH_PRIVATE = {
                            "thing measured",
         "fg_worker_private.h": "the same loops: a worker's burst, counters and "
                                "housekeeping",
+    },
+    "bench_sync.c": {
+        "fg_worker_private.h": "what state sync costs a worker: its burst and "
+                               "housekeeping (the sync batch, the ring) with sync on and "
+                               "off, on the daemon's own worker, is the thing measured",
     },
 }
 STRUCT_DEF = re.compile(r"^\s*(?:typedef\s+)?(?:struct|union)\s+([A-Za-z_]\w*)\s*\{", re.M)

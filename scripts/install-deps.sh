@@ -22,6 +22,8 @@
 #                pkg-config, libdpdk-dev)
 #   valgrind     scripts/cg-ipp.sh: instructions per packet by callgrind
 #                (deterministic A/B where wall-clock samples spread too much)
+#   libssl-dev   libcrypto: HMAC-SHA256 of the sync messages between nodes
+#                (dataplane/fg_sync_msg.c)
 #   bird2, frr   e2e-ecmp (tests/e2e/ecmp.py): BIRD 2 announces the VIPs of
 #                each flowgate node, FRR (zebra, bgpd, bfdd) is the ECMP router
 #   debhelper, lintian  `make deb` (dpkg-buildpackage, dh, dh_installsystemd)
@@ -29,7 +31,7 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
       libdpdk-dev dpdk dpdk-dev dpdk-doc libbpf-dev bpftool libelf-dev zlib1g-dev libcmocka-dev
-      libpcap-dev libnuma-dev libsystemd-dev iproute2 iputils-ping procps
+      libpcap-dev libnuma-dev libssl-dev libsystemd-dev iproute2 iputils-ping procps
       ethtool python3 python3-matplotlib curl git xz-utils debootstrap prometheus
       man-db systemd bird2 frr valgrind debhelper lintian)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${PKGS[@]}"; exit 0; }

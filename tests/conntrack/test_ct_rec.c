@@ -319,6 +319,57 @@ populate(struct ct_shard *a)
 	assert_int_equal(ct_check(a), 0);
 }
 
+/* A synced copy (ct_entry_relearn): each direction's first segment other
+ * than an RST sets its window wherever the stream is now; the next far
+ * jump is out of window again; a record of it encodes (the bit stays
+ * home). */
+static void
+t_relearn(void **state)
+{
+	struct ct_shard *s = mk(1024, HZ_A);
+	struct ct_entry *e = nat(s, 5, 3, 200), *re;
+	struct ct_key4 k = k4(5, IPPROTO_TCP);
+	uint8_t buf[CT_REC_LEN_MAX], oow = 0;
+	struct ct_rec r;
+	uint32_t pos;
+
+	(void)state;
+	assert_non_null(ct_lookup(s, CT_V4, &k, ct_key4_hash(s, &k), 210, &pos));
+	re = ct_entry_at(s, CT_V4, e->peer);
+	assert_non_null(re);
+	assert_int_equal(e->state, CT_ST_ESTABLISHED);
+	/* the record's window: 50 MB further is out of it */
+	seg(s, e, false, CT_TCP_ACK, 5001 + 50000000, 25001, 502, CT_SEG_NO_WSCALE, 210, &oow);
+	assert_int_equal(oow, CT_OOW_PASS);
+	ct_entry_relearn(s, CT_V4, pos);
+	assert_true(e->td_flags & CT_TD_RELEARN);
+	assert_true(re->td_flags & CT_TD_RELEARN);
+	ct_rec_fill_entry(s, CT_V4, &k, e, 211, &r);
+	assert_true(ct_rec_encode(&r, buf, sizeof(buf)) > 0);
+	/* an RST out of the record's window is still not believed */
+	seg(s, re, true, CT_TCP_RST, 25001 + 70000000, 0, 500, CT_SEG_NO_WSCALE, 211, &oow);
+	assert_int_equal(oow, CT_OOW_DROP);
+	assert_int_equal(e->state, CT_ST_ESTABLISHED);
+	/* the stream's segments, each direction: taken where they are */
+	oow = 0;
+	seg(s, e, false, CT_TCP_ACK, 5001 + 50000000, 25001 + 70000000, 502,
+	    CT_SEG_NO_WSCALE, 212, &oow);
+	assert_int_equal(oow, 0);
+	assert_int_equal(e->td_end, 5001 + 50000000);
+	assert_false(e->td_flags & CT_TD_RELEARN);
+	seg(s, re, true, CT_TCP_ACK, 25001 + 70000000, 5001 + 50000000, 500,
+	    CT_SEG_NO_WSCALE, 213, &oow);
+	assert_int_equal(oow, 0);
+	assert_int_equal(re->td_end, 25001 + 70000000);
+	assert_false(re->td_flags & CT_TD_RELEARN);
+	assert_int_equal(e->last_seen, 213);
+	/* learnt: a jump as far again is out of window */
+	seg(s, e, false, CT_TCP_ACK, 5001 + 100000000, 25001, 502, CT_SEG_NO_WSCALE, 214, &oow);
+	assert_int_equal(oow, CT_OOW_PASS);
+	assert_int_equal(ct_check(s), 0);
+	ct_shard_free(s);
+}
+
 struct coll {
 	struct ct_shard *s;
 	uint64_t now;
@@ -547,6 +598,7 @@ main(void)
 		cmocka_unit_test(t_restore_roundtrip),
 		cmocka_unit_test(t_restore_behaves),
 		cmocka_unit_test(t_restore_refuses),
+		cmocka_unit_test(t_relearn),
 	};
 
 	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {

@@ -153,6 +153,27 @@ static const struct bad_case bad_cases[] = {
 	{ SVC(" health metrics {\n  stale 100ms;\n }"), 1, "stale (100ms) must be >=" },
 	{ SVC(" health metrics {\n  expect 200;\n }"), 3, "only for 'health http'" },
 	{ SVC(" health tcp {\n  preset vllm;\n }"), 3, "unknown keyword 'preset'" },
+	/* sync (issue 35) */
+	{ "sync {\n key /k;\n}\n", 0, "needs 'listen ADDR:PORT node ID;'" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n}\n", 0, "needs 'key FILE;'" },
+	{ "sync {\n listen 10.0.0.1 node 1;\n key /k;\n}\n", 2, "is not ADDR:PORT" },
+	{ "sync {\n listen 10.0.0.1:7 node 0;\n key /k;\n}\n", 2, "in 1..4294967295" },
+	{ "sync {\n listen 10.0.0.1:7 id 1;\n key /k;\n}\n", 2, "expected 'node ID'" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 1;\n}\n", 0,
+	  "this node's id" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 2;\n"
+	  " peer b 10.0.0.3:7 node 3;\n}\n", 0, "share a name or node id" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key k;\n}\n", 3, "absolute path" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n dsr maybe;\n}\n", 4, "on or off" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n rate 10;\n}\n", 4, "rate" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n nat 10.9.9.9;\n}\n", 0,
+	  "no port's local address" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 2 nat 10.9.9.9;\n}\n",
+	  0, "no port's local address here" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peer b 10.0.0.2:7 node 2 via 10.9.9.9;\n}\n",
+	  4, "expected 'nat ADDR...'" },
+	{ "sync {\n listen 10.0.0.1:7 node 1;\n key /k;\n peers 1;\n}\n", 4,
+	  "unknown keyword 'peers' in sync" },
 	/* syntax */
 	{ "service 10.0.0.1:80/tcp {\n mode nat\n}\n", 2, "missing ';'" },
 	{ "service 10.0.0.1:80/tcp {\n mode nat;\n", 3, "missing '}'" },
@@ -247,6 +268,51 @@ static void test_round_trip(void **state)
 	/* a change is seen by fg_config_equal */
 	b.services[0].backends[1].weight++;
 	assert_false(fg_config_equal(&a, &b));
+	fg_config_free(&a);
+	fg_config_free(&b);
+}
+
+/* The sync block (issue 35): parsed, dumped, parsed back equal; a change
+ * of it is seen by fg_config_equal and needs a restart. */
+static void test_sync_config(void **state)
+{
+	(void)state;
+	const char *t =
+		"port net_null0 { local 10.0.0.1 10.0.0.2 fd00::3; }\n"
+		"sync {\n"
+		"    listen 10.0.0.1:7870 node 1;\n"
+		"    nat 10.0.0.1;\n"
+		"    peer lb2 10.0.0.2:7870 node 2 nat 10.0.0.2;\n"
+		"    peer lb3 [fd00::3]:7870 node 3 nat fd00::3;\n"
+		"    key /etc/flowgate/sync.key;\n"
+		"    dsr on;\n"
+		"    rate 50000;\n"
+		"}\n";
+	struct fg_cfg_err ev[8];
+	struct fg_cfg_errs e = { .v = ev, .max = 8 };
+	struct fg_config a, b;
+	char *text = NULL, msg[256];
+
+	assert_int_equal(fg_config_parse(t, strlen(t), "sync.conf", &a, &e), 0);
+	assert_true(a.sync.on);
+	assert_int_equal(a.sync.node, 1);
+	assert_int_equal(a.sync.port, 7870);
+	assert_int_equal(a.sync.n_nat, 1);
+	assert_int_equal(a.sync.n_peers, 2);
+	assert_int_equal(a.sync.peers[1].node, 3);
+	assert_int_equal(a.sync.peers[1].addr.family, AF_INET6);
+	assert_int_equal(a.sync.peers[1].n_nat, 1);
+	assert_true(a.sync.dsr);
+	assert_int_equal(a.sync.rate, 50000);
+	assert_int_equal(fg_config_dump_str(&a, &text), 0);
+	assert_int_equal(fg_config_parse(text, strlen(text), "dump", &b, &e), 0);
+	assert_true(fg_config_equal(&a, &b));
+	assert_int_equal(fg_config_restart_diff(&a, &b, msg, sizeof(msg)), 0);
+	b.sync.peers[0].node = 9;
+	assert_false(fg_config_equal(&a, &b));
+	assert_int_equal(fg_config_restart_diff(&a, &b, msg, sizeof(msg)), 1);
+	assert_non_null(strstr(msg, "sync"));
+	free(text);
 	fg_config_free(&a);
 	fg_config_free(&b);
 }
@@ -545,6 +611,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_fields),
 		cmocka_unit_test(test_many_errors),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_sync_config),
 		cmocka_unit_test(test_dump_quoting),
 		cmocka_unit_test(test_metrics_config),
 		cmocka_unit_test(test_stable_ids),

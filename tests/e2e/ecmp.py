@@ -37,6 +37,21 @@ reply from another backend, or no reply for 60 s: a blackholed flow):
              to b2
   stop       SIGTERM node 1: it withdraws its route first, forwards 1 s
              more, removes its routes: 0 broken
+A NAT service (VIP 10.97.100.2:80, the same backends) runs beside it
+(issue 35): each node has NAT source 10.97.200.1K of its own (`sync {
+nat }`), lists the others' as local and as its peers' (`peer ... nat`),
+and streams its flows to its two peers (state sync, UDP over the TAP, a
+shared key).  N NAT connections are up through the kill phase: node 3's
+flows are carried on by nodes 1 and 2, which announce 10.97.200.13 once
+node 3 has been silent 3 s (the takeover): "nat-kill: broken N of M";
+the takeover time and the sender's share of the window of loss (node 3's
+queue-to-send delay, mean and max, read just before the kill) are
+printed as figures.  Node 3 returns: its peers send it their flows at
+its first message (catch-up), it takes 10.97.200.13 back, and the NAT
+flows ECMP moves to it go on: "nat-return: broken N of M".  (Here the
+kernel of a node's namespace also gets the frames of lb0, which
+net_af_packet only copies: each sync message arrives twice, once through
+the TAP, and the copy is refused as replay.)
 The last lines are "broken N of M" per phase.  Root only (exit 77
 otherwise).  Everything is named after fgecmp<PID> and removed on every
 exit path (scripts/netns-teardown.sh; --sweep removes what a killed run
@@ -60,6 +75,8 @@ HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 P = f"fgecmp{os.getpid()}"
 RUN = f"/tmp/flowgate-{P}"
 VIP = "10.97.100.1"
+NAT_VIP = "10.97.100.2"
+SYNC_PORT = 7870
 N_CONN = int(os.environ.get("FG_ECMP_CONNS", "300"))
 BFD_MS, BFD_MULT, HOLD_S = 300, 3, 3
 DETECT_S = BFD_MS * BFD_MULT / 1000.0
@@ -73,6 +90,10 @@ def node_ip(k):
 
 def be_ip(k):
     return f"10.97.0.2{k}"
+
+
+def nat_ip(k):
+    return f"10.97.200.1{k}"
 
 
 T0 = time.monotonic()
@@ -251,7 +272,7 @@ protocol bgp upstream {{
   connect retry time 1;
   error wait time 1, 4;
   bfd on;
-  ipv4 {{ table vips; import none; export where net ~ [ 10.97.100.0/24{{32,32}} ]; next hop self; }};
+  ipv4 {{ table vips; import none; export where net ~ [ 10.97.100.0/24{{32,32}}, 10.97.200.0/24{{32,32}} ]; next hop self; }};
 }}
 """)
     run(["ip", "netns", "exec", n, "bird", "-c", conf, "-s", f"{RUN}/bird{k}.ctl",
@@ -270,21 +291,35 @@ class Node:
         self.launch()
         self.wait_running()
 
+    def config(self):
+        """The node's config file: ports, neighbours, the DSR and NAT
+        services, state sync with the other two nodes."""
+        k = self.k
+        nb = "".join(f"neighbour {be_ip(j)} {mac_of(2, j)} port net_af_packet0;\n"
+                     for j in (1, 2, 3))
+        bes = "".join(f" backend {be_ip(j)};\n" for j in (1, 2, 3))
+        peers = "".join(f" peer n{j} {node_ip(j)}:{SYNC_PORT} node {j} nat {nat_ip(j)};\n"
+                        for j in (1, 2, 3) if j != k)
+        path = f"{RUN}/n{k}.conf"
+        with open(path, "w") as f:
+            f.write(f"port net_af_packet0 {{\n local {node_ip(k)} {nat_ip(1)} {nat_ip(2)} "
+                    f"{nat_ip(3)};\n gateway 10.97.0.1;\n}}\n"
+                    f"neighbour 10.97.0.1 {ROUTER_MAC} port net_af_packet0;\n{nb}"
+                    f"service ecmp {VIP}:80/tcp {{\n mode dsr-gue;\n{bes}}}\n"
+                    f"service ecmpnat {NAT_VIP}:80/tcp {{\n mode nat;\n{bes}}}\n"
+                    f"sync {{\n listen {node_ip(k)}:{SYNC_PORT} node {k};\n nat {nat_ip(k)};\n"
+                    f"{peers} key {RUN}/sync.key;\n}}\n")
+        return path
+
     def launch(self):
         n = f"{P}-n{self.k}"
         args = [f"{BUILD}/dataplane/flowgate", "--no-huge", "-m", "384",
                 "--file-prefix", f"{P}-n{self.k}", "-l", "0,1",
                 "--no-pci", "--vdev=net_af_packet0,iface=lb0", "--",
                 "--host-tap", "--announce", "--idle-sleep", "--ct-capacity", "16384", "--mbufs", "8191",
-                "-s", self.sock, "--local", node_ip(self.k), "--gateway", "10.97.0.1",
-                "--neigh", f"10.97.0.1,{ROUTER_MAC}"]
+                "-s", self.sock, "-c", self.config()]
         if self.second_chance:
             args.append("--second-chance")
-        for j in (1, 2, 3):
-            args += ["--neigh", f"{be_ip(j)},{mac_of(2, j)}"]
-        args += ["--service", f"{VIP}:80/tcp,mode=dsr-gue,name=ecmp"]
-        for j in (1, 2, 3):
-            args += ["--backend", be_ip(j)]
         self.starts += 1
         self.log = f"{RUN}/flowgate{self.k}.{self.starts}.log"
         logf = open(self.log, "w")
@@ -329,19 +364,19 @@ def tail(path, n=8):
         return "(no log)"
 
 
-def nexthops():
-    out = run(["ip", "-n", f"{P}-r", "route", "show", f"{VIP}/32"], "router route",
+def nexthops(dst=VIP):
+    out = run(["ip", "-n", f"{P}-r", "route", "show", f"{dst}/32"], "router route",
               check=False).stdout
     return sorted(set(re.findall(r"via (10\.97\.0\.1\d)", out)))
 
 
-def wait_nexthops(want, guard_s=180):
+def wait_nexthops(want, guard_s=180, dst=VIP):
     end = time.monotonic() + guard_s
     while time.monotonic() < end:
-        if nexthops() == want:
+        if nexthops(dst) == want:
             return time.monotonic()
         time.sleep(0.05)
-    raise Fail(f"the router's route to {VIP} has next hops {nexthops()}, expected {want} "
+    raise Fail(f"the router's route to {dst} has next hops {nexthops(dst)}, expected {want} "
                f"(BGP: {vtysh('show bgp summary')[-600:]})")
 
 
@@ -405,9 +440,9 @@ class Poller(threading.Thread):
 
 
 class Client:
-    def __init__(self):
+    def __init__(self, vip=VIP):
         self.p = subprocess.Popen(["ip", "netns", "exec", f"{P}-c", "python3",
-                                   f"{HERE}/tests/e2e/ecmp_peer.py", "client", VIP,
+                                   f"{HERE}/tests/e2e/ecmp_peer.py", "client", vip,
                                    "-n", str(N_CONN)],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -458,9 +493,13 @@ def main():
             "decapsulation and second chance)")
         return 77
     os.makedirs(RUN, exist_ok=True)
+    with open(f"{RUN}/sync.key", "w") as f:
+        f.write(os.urandom(16).hex() + "\n")
+    os.chmod(f"{RUN}/sync.key", 0o600)
     nodes = [Node(k) for k in (1, 2, 3)]
     poller = None
     client = None
+    nat_client = None
     servers = []
     results = []
     try:
@@ -481,6 +520,11 @@ def main():
         all3 = [node_ip(k) for k in (1, 2, 3)]
         wait_nexthops(all3)
         log(f"ok   router: {VIP}/32 over ECMP next hops {all3} (BGP from BIRD on each node)")
+        wait_nexthops(all3, dst=NAT_VIP)
+        for k in (1, 2, 3):
+            wait_nexthops([node_ip(k)], dst=nat_ip(k))
+        log(f"ok   router: {NAT_VIP}/32 over {all3}; NAT sources {nat_ip(1)}, {nat_ip(2)}, "
+            f"{nat_ip(3)} each via its node")
         poller = Poller(nodes)
         poller.start()
         client = Client()
@@ -499,6 +543,9 @@ def main():
         log(f"     flows per node: {spread}")
         if min(spread.values()) == 0:
             raise Fail(f"ECMP did not spread the connections over all 3 nodes: {spread}")
+        nat_client = Client(NAT_VIP)
+        nat_client.expect("ready")
+        log(f"ok   {N_CONN} NAT connections up; " + nat_client.cmd("spread", "spread"))
 
         picked = {}
 
@@ -521,8 +568,38 @@ def main():
                     f"{after[k][3] - before[k][3]} second-chance hints" for k in (1, 2)) + ")")
             return t_event, t_route
 
-        # -- kill: SIGKILL node 3 mid-traffic
-        t_kill, t_route = phase("kill", nodes[2].kill, all3[:2])
+        # -- kill: SIGKILL node 3 mid-traffic; its NAT flows go on through
+        # nodes 1 and 2 (state sync), which take 10.97.200.13 over
+        nat_client.cmd("mark kill", "marked")
+        pre = {}
+
+        def kill3():
+            pre.update(json.loads(nodes[2].fgctl("--json", "sync").stdout))
+            pre["nat"] = json.loads(nodes[2].fgctl("--json", "flows", "count").stdout)["nat"]
+            own = nodes[2].fgctl("--json", "flows", "list", "--nat", nat_ip(3), "--limit",
+                                 "100000").stdout.strip()
+            pre["own"] = len(json.loads(own)) if own else 0
+            nodes[2].kill()
+        t_kill, t_route = phase("kill", kill3, all3[:2])
+        t_take = wait_nexthops(all3[:2], dst=nat_ip(3))
+        line = nat_client.cmd("settle kill", "phase")
+        m = re.match(r"phase \S+ broken (\d+) of (\d+)", line)
+        results.append(("nat-kill", int(m.group(1)), int(m.group(2))))
+        got = [json.loads(n.fgctl("--json", "sync").stdout) for n in nodes[:2]]
+        mean = pre["delay_us_sum"] / pre["sent_records"] if pre.get("sent_records") else 0
+        log(f"     NAT {line}: node 3 held {pre['nat']} NAT flows, {pre['own']} of them "
+            f"its own (from {nat_ip(3)}), and had sent "
+            f"{pre.get('sent_records', 0)} records; nodes 1, 2 installed "
+            f"{[g['installed'] for g in got]}, refused {[g['refused'] for g in got]}")
+        log(f"     figure: nat_takeover_s<={t_take - t_kill:.2f} (the kill to the router's "
+            f"route to {nat_ip(3)} via nodes 1, 2, seen once the DSR phase settled: an upper "
+            f"bound; 3 s of silence first) "
+            f"window_of_loss_sender_us mean={mean:.0f} max={pre.get('delay_us_max', 0)} "
+            "(node 3's queueing to send: flows opened that long before the kill were not "
+            "yet sent; plus the network's one-way delay)")
+        if pre["own"] == 0:
+            raise Fail("ECMP put no NAT flow on node 3: the takeover was not exercised")
+
         last_dead = poller.last_rx_change(3, t_kill + 1.0)
         first_other = poller.first_new_flow((1, 2), t_kill)
         if last_dead is None or first_other is None:
@@ -558,8 +635,21 @@ def main():
                                      "nh", check=False).stdout.replace("\n", " | "))
             raise Fail(f"node 3 is a next hop again but carries {cnt.strip()!r} "
                        f"(router neighbour: {neigh!r}; route: {nexthops()})")
-        # -- return: node 3 again
+        # -- return: node 3 again; its peers send it what they hold at its
+        # first message (catch-up), it takes its NAT source back, and the
+        # NAT flows ECMP moves to it go on there
+        nat_client.cmd("mark return", "marked")
         phase("return", nodes[2].start, all3, node3_carries)
+        wait_nexthops([node_ip(3)], dst=nat_ip(3))
+        line = nat_client.cmd("settle return", "phase")
+        m = re.match(r"phase \S+ broken (\d+) of (\d+)", line)
+        results.append(("nat-return", int(m.group(1)), int(m.group(2))))
+        y3 = json.loads(nodes[2].fgctl("--json", "sync").stdout)
+        log(f"     NAT {line}: node 3 installed {y3['installed']} flows from its peers "
+            f"(catch-up), refused {sum(y3['refused'].values())}")
+        nat_client.p.stdin.write("quit\n")
+        nat_client.p.stdin.flush()
+        nat_client.p.wait(timeout=60)
 
         # -- node 1 loses every backend (all drained): it withdraws the VIP
         # by itself, the router moves its flows, which keep their backends;
@@ -571,8 +661,9 @@ def main():
             text = node.fgctl("config", "show").stdout
             text, n = re.subn(r"(\n\s*backend [^;\n]*?)(?: drained)?;",
                               r"\1 drained;" if drained else r"\1;", text)
-            if n != 3:
-                raise Fail(f"config show of node {node.k}: {n} backend lines, expected 3")
+            if n != 6:
+                raise Fail(f"config show of node {node.k}: {n} backend lines, expected 6 "
+                           "(3 of the DSR service, 3 of the NAT one)")
             path = f"{RUN}/n{node.k}-drained-{int(drained)}.conf"
             with open(path, "w") as f:
                 f.write(text)
@@ -666,6 +757,8 @@ def main():
     finally:
         if poller:
             poller.halt = True
+        if nat_client and nat_client.p.poll() is None:
+            nat_client.p.kill()
         if client and client.p.poll() is None:
             try:
                 client.p.stdin.write("quit\n")
@@ -686,8 +779,8 @@ def main():
 
 def report(results, hints, fwd):
     ok = True
-    want_zero = {"kill", "return", "no-backend", "backends-back", "restore", "drain-on",
-                 "stop"}
+    want_zero = {"kill", "nat-kill", "return", "nat-return", "no-backend", "backends-back",
+                 "restore", "drain-on", "stop"}
     for name, b, m in results:
         if name in want_zero and b != 0:
             log(f"FAIL: phase {name}: {b} of {m} connections broke (expected 0)")
