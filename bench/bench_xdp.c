@@ -153,10 +153,9 @@ static void fg_cfg_init(unsigned int nb)
 
 static int fg_open(struct prog *p, uint32_t flows)
 {
-	/* the LRU's free entries are split among the CPUs (per-CPU lists,
-	 * BPF_F_NO_COMMON_LRU) and every test run is on one CPU: give each
-	 * CPU the whole table, as Katran's per-CPU LRUs below get it */
-	uint64_t cap = ((uint64_t)flows + flows / 4 + 1024) * (uint64_t)libbpf_num_possible_cpus();
+	/* one LRU for all CPUs: the same size as the one Katran LRU below
+	 * that this CPU uses */
+	uint64_t cap = (uint64_t)flows + flows / 4 + 1024;
 	struct fgx_params par = { .ct_capacity = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap };
 	char err[256];
 	int rc;

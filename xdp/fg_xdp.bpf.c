@@ -102,11 +102,16 @@ struct {
 	__array(values, struct fgx_maglev_inner);
 } fgx_maglev SEC(".maps");
 
-/* Conntrack: LRU hashes with per-CPU LRU lists (no common LRU lock);
- * max_entries is set by the loader from ct_capacity. */
+/* Conntrack: LRU hashes, max_entries set by the loader from ct_capacity.
+ * One LRU for all CPUs (no BPF_F_NO_COMMON_LRU): per-CPU lists split the
+ * free entries among the CPUs, so a table had to be sized for the busiest
+ * CPU times the CPUs, and the hash's bucket array (max_entries rounded up
+ * to a power of two, 16 bytes each) grew with it: at 1M flows on 16 CPUs
+ * 512 MiB of buckets, a cache miss on every hit.  A hit costs the same in
+ * both kinds (a lookup sets the node's ref bit); an insert takes its free
+ * entry from a per-CPU cache refilled 128 at a time. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, FGX_CT_DEFAULT);
 	__type(key, struct ct_key4);
 	__type(value, struct fgx_ct);
@@ -114,7 +119,6 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, FGX_CT_DEFAULT / 4);
 	__type(key, struct ct_key6);
 	__type(value, struct fgx_ct);

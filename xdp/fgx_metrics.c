@@ -67,8 +67,8 @@ static void render_port(FILE *f, const struct xd *d)
 static void render_ct(FILE *f, const struct fgx_census *c, int ncpu, uint32_t capacity)
 {
 	fg_prom_family(f, "flowgate_conntrack_capacity", "gauge",
-		       "flows a core's conntrack shard holds (XDP: its share of the LRU, "
-		       "capacity / CPUs)");
+		       "flows a core's conntrack shard holds (XDP: one LRU for all "
+		       "CPUs, capacity / CPUs an even share)");
 	for (int i = 0; i < ncpu; i++)
 		fprintf(f, "flowgate_conntrack_capacity{core=\"%d\"} %u\n", i,
 			capacity / (uint32_t)ncpu);

@@ -18,8 +18,8 @@
  * runs.  A map equal in S, layout and size is adopted as it is
  * (bpf_map__reuse_fd: the program is loaded against it); otherwise its
  * policy decides (fgx_private.h).  Conversion copies member by member by
- * name, each conntrack entry from the CPU that created it (the LRU lists
- * are per CPU), once before the program swap and once after it for what
+ * name, each conntrack entry from the CPU that created it (as its packets
+ * would insert it: builds before issue 38 had per-CPU LRU lists), once before the program swap and once after it for what
  * the old program added meanwhile.
  */
 #include <dirent.h>
@@ -325,9 +325,8 @@ static int read_all(int fd, uint32_t ks, uint32_t vs, uint8_t **keys, uint8_t **
 
 /* Copies every entry of the old map into the new one (@p flags
  * BPF_ANY or BPF_NOEXIST), converting values when the layouts differ,
- * each from the CPU recorded in it (conntrack: the LRU lists are per
- * CPU, so an entry inserted from another CPU would sit in that CPU's
- * share).  @return entries copied, or -errno. */
+ * each from the CPU recorded in it (conntrack: an insert takes its free
+ * entry from that CPU's LRU cache, as the flow's own packets do).  @return entries copied, or -errno. */
 static int64_t copy_entries(struct fgx *x, unsigned int i, uint64_t flags)
 {
 	struct fgx_pinned *pn = &x->pin[i];
@@ -542,9 +541,10 @@ static const char *what_changed(const struct layout *o, const struct layout *n,
 {
 	if (o->type != n->type || o->key_size != n->key_size || differ(o->key, n->key))
 		snprintf(buf, len, "another map type or key");
-	else if (o->value_size != n->value_size || differ(o->value, n->value) ||
-		 o->flags != n->flags)
+	else if (o->value_size != n->value_size || differ(o->value, n->value))
 		snprintf(buf, len, "another layout");
+	else if (o->flags != n->flags)
+		snprintf(buf, len, "map flags %#x -> %#x", o->flags, n->flags);
 	else if (o->max_entries != n->max_entries)
 		snprintf(buf, len, "capacity %u -> %u", o->max_entries, n->max_entries);
 	else

@@ -11,6 +11,9 @@
  *   layout       an "older build" whose conntrack entry has its members in
  *                another order and lacks one (BTF made here): converted by
  *                member name, each kept member equal, the missing one 0
+ *   lists        an "older build's" conntrack map with per-CPU LRU lists
+ *                (BPF_F_NO_COMMON_LRU, before issue 38), same BTF:
+ *                converted into one LRU for all CPUs, every entry kept
  *   meaning      a pinned conntrack map whose meaning hash differs (another
  *                FGX_SEMANTICS / state names): refused with -ESTALE and a
  *                sentence, nothing changed, and adopted again once back
@@ -195,6 +198,17 @@ static int case_capacity(const char *dir)
 	return fail;
 }
 
+/* Map @p nfd (id @p id) pinned in place of the file @p path: same name and
+ * meaning hash, another map id.  0 or -1. */
+static int repin(const char *path, int nfd, uint32_t id)
+{
+	char npath[300];
+	const char *dash = strrchr(path, '-');
+
+	snprintf(npath, sizeof(npath), "%.*s-%u", (int)(dash - path), path, id);
+	return bpf_obj_pin(nfd, npath) || unlink(path) ? -1 : 0;
+}
+
 /* The pinned fgx_ct4 replaced by an "older build's": its value struct with
  * the members in reverse order and without "bytes", from BTF made here on
  * the kernel's copy of this build's types (so the key is the same). */
@@ -266,15 +280,7 @@ static int older_layout(const char *dir)
 	if (bpf_obj_get_info_by_fd(nfd, &in, &len))
 		goto out;
 	id = in.id;
-	/* same name and meaning hash, another map id and layout */
-	{
-		char npath[300], *dash = strrchr(path, '-');
-
-		snprintf(npath, sizeof(npath), "%.*s-%u", (int)(dash - path), path, id);
-		if (bpf_obj_pin(nfd, npath) || unlink(path))
-			goto out;
-	}
-	rc = 0;
+	rc = repin(path, nfd, id);
 out:
 	if (rc)
 		printf("  making the older layout failed: %s\n", strerror(errno));
@@ -306,6 +312,79 @@ static int case_layout(const char *dir)
 		fail = 1;
 	}
 	fail |= flows_ok(x, true, "layout");
+	fgx_close(x);
+	return fail;
+}
+
+/* The pinned fgx_ct4 replaced by one with per-CPU LRU lists, as builds
+ * before issue 38 made it: same BTF, size and entries. */
+static int older_lists(const char *dir)
+{
+	char path[256];
+	struct bpf_map_info in;
+	uint32_t len = sizeof(in);
+	int fd, bfd = -1, nfd = -1, rc = -1;
+
+	pinned(dir, "fgx_ct4", path, sizeof(path));
+	fd = bpf_obj_get(path);
+	memset(&in, 0, sizeof(in));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &in, &len) ||
+	    (bfd = bpf_btf_get_fd_by_id(in.btf_id)) < 0)
+		goto out;
+	if (in.map_flags & BPF_F_NO_COMMON_LRU) {
+		printf("  this build's fgx_ct4 already has per-CPU LRU lists\n");
+		goto out;
+	}
+	LIBBPF_OPTS(bpf_map_create_opts, o, .btf_fd = (uint32_t)bfd,
+		    .btf_key_type_id = in.btf_key_type_id,
+		    .btf_value_type_id = in.btf_value_type_id,
+		    .map_flags = in.map_flags | BPF_F_NO_COMMON_LRU);
+	nfd = bpf_map_create(in.type, "fgx_ct4", in.key_size, in.value_size, in.max_entries, &o);
+	if (nfd < 0)
+		goto out;
+	for (int i = 0; i < N_FLOWS; i++) {
+		struct ct_key4 k;
+		struct fgx_ct v;
+
+		key_of(i, &k);
+		if (bpf_map_lookup_elem(fd, &k, &v) || bpf_map_update_elem(nfd, &k, &v, BPF_ANY))
+			goto out;
+	}
+	len = sizeof(in);
+	if (bpf_obj_get_info_by_fd(nfd, &in, &len))
+		goto out;
+	rc = repin(path, nfd, in.id);
+out:
+	if (rc)
+		printf("  making the per-CPU LRU lists failed: %s\n", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (bfd >= 0)
+		close(bfd);
+	if (nfd >= 0)
+		close(nfd);
+	return rc;
+}
+
+static int case_lists(const char *dir)
+{
+	struct fgx *x = NULL;
+	char err[512], rep[512];
+	int fail = 0;
+
+	if (open_apply(dir, 4096, &x, err, sizeof(err)) || fill(dir))
+		return printf("  setup: %s\n", err), 1;
+	fgx_close(x);
+	if (older_lists(dir))
+		return 1;
+	if (open_apply(dir, 4096, &x, err, sizeof(err)))
+		return printf("  reopen: %s\n", err), 1;
+	fgx_open_report(x, rep, sizeof(rep));
+	if (!strstr(rep, "fgx_ct4 converted (map flags 0x2 -> 0): 64 entries")) {
+		printf("  report: %s\n", rep);
+		fail = 1;
+	}
+	fail |= flows_ok(x, false, "lists");
 	fgx_close(x);
 	return fail;
 }
@@ -350,6 +429,7 @@ static const struct {
 	{ "adopt", case_adopt },
 	{ "capacity", case_capacity },
 	{ "layout", case_layout },
+	{ "lists", case_lists },
 	{ "meaning", case_meaning },
 };
 
