@@ -384,18 +384,19 @@ static void op_build_info(struct fg_json_writer *w, void *ctx)
 	fg_jw_str(w, "attach_mode", fgx_mode_name(d->att.mode));
 }
 
+/* the control interface (control/fg_ctl.h), members in name order */
 const struct fg_ctl_ops fgx_view_ops = {
-	.build_info = op_build_info,
-	.config_get = op_config_get,
-	.config_apply = fg_config_gate_apply,
-	.config_check = fg_config_gate_check,
-	.flows_walk = op_flows_walk,
-	.flows_count = op_flows_count,
-	.stats = op_stats,
 	.backend_conns = op_backend_conns,
 	.backend_placed = op_backend_placed,
-	.watch_set = op_watch_set,
+	.build_info = op_build_info,
+	.config_apply = fg_config_gate_apply,
+	.config_check = fg_config_gate_check,
+	.config_get = op_config_get,
+	.flows_count = op_flows_count,
+	.flows_walk = op_flows_walk,
+	.stats = op_stats,
 	.watch_poll = op_watch_poll,
+	.watch_set = op_watch_set,
 };
 
 void fgx_view_audit(const struct fg_ctl_audit *a, void *ctx)
