@@ -247,15 +247,20 @@ static void render_backends(FILE *f, const struct fg_stats_snap *sn)
 	fg_prom_family(f, "flowgate_backend_load_state", "gauge",
 	       "1 for the worker's load-signal state (fresh, saturated, stale, never), 0 for the others");
 	FOR_EACH_BACKEND(sn, s, b) {
-		static const char *const st[] = { "fresh", "saturated", "stale", "never" };
+		static const char st[][10] = { "fresh", "saturated", "stale", "never" };
+
+		const char *cur = fg_stats_load_state(b);
 
 		if (!b->has_load)
 			continue;
 		backend_labels(s, b, &lv);
-		for (unsigned int k = 0; k < RTE_DIM(st); k++)
+		for (unsigned int k = 0; k < RTE_DIM(st); k++) {
+			const char *name = st[k];
+
 			fprintf(f, "flowgate_backend_load_state{service=\"%s\",backend=\"%s\","
-				"state=\"%s\"} %d\n", lv.service, lv.backend, st[k],
-				!strcmp(fg_stats_load_state(b), st[k]));
+				"state=\"%s\"} %d\n", lv.service, lv.backend, name,
+				!strcmp(cur, name));
+		}
 	}
 	fg_prom_family(f, "flowgate_backend_load_series", "gauge",
 	       "the raw series the worker's load score is made of, as last scraped");
