@@ -53,21 +53,9 @@
 #endif
 
 static uint64_t
-realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
 mono_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return fg_state_clock_ns(CLOCK_MONOTONIC) / 1000u;
 }
 
 static inline uint32_t
@@ -145,7 +133,8 @@ save_to(struct fg_dp *dp, FILE *f, uint64_t *skipped)
 	struct fg_state_writer wr;
 	struct save_ctx c = {.dp = dp, .lb = dp->lb, .wr = &wr, .now = rte_rdtsc()};
 
-	fg_state_writer_init(&wr, f, dp->n_workers, FG_VERSION, realtime_ns());
+	fg_state_writer_init(&wr, f, dp->n_workers, FG_VERSION,
+			     fg_state_clock_ns(CLOCK_REALTIME));
 	dp->state.neigh_saved = 0;
 	fg_state_section(&wr, FG_STATE_SEC_FLOWS);
 	for (unsigned int i = 0; i < dp->n_workers && c.lb != NULL; i++) {
@@ -686,7 +675,7 @@ int
 fg_dp_state_load(struct fg_dp *dp)
 {
 	const char *path = dp->params.state_path;
-	uint64_t t0 = mono_us(), now_ns = realtime_ns(), gap_ms;
+	uint64_t t0 = mono_us(), now_ns = fg_state_clock_ns(CLOCK_REALTIME), gap_ms;
 	struct fg_state_view v;
 	enum fg_state_file_refuse why;
 	struct stat sb;

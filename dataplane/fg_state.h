@@ -45,12 +45,57 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "ct_rec.h"
+#include "fg_xlist.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- byte order and clocks, shared with state sync (fg_sync.h) ---------- */
+
+/** Big-endian (network order) fields of the state file and the sync
+ *  messages, through bytes: their buffers have no alignment. */
+static inline uint32_t
+fg_state_be32_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t
+fg_state_be64_get(const uint8_t *p)
+{
+	return (uint64_t)fg_state_be32_get(p) << 32 | fg_state_be32_get(p + 4);
+}
+
+static inline void
+fg_state_be32_put(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static inline void
+fg_state_be64_put(uint8_t *p, uint64_t v)
+{
+	fg_state_be32_put(p, (uint32_t)(v >> 32));
+	fg_state_be32_put(p + 4, (uint32_t)v);
+}
+
+/** Clock @p clk in ns: CLOCK_REALTIME stamps the file and a sync epoch,
+ *  CLOCK_MONOTONIC times the work. */
+static inline uint64_t
+fg_state_clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /** The format this build writes and reads. */
 #define FG_STATE_VERSION 1
@@ -73,16 +118,14 @@ extern "C" {
 	X(malformed,  "a section or entry that does not decode: unknown section, a record out of range, bytes left over") \
 	X(stale,      "written longer ago than the longest conntrack timeout: every flow in it has expired")
 
+#define FG_STATE_FILE_(n, d) FG_STATE_FILE_##n,
 enum fg_state_file_refuse {
 	FG_STATE_FILE_OK = 0,
-#define FG_X(n, d) FG_STATE_FILE_##n,
-	FG_STATE_FILE_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_STATE_FILE_REFUSE_LIST(FG_STATE_FILE_)
 	FG_STATE_FILE_MAX
 };
 /** Names by reason (index 0 "ok"). */
-extern const char *const fg_state_file_refuse_names[FG_STATE_FILE_MAX];
-extern const char *const fg_state_file_refuse_help[FG_STATE_FILE_MAX];
+FG_XL_TABLES(fg_state_file_refuse_names, fg_state_file_refuse_help, FG_STATE_FILE_MAX);
 
 /** Why one flow of a loaded file is not restored (state_refused{reason}). */
 #define FG_STATE_FLOW_REFUSE_LIST(X) \
@@ -95,14 +138,9 @@ extern const char *const fg_state_file_refuse_help[FG_STATE_FILE_MAX];
 	X(table_full,     "its worker's conntrack table (or NAT region) is full") \
 	X(duplicate,      "its key, or its NAT reply key, is tracked already")
 
-enum fg_state_flow_refuse {
-#define FG_X(n, d) FG_STATE_FLOW_##n,
-	FG_STATE_FLOW_REFUSE_LIST(FG_X)
-#undef FG_X
-	FG_STATE_FLOW_MAX
-};
-extern const char *const fg_state_flow_refuse_names[FG_STATE_FLOW_MAX];
-extern const char *const fg_state_flow_refuse_help[FG_STATE_FLOW_MAX];
+#define FG_STATE_FLOW_(n, d) FG_STATE_FLOW_##n,
+enum fg_state_flow_refuse { FG_STATE_FLOW_REFUSE_LIST(FG_STATE_FLOW_) FG_STATE_FLOW_MAX };
+FG_XL_TABLES(fg_state_flow_refuse_names, fg_state_flow_refuse_help, FG_STATE_FLOW_MAX);
 
 /** What the last load and save did: `fgctl stats` ("state"), telemetry
  *  (/flowgate/state), /metrics (flowgate_state_*) and the log lines show

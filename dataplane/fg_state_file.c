@@ -13,25 +13,17 @@
 
 const char *const fg_state_file_refuse_names[FG_STATE_FILE_MAX] = {
 	"ok",
-#define FG_X(n, d) #n,
-	FG_STATE_FILE_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_STATE_FILE_REFUSE_LIST(FG_XL_NAME)
 };
 const char *const fg_state_file_refuse_help[FG_STATE_FILE_MAX] = {
 	"loaded",
-#define FG_X(n, d) d,
-	FG_STATE_FILE_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_STATE_FILE_REFUSE_LIST(FG_XL_SECOND)
 };
 const char *const fg_state_flow_refuse_names[FG_STATE_FLOW_MAX] = {
-#define FG_X(n, d) #n,
-	FG_STATE_FLOW_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_STATE_FLOW_REFUSE_LIST(FG_XL_NAME)
 };
 const char *const fg_state_flow_refuse_help[FG_STATE_FLOW_MAX] = {
-#define FG_X(n, d) d,
-	FG_STATE_FLOW_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_STATE_FLOW_REFUSE_LIST(FG_XL_SECOND)
 };
 
 uint32_t
@@ -50,34 +42,6 @@ fg_state_crc(uint32_t crc, const void *buf, size_t len)
 	for (; len > 0; len--)
 		crc = rte_hash_crc_1byte(*p++, crc);
 	return crc;
-}
-
-static inline uint32_t
-rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t
-rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void
-wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline void
-wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, (uint32_t)(v >> 32));
-	wr32(p + 4, (uint32_t)v);
 }
 
 /* ---- parser ------------------------------------------------------------ */
@@ -127,10 +91,10 @@ header_check(const uint8_t *buf, size_t len, struct fg_state_view *v)
 		return FG_STATE_FILE_version;
 	if (len < FG_STATE_HDR_LEN)
 		return FG_STATE_FILE_truncated;
-	if (fg_state_crc(CT_HASH_SEED, buf, 60) != rd32(buf + 60))
+	if (fg_state_crc(CT_HASH_SEED, buf, 60) != fg_state_be32_get(buf + 60))
 		return FG_STATE_FILE_checksum;
-	v->written_ns = rd64(buf + 16);
-	v->workers = rd32(buf + 24);
+	v->written_ns = fg_state_be64_get(buf + 16);
+	v->workers = fg_state_be32_get(buf + 24);
 	memcpy(v->writer, buf + 32, 24);
 	v->writer[24] = '\0';
 	return FG_STATE_FILE_OK;
@@ -148,7 +112,7 @@ fg_state_parse(const uint8_t *buf, size_t len, struct fg_state_view *out)
 	rc = header_check(buf, len, &v);
 	if (rc != FG_STATE_FILE_OK)
 		return rc;
-	n_sec = rd32(buf + 12);
+	n_sec = fg_state_be32_get(buf + 12);
 	for (uint32_t s = 0; s < n_sec; s++) {
 		const uint8_t *h = buf + off, *body;
 		uint32_t type, count;
@@ -156,14 +120,14 @@ fg_state_parse(const uint8_t *buf, size_t len, struct fg_state_view *out)
 
 		if (len - off < FG_STATE_SEC_HDR_LEN)
 			return FG_STATE_FILE_truncated;
-		type = rd32(h);
-		count = rd32(h + 4);
-		blen = rd64(h + 8);
+		type = fg_state_be32_get(h);
+		count = fg_state_be32_get(h + 4);
+		blen = fg_state_be64_get(h + 8);
 		off += FG_STATE_SEC_HDR_LEN;
 		if (blen > len - off || len - off - blen < 4)
 			return FG_STATE_FILE_truncated;
 		body = buf + off;
-		if (fg_state_crc(CT_HASH_SEED, body, blen) != rd32(body + blen))
+		if (fg_state_crc(CT_HASH_SEED, body, blen) != fg_state_be32_get(body + blen))
 			return FG_STATE_FILE_checksum;
 		if (type == FG_STATE_SEC_FLOWS && v.flows == NULL) {
 			rc = flows_check(body, blen, count);
@@ -198,7 +162,7 @@ fg_state_neigh_get(const struct fg_state_view *v, uint32_t i, struct fg_state_ne
 	n->port[FG_STATE_PORT_NAME] = '\0';
 	memcpy(n->addr, b + 2 + FG_STATE_PORT_NAME, 16);
 	memcpy(n->mac, b + 18 + FG_STATE_PORT_NAME, 6);
-	n->age_ms = rd32(b + 24 + FG_STATE_PORT_NAME);
+	n->age_ms = fg_state_be32_get(b + 24 + FG_STATE_PORT_NAME);
 }
 
 /* ---- writer ------------------------------------------------------------ */
@@ -235,11 +199,11 @@ header_write(struct fg_state_writer *w)
 	h[9] = FG_STATE_VERSION & 0xff;
 	h[10] = CT_REC_VERSION >> 8;
 	h[11] = CT_REC_VERSION & 0xff;
-	wr32(h + 12, w->n_sections);
-	wr64(h + 16, w->written_ns);
-	wr32(h + 24, w->workers);
+	fg_state_be32_put(h + 12, w->n_sections);
+	fg_state_be64_put(h + 16, w->written_ns);
+	fg_state_be32_put(h + 24, w->workers);
 	memcpy(h + 32, w->writer, strnlen(w->writer, 24));
-	wr32(h + 60, fg_state_crc(CT_HASH_SEED, h, 60));
+	fg_state_be32_put(h + 60, fg_state_crc(CT_HASH_SEED, h, 60));
 	put(w, h, sizeof(h));
 }
 
@@ -264,11 +228,11 @@ section_close(struct fg_state_writer *w)
 
 	if (w->sec_off < 0 || w->err)
 		return;
-	wr32(c, w->sec_crc);
+	fg_state_be32_put(c, w->sec_crc);
 	put(w, c, sizeof(c));
-	wr32(h, w->sec_type);
-	wr32(h + 4, w->sec_count);
-	wr64(h + 8, w->sec_len);
+	fg_state_be32_put(h, w->sec_type);
+	fg_state_be32_put(h + 4, w->sec_count);
+	fg_state_be64_put(h + 8, w->sec_len);
 	end = ftell(w->f);
 	if (end < 0 || fseek(w->f, w->sec_off, SEEK_SET) != 0 ||
 	    fwrite(h, 1, sizeof(h), w->f) != sizeof(h) || fseek(w->f, end, SEEK_SET) != 0)
@@ -321,7 +285,7 @@ fg_state_put_neigh(struct fg_state_writer *w, const struct fg_state_neigh *n)
 	memcpy(b + 2, n->port, strnlen(n->port, FG_STATE_PORT_NAME));
 	memcpy(b + 2 + FG_STATE_PORT_NAME, n->addr, 16);
 	memcpy(b + 18 + FG_STATE_PORT_NAME, n->mac, 6);
-	wr32(b + 24 + FG_STATE_PORT_NAME, n->age_ms);
+	fg_state_be32_put(b + 24 + FG_STATE_PORT_NAME, n->age_ms);
 	body(w, b, sizeof(b));
 }
 

@@ -49,24 +49,16 @@
 #include "fg_worker_private.h"
 
 const char *const fg_sync_wc_names[FG_SYNC_WC_MAX] = {
-#define FG_X(n, d) #n,
-	FG_SYNC_WORKER_LIST(FG_X)
-#undef FG_X
+	FG_SYNC_WORKER_LIST(FG_XL_NAME)
 };
 const char *const fg_sync_wc_help[FG_SYNC_WC_MAX] = {
-#define FG_X(n, d) d,
-	FG_SYNC_WORKER_LIST(FG_X)
-#undef FG_X
+	FG_SYNC_WORKER_LIST(FG_XL_SECOND)
 };
 const char *const fg_sync_nc_names[FG_SYNC_NC_MAX] = {
-#define FG_X(n, d) #n,
-	FG_SYNC_NODE_LIST(FG_X)
-#undef FG_X
+	FG_SYNC_NODE_LIST(FG_XL_NAME)
 };
 const char *const fg_sync_nc_help[FG_SYNC_NC_MAX] = {
-#define FG_X(n, d) d,
-	FG_SYNC_NODE_LIST(FG_X)
-#undef FG_X
+	FG_SYNC_NODE_LIST(FG_XL_SECOND)
 };
 
 /* A full walk of a shard every this many ms: a third of the established
@@ -117,22 +109,10 @@ struct fg_sync {
 	struct fg_sync_msg msg;
 };
 
-static uint64_t
+static inline uint64_t
 mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
-real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return fg_state_clock_ns(CLOCK_MONOTONIC);
 }
 
 static socklen_t
@@ -294,7 +274,7 @@ fg_sync_create(struct fg_dp *dp, const struct fg_sync_cfg *cfg)
 		       strerror(-rc));
 		goto fail;
 	}
-	sy->epoch = real_ns();
+	sy->epoch = fg_state_clock_ns(CLOCK_REALTIME);
 	sy->credit_ns = sy->start_ns = mono_ns();
 	dp->sync = sy;
 	FG_LOG(NOTICE, "sync: node %u on %s, %u peers, NAT%s services, %u records/s",

@@ -50,6 +50,7 @@
 #include "ct_rec.h"
 #include "fg_config.h"
 #include "fg_state.h"
+#include "fg_xlist.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,16 +84,10 @@ extern "C" {
 	X(unknown_peer, "its node id is no configured peer's, or it came from another address") \
 	X(replay,       "an epoch older than the peer's, or a sequence seen already or too old")
 
-enum fg_sync_refuse {
-	FG_SYNC_OK = 0,
-#define FG_X(n, d) FG_SYNC_##n,
-	FG_SYNC_REFUSE_LIST(FG_X)
-#undef FG_X
-	FG_SYNC_REFUSE_MAX
-};
+#define FG_SYNC_(n, d) FG_SYNC_##n,
+enum fg_sync_refuse { FG_SYNC_OK = 0, FG_SYNC_REFUSE_LIST(FG_SYNC_) FG_SYNC_REFUSE_MAX };
 /** Names and help by reason (index 0 "ok"). */
-extern const char *const fg_sync_refuse_names[FG_SYNC_REFUSE_MAX];
-extern const char *const fg_sync_refuse_help[FG_SYNC_REFUSE_MAX];
+FG_XL_TABLES(fg_sync_refuse_names, fg_sync_refuse_help, FG_SYNC_REFUSE_MAX);
 
 /** The shared key. */
 struct fg_sync_key {
@@ -221,14 +216,9 @@ struct fg_sync_item {
 	X(closed,     "flows deleted on a peer's word") \
 	X(refresh_walks, "full walks of the shard that re-sent the live synced flows: every 5 minutes (the peers' copies do not expire) and at once when a peer starts (its catch-up)")
 
-enum fg_sync_wc {
-#define FG_X(n, d) FG_SYNC_WC_##n,
-	FG_SYNC_WORKER_LIST(FG_X)
-#undef FG_X
-	FG_SYNC_WC_MAX
-};
-extern const char *const fg_sync_wc_names[FG_SYNC_WC_MAX];
-extern const char *const fg_sync_wc_help[FG_SYNC_WC_MAX];
+#define FG_SYNC_WC_(n, d) FG_SYNC_WC_##n,
+enum fg_sync_wc { FG_SYNC_WORKER_LIST(FG_SYNC_WC_) FG_SYNC_WC_MAX };
+FG_XL_TABLES(fg_sync_wc_names, fg_sync_wc_help, FG_SYNC_WC_MAX);
 
 /** What the sync thread counts (fg_sync_stats). */
 #define FG_SYNC_NODE_LIST(X) \
@@ -242,14 +232,9 @@ extern const char *const fg_sync_wc_help[FG_SYNC_WC_MAX];
 	X(delay_us_sum,  "sum over the records sent of the us from the worker's queueing to the send (mean = delay_us_sum / sent_records): this node's share of the window of loss") \
 	X(delay_us_max,  "the longest of those delays, us (a gauge: the largest since the start)")
 
-enum fg_sync_nc {
-#define FG_X(n, d) FG_SYNC_NC_##n,
-	FG_SYNC_NODE_LIST(FG_X)
-#undef FG_X
-	FG_SYNC_NC_MAX
-};
-extern const char *const fg_sync_nc_names[FG_SYNC_NC_MAX];
-extern const char *const fg_sync_nc_help[FG_SYNC_NC_MAX];
+#define FG_SYNC_NC_(n, d) FG_SYNC_NC_##n,
+enum fg_sync_nc { FG_SYNC_NODE_LIST(FG_SYNC_NC_) FG_SYNC_NC_MAX };
+FG_XL_TABLES(fg_sync_nc_names, fg_sync_nc_help, FG_SYNC_NC_MAX);
 
 /** One peer as `fgctl sync` shows it. */
 struct fg_sync_peer_stats {

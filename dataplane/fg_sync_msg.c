@@ -20,44 +20,12 @@
 
 const char *const fg_sync_refuse_names[FG_SYNC_REFUSE_MAX] = {
 	"ok",
-#define FG_X(n, d) #n,
-	FG_SYNC_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_SYNC_REFUSE_LIST(FG_XL_NAME)
 };
 const char *const fg_sync_refuse_help[FG_SYNC_REFUSE_MAX] = {
 	"accepted",
-#define FG_X(n, d) d,
-	FG_SYNC_REFUSE_LIST(FG_X)
-#undef FG_X
+	FG_SYNC_REFUSE_LIST(FG_XL_SECOND)
 };
-
-static inline uint32_t
-rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t
-rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
-static inline void
-wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline void
-wr64(uint8_t *p, uint64_t v)
-{
-	wr32(p, (uint32_t)(v >> 32));
-	wr32(p + 4, (uint32_t)v);
-}
 
 int
 fg_sync_key_load(const char *path, struct fg_sync_key *key)
@@ -106,9 +74,9 @@ fg_sync_msg_init(struct fg_sync_msg *m, uint8_t *buf, uint32_t node,
 	memcpy(buf, FG_SYNC_MAGIC, 4);
 	buf[4] = FG_SYNC_VERSION;
 	buf[5] = CT_REC_VERSION;
-	wr32(buf + 8, node);
-	wr64(buf + 16, epoch);
-	wr64(buf + 24, seq);
+	fg_state_be32_put(buf + 8, node);
+	fg_state_be64_put(buf + 16, epoch);
+	fg_state_be64_put(buf + 24, seq);
 	m->buf = buf;
 	m->len = FG_SYNC_HDR_LEN;
 	m->count = 0;
@@ -187,12 +155,12 @@ fg_sync_parse(const uint8_t *buf, size_t len, const struct fg_sync_key *key,
 	if (CRYPTO_memcmp(mac, buf + len - FG_SYNC_MAC_LEN, FG_SYNC_MAC_LEN) != 0)
 		return FG_SYNC_bad_mac;
 	v.count = (uint16_t)(buf[6] << 8 | buf[7]);
-	v.node = rd32(buf + 8);
-	v.epoch = rd64(buf + 16);
-	v.seq = rd64(buf + 24);
+	v.node = fg_state_be32_get(buf + 8);
+	v.epoch = fg_state_be64_get(buf + 16);
+	v.seq = fg_state_be64_get(buf + 24);
 	v.entries = buf + FG_SYNC_HDR_LEN;
 	v.entries_len = len - FG_SYNC_HDR_LEN - FG_SYNC_MAC_LEN;
-	if (v.node == 0 || rd32(buf + 12) != 0 || v.epoch == 0 || v.seq == 0)
+	if (v.node == 0 || fg_state_be32_get(buf + 12) != 0 || v.epoch == 0 || v.seq == 0)
 		return FG_SYNC_bad_record;
 	for (uint32_t i = 0; i < v.count; i++)
 		if (fg_sync_entry_next(&v, &off, &e) < 0)

@@ -70,6 +70,7 @@ PRIVATE = {
         # the restart hand-over's test (shards, a worker's burst); its bench
         # goes through fg_dp.h (fg_dp_worker_ct, fg_dp_lb, fg_dp_state_stats)
         "test_state.c", "test_sync.c",
+        "dp_fixture.h",     # their common ground (the worker a tuple hashes to)
         # state sync's bench (a worker's burst and housekeeping)
         "bench_sync.c"},
     "fg_dp_private.h": {

@@ -46,7 +46,7 @@
 #include "fg_rss.h"
 #include "fg_state.h"
 #include "fg_worker_private.h"
-#include "../fg_test_eal.h"
+#include "dp_fixture.h"
 
 #define N_DSR 300
 #define N_NAT 60
@@ -84,46 +84,10 @@ static const char cfg_b[] =
 static char g_path[256];
 static struct fg_dp *g_b;      /* t_restart's second dataplane, for t_refusals */
 
-static struct fg_dp *
-dp_make(const char *text, unsigned int workers)
-{
-	static struct fg_config cfg[2];
-	static int k;
-	struct fg_config *c = &cfg[k++ % 2];
-	struct fg_dp_params prm;
-	struct fg_dp *dp;
-
-	assert_int_equal(fg_config_parse(text, strlen(text), "state", c, NULL), 0);
-	assert_int_equal(fg_config_assign_ids(c, NULL), 0);
-	fg_dp_params_init(&prm);
-	prm.cfg = c;
-	prm.n_workers = workers;
-	prm.sw_rss = 1;
-	prm.n_mbufs = 2047;
-	prm.state_path = g_path;
-	assert_int_equal(fg_dp_create(&prm, &dp), 0);
-	return dp;
-}
-
-static uint32_t
-ip4(const char *s)
-{
-	struct in_addr a;
-
-	assert_int_equal(inet_pton(AF_INET, s, &a), 1);
-	return a.s_addr;
-}
-
-static unsigned int
-owner(const struct fg_dp *dp, const struct ct_key4 *k)
-{
-	return fg_rss_queue(fg_rss_hash_v4(k->saddr, k->daddr, k->sport, k->dport), dp->reta);
-}
-
 static const struct fg_lb_service *
 svc(const struct fg_dp *dp, const char *vip)
 {
-	uint32_t a = ip4(vip);
+	uint32_t a = dpf_ip4(vip);
 
 	return fg_lb_service_find(dp->lb, AF_INET, &a, htons(80), IPPROTO_TCP);
 }
@@ -143,7 +107,7 @@ static uint32_t g_backend_of[65536];
 static struct ct_key4
 client_key(unsigned int i, const char *vip)
 {
-	struct ct_key4 k = {.saddr = htonl(0xc0000200u + (i & 0xff)), .daddr = ip4(vip),
+	struct ct_key4 k = {.saddr = htonl(0xc0000200u + (i & 0xff)), .daddr = dpf_ip4(vip),
 			    .sport = htons((uint16_t)(20000 + i)), .dport = htons(80),
 			    .proto = IPPROTO_TCP};
 
@@ -158,7 +122,7 @@ track(struct fg_dp *dp, unsigned int i, bool nat)
 	const struct fg_lb_service *s = svc(dp, vip);
 	static const char *const dsr_be[] = {"10.1.0.10", "10.1.0.11", "10.1.0.12"};
 	static const char *const nat_be[] = {"10.1.0.20", "10.1.0.21"};
-	uint32_t ba = ip4(nat ? nat_be[i % 2] : dsr_be[i % 3]);
+	uint32_t ba = dpf_ip4(nat ? nat_be[i % 2] : dsr_be[i % 3]);
 	const struct fg_lb_backend *b = be_by_addr(s, ba);
 	struct ct_rec r = {.family = CT_V4, .proto = IPPROTO_TCP, .state = CT_ST_ESTABLISHED,
 			   .flags = CT_REC_F_ASSURED | CT_REC_F_COUNTERS,
@@ -169,10 +133,10 @@ track(struct fg_dp *dp, unsigned int i, bool nat)
 
 	assert_non_null(b);
 	r.key.k4 = client_key(i, vip);
-	w = owner(dp, &r.key.k4);
+	w = dpf_owner(dp, &r.key.k4);
 	if (nat) {
 		struct fg_rss_port_range pr = {1024, 65535, (uint16_t)(1024 + 97 * i)};
-		uint32_t local = ip4(i % 2 ? "10.0.0.3" : "10.0.0.2");
+		uint32_t local = dpf_ip4(i % 2 ? "10.0.0.3" : "10.0.0.2");
 		int port = fg_rss_nat_port_pick4(ba, htons(80), local, dp->reta, (uint16_t)w, &pr);
 
 		assert_true(port > 0);
@@ -256,7 +220,7 @@ check_flow(const struct ct_flow *f, void *arg)
 			    memcmp(b->addr.bytes, want, 16) != 0;
 		return 0;
 	}
-	if (owner(c->dp, &f->k4) != c->shard || b == NULL ||
+	if (dpf_owner(c->dp, &f->k4) != c->shard || b == NULL ||
 	    memcmp(b->addr.bytes, &g_backend_of[ntohs(f->k4.sport)], 4) != 0)
 		c->wrong++;
 	if (f->has_reply) {
@@ -274,7 +238,7 @@ static uint32_t
 ack_to(struct fg_dp *dp, unsigned int i)
 {
 	struct ct_key4 k = client_key(i, "10.0.0.100");
-	struct fg_worker *w = dp->workers[owner(dp, &k)];
+	struct fg_worker *w = dp->workers[dpf_owner(dp, &k)];
 	struct pb_spec s = {0};
 	struct rte_mbuf *m = rte_pktmbuf_alloc(dp->pool[0]);
 	uint64_t before = w->cc[FG_CC_new_flows];
@@ -310,7 +274,7 @@ ack_to(struct fg_dp *dp, unsigned int i)
 static void
 t_restart(void **state)
 {
-	struct fg_dp *a = dp_make(cfg_a, 2), *b;
+	struct fg_dp *a = dpf_make(cfg_a, "state", 2, g_path), *b;
 	unsigned int split = 0, tomb_flows = 0;
 	struct seen c = {0};
 
@@ -326,13 +290,13 @@ t_restart(void **state)
 	fg_dp_destroy(a);
 
 	assert_int_equal(rte_dev_probe("net_null1"), 0);
-	b = dp_make(cfg_b, 3);
+	b = dpf_make(cfg_b, "state", 3, g_path);
 	assert_int_equal(fg_dp_state_load(b), 0);
 	assert_int_equal(access(g_path, F_OK), -1);     /* loaded once */
 	for (unsigned int i = N_DSR; i < N_DSR + N_NAT; i++) {
 		struct ct_key4 k = client_key(i, "10.0.0.101"), rk;
 		struct fg_rss_port_range pr = {1024, 65535, (uint16_t)(1024 + 97 * i)};
-		uint32_t local = ip4(i % 2 ? "10.0.0.3" : "10.0.0.2");
+		uint32_t local = dpf_ip4(i % 2 ? "10.0.0.3" : "10.0.0.2");
 		uint16_t reta_a[FG_RSS_RETA_SIZE];
 		int port;
 
@@ -344,7 +308,7 @@ t_restart(void **state)
 					     &pr);
 		rk = (struct ct_key4){.saddr = g_backend_of[20000 + i], .daddr = local,
 				      .sport = htons(80), .dport = htons((uint16_t)port)};
-		split += owner(b, &k) != owner(b, &rk);
+		split += dpf_owner(b, &k) != dpf_owner(b, &rk);
 	}
 	assert_true(split > 0 && split < N_NAT);
 	assert_int_equal(b->state.refused[FG_STATE_FLOW_nat_split], split);
@@ -367,7 +331,7 @@ t_restart(void **state)
 	assert_int_equal(c.nat, N_NAT - split);
 	assert_int_equal(c.wrong, 0);
 	/* the removed backend: a tombstone with its flows, still sent to */
-	const struct fg_lb_backend *tb = be_by_addr(svc(b, "10.0.0.100"), ip4("10.1.0.11"));
+	const struct fg_lb_backend *tb = be_by_addr(svc(b, "10.0.0.100"), dpf_ip4("10.1.0.11"));
 
 	assert_non_null(tb);
 	assert_true(tb->gone);
@@ -375,9 +339,9 @@ t_restart(void **state)
 		tomb_flows += i % 3 == 1;
 	assert_int_equal(fg_lb_be_counter(b->lb, b->n_workers, tb, FG_BC_conns_opened),
 			 tomb_flows);
-	assert_int_equal(ack_to(b, 1), ip4("10.1.0.11"));
-	assert_int_equal(ack_to(b, 2), ip4("10.1.0.12"));
-	assert_int_equal(ack_to(b, 3), ip4("10.1.0.10"));
+	assert_int_equal(ack_to(b, 1), dpf_ip4("10.1.0.11"));
+	assert_int_equal(ack_to(b, 2), dpf_ip4("10.1.0.12"));
+	assert_int_equal(ack_to(b, 3), dpf_ip4("10.1.0.10"));
 	g_b = b;
 }
 
@@ -474,21 +438,13 @@ t_refusals(void **state)
 int
 main(void)
 {
-	char prefix[64];
-	char *eal[] = {"test_state", "--lcores", "0@0,1@0,2@0,3@0", "--no-huge", "-m", "512",
-		       "--no-shconf", "--log-level=lib.eal:error", "--log-level=flowgate:error",
-		       "--no-pci", "--vdev", "net_null0",
-		       fg_test_eal_prefix(prefix, sizeof(prefix), "fgtstate")};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_restart),
 		cmocka_unit_test(t_refusals),
 	};
 
-	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
-		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
+	if (dpf_eal_init("test_state", "0@0,1@0,2@0,3@0", "fgtstate") != 0)
 		return 1;
-	}
-	fg_test_eal_started();
 	snprintf(g_path, sizeof(g_path), "/tmp/fgtstate%d.state", (int)getpid());
 	int rc = cmocka_run_group_tests_name("state", tests, NULL, NULL);
 

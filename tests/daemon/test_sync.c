@@ -52,7 +52,7 @@
 #include "fg_rss.h"
 #include "fg_sync.h"
 #include "fg_worker_private.h"
-#include "../fg_test_eal.h"
+#include "dp_fixture.h"
 
 #define N_NAT 120
 #define N_DSR 40
@@ -86,10 +86,6 @@ static const char cfg_fmt[] =
 static struct fg_dp *
 dp_make(const char *port, unsigned int node)
 {
-	static struct fg_config cfg[2];
-	static int k;
-	struct fg_config *c = &cfg[k++ % 2];
-	struct fg_dp_params prm;
 	struct fg_dp *dp;
 	char text[2048];
 
@@ -97,32 +93,15 @@ dp_make(const char *port, unsigned int node)
 		 node == 1 ? g_pa : g_pb, node, node == 1 ? "b" : "a",
 		 node == 1 ? g_pb : g_pa, node == 1 ? 2 : 1, node == 1 ? "10.0.0.3" : "10.0.0.2",
 		 g_key);
-	assert_int_equal(fg_config_parse(text, strlen(text), "sync", c, NULL), 0);
-	assert_int_equal(fg_config_assign_ids(c, NULL), 0);
-	fg_dp_params_init(&prm);
-	prm.cfg = c;
-	prm.n_workers = 2;
-	prm.sw_rss = 1;
-	prm.n_mbufs = 2047;
-	assert_int_equal(fg_dp_create(&prm, &dp), 0);
+	dp = dpf_make(text, "sync", 2, NULL);
 	assert_non_null(dp->sync);
 	return dp;
-}
-
-static uint32_t
-ip4(const char *s)
-{
-	struct in_addr a;
-
-	assert_int_equal(inet_pton(AF_INET, s, &a), 1);
-	return a.s_addr;
 }
 
 static struct fg_worker *
 owner(struct fg_dp *dp, const struct ct_key4 *k)
 {
-	return dp->workers[fg_rss_queue(fg_rss_hash_v4(k->saddr, k->daddr, k->sport,
-						       k->dport), dp->reta)];
+	return dp->workers[dpf_owner(dp, k)];
 }
 
 /* One frame through the worker that owns @p k; @return frames it sent. */
@@ -162,7 +141,7 @@ syn(struct fg_dp *dp, unsigned int i, bool nat)
 	s.sport = (uint16_t)(30000 + i);
 	s.dport = 80;
 	s.tcp_flags = 0x02;
-	k = (struct ct_key4){.saddr = ip4(src), .daddr = ip4(s.daddr),
+	k = (struct ct_key4){.saddr = dpf_ip4(src), .daddr = dpf_ip4(s.daddr),
 			     .sport = htons(s.sport), .dport = htons(80), .proto = IPPROTO_TCP};
 	assert_int_equal(send_pkt(dp, &k, &s), 1);
 }
@@ -353,11 +332,11 @@ dsr_record(struct fg_dp *b)
 	struct ct_rec r = {.family = CT_V4, .proto = IPPROTO_TCP, .state = CT_ST_ESTABLISHED,
 			   .flags = CT_REC_F_ASSURED, .idle_ms = 10, .life_ms = 5000,
 			   .td = {.end = 777, .win = 500, .wscale = 7, .flags = CT_TD_VALID}};
-	uint32_t be = ip4("10.1.0.10");
+	uint32_t be = dpf_ip4("10.1.0.10");
 	struct ct_entry *e;
 	size_t len;
 
-	r.key.k4 = (struct ct_key4){.saddr = ip4("192.0.2.250"), .daddr = ip4("10.0.0.100"),
+	r.key.k4 = (struct ct_key4){.saddr = dpf_ip4("192.0.2.250"), .daddr = dpf_ip4("10.0.0.100"),
 				    .sport = htons(45000), .dport = htons(80),
 				    .proto = IPPROTO_TCP};
 	memcpy(r.backend, &be, 4);
@@ -484,22 +463,14 @@ t_sync(void **state)
 int
 main(void)
 {
-	char prefix[64];
-	char *eal[] = {"test_sync", "--lcores", "0@0,1@0,2@0", "--no-huge", "-m", "512",
-		       "--no-shconf", "--log-level=lib.eal:error", "--log-level=flowgate:error",
-		       "--no-pci", "--vdev", "net_null0",
-		       fg_test_eal_prefix(prefix, sizeof(prefix), "fgtsync")};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_sync),
 	};
 	FILE *f;
 	int rc;
 
-	if (rte_eal_init(RTE_DIM(eal), eal) < 0) {
-		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
+	if (dpf_eal_init("test_sync", "0@0,1@0,2@0", "fgtsync") != 0)
 		return 1;
-	}
-	fg_test_eal_started();
 	snprintf(g_key, sizeof(g_key), "/tmp/fgtsync%d.key", (int)getpid());
 	f = fopen(g_key, "w");
 	if (f == NULL || fputs("test-shared-key-of-flowgate-sync\n", f) < 0 || fclose(f))

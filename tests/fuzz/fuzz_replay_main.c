@@ -7,19 +7,23 @@
  * LLVMFuzzerTestOneInput: the whole input and every prefix of it
  * (truncation at each boundary; every 97th from 8 KiB up).  A target's
  * LLVMFuzzerInitialize, when it has one, runs first, as libFuzzer runs it.
- * A target may also define (fuzz_state does):
- *   fuzz_replay_mode()     another use of the command line (>= 0: the exit
- *                          status; < 0: replay as usual);
+ * A target may also define (fuzz_state and fuzz_sync do):
+ *   fuzz_replay_seeds()    writes its seeds into a folder: the command
+ *                          line `PROG IGNORED --corpus DIR` makes DIR
+ *                          (mkdir -p) and calls it (its return: the exit
+ *                          status);
  *   fuzz_replay_seed_ok()  false: a seed the target refuses (exit 1);
  *   fuzz_replay_flips      every one-byte change of the first N bytes too.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
-int fuzz_replay_mode(int argc, char **argv) __attribute__((weak));
+int fuzz_replay_seeds(const char *dir) __attribute__((weak));
 int fuzz_replay_seed_ok(const uint8_t *data, size_t size) __attribute__((weak));
 extern const size_t fuzz_replay_flips __attribute__((weak));
 
@@ -42,11 +46,13 @@ int main(int argc, char **argv)
 	static uint8_t buf[1 << 20];
 	int n = 0;
 
-	if (fuzz_replay_mode != NULL) {
-		int rc = fuzz_replay_mode(argc, argv);
+	if (fuzz_replay_seeds != NULL && argc == 4 && !strcmp(argv[2], "--corpus")) {
+		char cmd[4200];
 
-		if (rc >= 0)
-			return rc;
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
+		if (system(cmd) != 0)
+			return 1;
+		return fuzz_replay_seeds(argv[3]);
 	}
 	if (LLVMFuzzerInitialize != NULL)
 		LLVMFuzzerInitialize(&argc, &argv);

@@ -28,42 +28,17 @@
 
 #include <rte_eal.h>
 
-#include "ct.h"
-#include "ct_rec.h"
 #include "fg_state.h"
-#include "../fg_test_eal.h"
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "invariant: %s (%s:%d)\n", \
-	#c, __FILE__, __LINE__); __builtin_trap(); } } while (0)
+#include "fuzz_fixture.h"
 
 static int shard_seq;
 
-static int setup(void)
-{
-	static char prefix[64];	/* libFuzzer exits through exit(): atexit runs */
-	char *eal[] = { "fuzz_state", "--no-pci", "--no-huge", "--no-shconf",
-			"-m", "128", "--log-level=lib.eal:error", "-l", "0",
-			fg_test_eal_prefix(prefix, sizeof(prefix), "fgfuzzst") };
-
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0)
-		return -1;
-	fg_test_eal_started();
-	return 0;
-}
-
 static struct ct_shard *shard_new(void)
 {
-	struct ct_config cfg;
 	char name[24];
 
-	ct_config_defaults(&cfg);
 	snprintf(name, sizeof(name), "fz%d", shard_seq++ % 1000000);
-	cfg.name = name;
-	cfg.capacity = 64;
-	cfg.capacity_v6 = 16;
-	cfg.socket_id = -1;
-	cfg.hz = 1000;
-	return ct_shard_create(&cfg);
+	return fuzz_shard_new(name, 64, 16);
 }
 
 /* A parsed view: every record decodes, re-encodes to its bytes and is
@@ -98,19 +73,6 @@ static void view_check(const struct fg_state_view *v)
 	ct_shard_free(s);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* The checksums of @p b made right wherever its lengths fit. */
 static void crc_fix(uint8_t *b, size_t len)
 {
@@ -118,17 +80,17 @@ static void crc_fix(uint8_t *b, size_t len)
 
 	if (len < FG_STATE_HDR_LEN)
 		return;
-	wr32(b + 60, fg_state_crc(CT_HASH_SEED, b, 60));
-	for (uint32_t s = 0, n = rd32(b + 12); s < n && s < 16; s++) {
+	fg_state_be32_put(b + 60, fg_state_crc(CT_HASH_SEED, b, 60));
+	for (uint32_t s = 0, n = fg_state_be32_get(b + 12); s < n && s < 16; s++) {
 		uint64_t blen;
 
 		if (len - off < FG_STATE_SEC_HDR_LEN)
 			return;
-		blen = (uint64_t)rd32(b + off + 8) << 32 | rd32(b + off + 12);
+		blen = (uint64_t)fg_state_be32_get(b + off + 8) << 32 | fg_state_be32_get(b + off + 12);
 		off += FG_STATE_SEC_HDR_LEN;
 		if (blen > len - off || len - off - blen < 4)
 			return;
-		wr32(b + off + blen, fg_state_crc(CT_HASH_SEED, b + off, blen));
+		fg_state_be32_put(b + off + blen, fg_state_crc(CT_HASH_SEED, b + off, blen));
 		off += blen + 4;
 	}
 }
@@ -142,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *copy;
 
 	if (!ready) {
-		if (setup())
+		if (fuzz_eal_init("fuzz_state", "fgfuzzst"))
 			abort();
 		ready = 1;
 	}
@@ -178,28 +140,7 @@ static void seed_rec(struct ct_rec *r, unsigned int k)
 		r->flags = CT_REC_F_FRAG;
 		r->state = CT_ST_OTHER;
 	}
-	if (r->family == CT_V4) {
-		r->key.k4 = (struct ct_key4){.saddr = htonl(0x0a000002 + k),
-			.daddr = htonl(0x0a630001), .sport = htons((uint16_t)(40000 + k)),
-			.dport = htons(80), .proto = r->proto};
-		r->reply.k4 = (struct ct_key4){.saddr = htonl(0x0a00000b),
-			.daddr = htonl(0x0a000001), .sport = htons(80),
-			.dport = htons((uint16_t)(1024 + k)), .proto = r->proto};
-	} else {
-		r->key.k6.saddr[0] = 0xfd;
-		r->key.k6.saddr[15] = (uint8_t)k;
-		r->key.k6.daddr[0] = 0xfd;
-		r->key.k6.daddr[15] = 1;
-		r->key.k6.sport = htons((uint16_t)(40000 + k));
-		r->key.k6.dport = htons(80);
-		r->key.k6.proto = r->proto;
-		r->reply.k6 = r->key.k6;
-		r->reply.k6.dport = htons((uint16_t)(1024 + k));
-	}
-	r->backend[0] = 10;
-	r->backend[3] = (uint8_t)(11 + k % 3);
-	r->backend_port = htons(80);
-	r->service_port = htons(80);
+	fuzz_seed_addrs(r, k);
 	r->idle_ms = 100 * k;
 	r->life_ms = 1000 * k;
 	if (r->flags & CT_REC_F_ASSURED)
@@ -214,7 +155,9 @@ static void seed_rec(struct ct_rec *r, unsigned int k)
 	r->bytes = 60 * k;
 }
 
-static int seeds(const char *dir)
+/* IGNORED --corpus DIR writes these (tests/fuzz/fuzz_replay_main.c) */
+int fuzz_replay_seeds(const char *dir);
+int fuzz_replay_seeds(const char *dir)
 {
 	char path[4096];
 
@@ -251,21 +194,6 @@ static int seeds(const char *dir)
 		}
 	}
 	return 0;
-}
-
-/* fuzz_state_replay IGNORED --corpus DIR: the seeds (tests/fuzz/fuzz_replay_main.c
- * replays files otherwise) */
-int fuzz_replay_mode(int argc, char **argv);
-int fuzz_replay_mode(int argc, char **argv)
-{
-	char cmd[4200];
-
-	if (argc != 4 || strcmp(argv[2], "--corpus"))
-		return -1;
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
-	if (system(cmd) != 0)
-		return 1;
-	return seeds(argv[3]);
 }
 
 /* a seed is a file the parser takes */

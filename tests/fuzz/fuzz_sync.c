@@ -27,13 +27,8 @@
 #include <openssl/hmac.h>
 #include <rte_eal.h>
 
-#include "ct.h"
-#include "ct_rec.h"
 #include "fg_sync.h"
-#include "../fg_test_eal.h"
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "invariant: %s (%s:%d)\n", \
-	#c, __FILE__, __LINE__); __builtin_trap(); } } while (0)
+#include "fuzz_fixture.h"
 
 static const struct fg_sync_key key = {.k = "fuzz-sync-shared-key-0123", .len = 25};
 static const struct fg_sync_key other = {.k = "fuzz-sync-shared-key-0124", .len = 25};
@@ -42,22 +37,9 @@ static struct fg_sync_replay replay;
 
 static int setup(void)
 {
-	static char prefix[64];
-	char *eal[] = { "fuzz_sync", "--no-pci", "--no-huge", "--no-shconf",
-			"-m", "128", "--log-level=lib.eal:error", "-l", "0",
-			fg_test_eal_prefix(prefix, sizeof(prefix), "fgfuzzsy") };
-	struct ct_config cfg;
-
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0)
+	if (fuzz_eal_init("fuzz_sync", "fgfuzzsy") != 0)
 		return -1;
-	fg_test_eal_started();
-	ct_config_defaults(&cfg);
-	cfg.name = "fzsync";
-	cfg.capacity = 256;
-	cfg.capacity_v6 = 64;
-	cfg.socket_id = -1;
-	cfg.hz = 1000;
-	shard = ct_shard_create(&cfg);
+	shard = fuzz_shard_new("fzsync", 256, 64);
 	return shard ? 0 : -1;
 }
 
@@ -137,34 +119,15 @@ static void seed_rec(struct ct_rec *r, unsigned int k)
 	r->state = r->proto == IPPROTO_UDP ? CT_ST_UDP_STREAM :
 		   k % 3 ? CT_ST_ESTABLISHED : CT_ST_SYN_SENT;
 	r->flags = CT_REC_F_COUNTERS | (k % 2 == 0 ? CT_REC_F_NAT : 0);
-	if (r->family == CT_V4) {
-		r->key.k4 = (struct ct_key4){.saddr = htonl(0x0a000002 + k),
-			.daddr = htonl(0x0a630001), .sport = htons((uint16_t)(40000 + k)),
-			.dport = htons(80), .proto = r->proto};
-		r->reply.k4 = (struct ct_key4){.saddr = htonl(0x0a00000b),
-			.daddr = htonl(0x0a000001), .sport = htons(80),
-			.dport = htons((uint16_t)(1024 + k)), .proto = r->proto};
-	} else {
-		r->key.k6.saddr[0] = 0xfd;
-		r->key.k6.saddr[15] = (uint8_t)k;
-		r->key.k6.daddr[0] = 0xfd;
-		r->key.k6.daddr[15] = 1;
-		r->key.k6.sport = htons((uint16_t)(40000 + k));
-		r->key.k6.dport = htons(80);
-		r->key.k6.proto = r->proto;
-		r->reply.k6 = r->key.k6;
-		r->reply.k6.dport = htons((uint16_t)(1024 + k));
-	}
-	r->backend[0] = 10;
-	r->backend[3] = (uint8_t)(11 + k % 3);
-	r->backend_port = htons(80);
-	r->service_port = htons(80);
+	fuzz_seed_addrs(r, k);
 	r->idle_ms = 10 * k;
 	r->life_ms = 1000 * k;
 	r->packets = k;
 }
 
-static int seeds(const char *dir)
+/* IGNORED --corpus DIR writes these (tests/fuzz/fuzz_replay_main.c) */
+int fuzz_replay_seeds(const char *dir);
+int fuzz_replay_seeds(const char *dir)
 {
 	for (unsigned int f = 0; f < 4; f++) {
 		uint8_t buf[FG_SYNC_MSG_MAX];
@@ -191,21 +154,6 @@ static int seeds(const char *dir)
 		}
 	}
 	return 0;
-}
-
-/* fuzz_sync_replay IGNORED --corpus DIR: the seeds (tests/fuzz/fuzz_replay_main.c
- * replays files otherwise) */
-int fuzz_replay_mode(int argc, char **argv);
-int fuzz_replay_mode(int argc, char **argv)
-{
-	char cmd[4200];
-
-	if (argc != 4 || strcmp(argv[2], "--corpus"))
-		return -1;
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", argv[3]);
-	if (system(cmd) != 0)
-		return 1;
-	return seeds(argv[3]);
 }
 
 /* a seed is a message the parser takes */
