@@ -31,31 +31,17 @@
 #include <rte_errno.h>
 
 #include "ct_rec.h"
-#include "fg_config_parse.h"
 #include "fg_dp.h"
 #include "fg_rss.h"
 #include "fg_lb.h"
 #include "fg_state.h"
+#include "fgb_nulldp.h"
 
 #define NB 8   /* backends per service */
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static struct fg_dp *
 dp_make(const char *dev, uint32_t cap, const char *path)
 {
-	static struct fg_config cfg[2];
-	static int k;
-	struct fg_config *c = &cfg[k++ % 2];
-	struct fg_dp_params prm;
-	struct fg_dp *dp;
 	char text[4096];
 	size_t n;
 
@@ -70,16 +56,7 @@ dp_make(const char *dev, uint32_t cap, const char *path)
 	for (int b = 0; b < NB; b++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, " backend 10.1.1.%d;\n", 10 + b);
 	snprintf(text + n, sizeof(text) - n, "}\n");
-	if (fg_config_parse(text, strlen(text), "bench", c, NULL) < 0 ||
-	    fg_config_assign_ids(c, NULL) < 0)
-		return NULL;
-	fg_dp_params_init(&prm);
-	prm.cfg = c;
-	prm.n_workers = 1;
-	prm.sw_rss = 0;
-	prm.n_mbufs = 2047;
-	prm.state_path = path;
-	return fg_dp_create(&prm, &dp) == 0 ? dp : NULL;
+	return fgb_nulldp_make(text, 2047, path);
 }
 
 /* Flow @p i: DSR, or NAT for the first @p nat_pct of every 100. */
@@ -177,21 +154,15 @@ bench_state_main(int argc, char **argv)
 	}
 	if (flows < 8 || flows > 1024000 || nat_pct > 100)   /* unique NAT tuples */
 		return usage(2);
-	char *eal[] = {"flowgate-bench", "-l", "0,1", "--no-huge", "-m", "6144", "--no-shconf",
-		       "--log-level=lib.eal:error", "--log-level=flowgate:warning",
-		       "--no-pci", "--vdev", "net_null0", "--file-prefix=fgbstate"};
-
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
-		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
+	if (fgb_nulldp_eal_init("6144", "fgbstate") != 0)
 		return 1;
-	}
 	a = dp_make("net_null0", flows, path);
 	if (a == NULL) {
 		fprintf(stderr, "flowgate-bench state: dataplane of %u flows: no memory\n", flows);
 		return 1;
 	}
 	now = rte_rdtsc();
-	t0 = now_s();
+	t0 = fgb_now_s();
 	for (uint32_t i = 0; i < flows; i++) {
 		struct ct_rec r;
 		struct ct_rec_ids ids = {0};
@@ -202,21 +173,21 @@ bench_state_main(int argc, char **argv)
 			return 1;
 		}
 	}
-	fill = now_s() - t0;
-	t0 = now_s();
+	fill = fgb_now_s() - t0;
+	t0 = fgb_now_s();
 	while (cur != CT_WALK_DONE)
 		ct_walk(fg_dp_worker_ct(a, 0), &cur, 1u << 16, rte_rdtsc(), count_one, &seen);
-	walk = now_s() - t0;
-	t0 = now_s();
+	walk = fgb_now_s() - t0;
+	t0 = fgb_now_s();
 	if (fg_dp_state_save(a) < 0 || stat(path, &sb) < 0)
 		return 1;
-	save = now_s() - t0;
+	save = fgb_now_s() - t0;
 	fg_dp_destroy(a);
 	if (rte_dev_probe("net_null1") < 0 || (b = dp_make("net_null1", flows, path)) == NULL)
 		return 1;
-	t0 = now_s();
+	t0 = fgb_now_s();
 	fg_dp_state_load(b);
-	load = now_s() - t0;
+	load = fgb_now_s() - t0;
 	if (fg_dp_state_stats(b)->restored != flows) {
 		fprintf(stderr, "flowgate-bench state: %" PRIu64 " of %u flows restored\n",
 			fg_dp_state_stats(b)->restored, flows);

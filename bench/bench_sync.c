@@ -30,31 +30,17 @@
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
 
-#include "fg_config_parse.h"
 #include "fg_dp.h"
 #include "fg_sync.h"
 #include "fg_worker_private.h"
+#include "fgb_nulldp.h"
 
 #define NB 8        /* backends */
 #define FRAME 54    /* Ethernet + IPv4 + TCP, no options */
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static struct fg_dp *
 dp_make(const char *dev, uint32_t cap, bool sync, const char *key, uint16_t port)
 {
-	static struct fg_config cfg[2];
-	static int k;
-	struct fg_config *c = &cfg[k++ % 2];
-	struct fg_dp_params prm;
-	struct fg_dp *dp;
 	char text[4096];
 	size_t n;
 
@@ -71,15 +57,7 @@ dp_make(const char *dev, uint32_t cap, bool sync, const char *key, uint16_t port
 		snprintf(text + n, sizeof(text) - n,
 			 "sync {\n listen 127.0.0.1:%u node 1;\n peer sink 127.0.0.1:%u node 2;\n"
 			 " key %s;\n rate 100000000;\n}\n", port, port + 1, key);
-	if (fg_config_parse(text, strlen(text), "bench", c, NULL) < 0 ||
-	    fg_config_assign_ids(c, NULL) < 0)
-		return NULL;
-	fg_dp_params_init(&prm);
-	prm.cfg = c;
-	prm.n_workers = 1;
-	prm.sw_rss = 0;
-	prm.n_mbufs = 4095;
-	return fg_dp_create(&prm, &dp) == 0 ? dp : NULL;
+	return fgb_nulldp_make(text, 4095, NULL);
 }
 
 static uint16_t
@@ -165,10 +143,10 @@ run_flows(struct fg_dp *dp, uint32_t flows, int sink, struct run *out)
 			m[k]->port = 0;
 			fg_mbuf_priv(m[k])->parsed = FG_PARSED_NO;
 		}
-		t0 = now_s();
+		t0 = fgb_now_s();
 		fg_worker_burst(w, m, FG_BURST, rte_rdtsc(), false);
 		fg_worker_housekeeping(w, rte_rdtsc());
-		t += now_s() - t0;
+		t += fgb_now_s() - t0;
 		/* the sync thread's share, off the worker's clock */
 		if (dp->sync != NULL && (i / FG_BURST) % 64 == 63) {
 			char junk[2048];
@@ -247,14 +225,8 @@ bench_sync_main(int argc, char **argv)
 	if (flows < 1024 || flows > 1000000 || rounds < 1 || rounds > 16)
 		return usage(2);
 	flows -= flows % FG_BURST;
-	char *eal[] = {"flowgate-bench", "-l", "0,1", "--no-huge", "-m", "4096", "--no-shconf",
-		       "--log-level=lib.eal:error", "--log-level=flowgate:warning",
-		       "--no-pci", "--vdev", "net_null0", "--file-prefix=fgbsync"};
-
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
-		fprintf(stderr, "EAL init failed: %s\n", rte_strerror(rte_errno));
+	if (fgb_nulldp_eal_init("4096", "fgbsync") != 0)
 		return 1;
-	}
 	snprintf(key, sizeof(key), "/dev/shm/flowgate-bench-sync-%d.key", (int)getpid());
 	kf = fopen(key, "w");
 	if (kf == NULL || fputs("flowgate-bench-sync-shared-key\n", kf) < 0 || fclose(kf))
