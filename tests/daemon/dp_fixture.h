@@ -3,7 +3,7 @@
  * The dataplane-level daemon tests' common ground (test_state.c,
  * test_sync.c), written once: the EAL of a test of net_null devices, a
  * dataplane made from config text, an IPv4 address, the worker a flow's
- * tuple hashes to.  Include after <cmocka.h> (it asserts).
+ * tuple hashes to, a frame through a worker.  Include after <cmocka.h> (it asserts).
  */
 #ifndef FLOWGATE_DP_FIXTURE_H
 #define FLOWGATE_DP_FIXTURE_H
@@ -14,11 +14,14 @@
 
 #include <rte_common.h>
 #include <rte_eal.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_mbuf.h>
 
 #include "ct_rec.h"
 #include "fg_config_parse.h"
 #include "fg_dp.h"
+#include "fg_pktbuild.h"
 #include "fg_rss.h"
 #include "fg_worker_private.h"
 #include "../fg_test_eal.h"
@@ -80,6 +83,25 @@ static inline unsigned int
 dpf_owner(const struct fg_dp *dp, const struct ct_key4 *k)
 {
 	return fg_rss_queue(fg_rss_hash_v4(k->saddr, k->daddr, k->sport, k->dport), dp->reta);
+}
+
+/* Frame @p s (port 0) through worker @p w of @p dp, one burst, port 0's
+ * TX emptied first.  @return the frames it sent: left in w->txb[0], the
+ * caller frees them. */
+static inline unsigned int
+dpf_burst_one(struct fg_dp *dp, struct fg_worker *w, const struct pb_spec *s)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp->pool[0]);
+	uint8_t buf[256];
+	int len = pb_build(s, buf, sizeof(buf));
+
+	assert_true(len > 0 && m != NULL);
+	memcpy(rte_pktmbuf_append(m, (uint16_t)len), buf, (size_t)len);
+	m->port = 0;
+	fg_mbuf_priv(m)->parsed = FG_PARSED_NO;
+	w->tx[0].n = 0;
+	fg_worker_burst(w, &m, 1, rte_rdtsc(), false);
+	return w->tx[0].n;
 }
 
 #endif /* FLOWGATE_DP_FIXTURE_H */

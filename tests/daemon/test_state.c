@@ -240,11 +240,9 @@ ack_to(struct fg_dp *dp, unsigned int i)
 	struct ct_key4 k = client_key(i, "10.0.0.100");
 	struct fg_worker *w = dp->workers[dpf_owner(dp, &k)];
 	struct pb_spec s = {0};
-	struct rte_mbuf *m = rte_pktmbuf_alloc(dp->pool[0]);
 	uint64_t before = w->cc[FG_CC_new_flows];
+	unsigned int sent;
 	char src[32];
-	uint8_t buf[256];
-	int len;
 
 	snprintf(src, sizeof(src), "192.0.2.%u", i & 0xff);
 	s.saddr = src;
@@ -253,15 +251,9 @@ ack_to(struct fg_dp *dp, unsigned int i)
 	s.sport = (uint16_t)(20000 + i);
 	s.dport = 80;
 	s.tcp_flags = 0x10;
-	len = pb_build(&s, buf, sizeof(buf));
-	assert_true(len > 0 && m != NULL);
-	memcpy(rte_pktmbuf_append(m, (uint16_t)len), buf, (size_t)len);
-	m->port = 0;
-	fg_mbuf_priv(m)->parsed = FG_PARSED_NO;
-	w->tx[0].n = 0;
-	fg_worker_burst(w, &m, 1, rte_rdtsc(), false);
+	sent = dpf_burst_one(dp, w, &s);
 	assert_int_equal(w->cc[FG_CC_new_flows], before);   /* a hit */
-	if (w->tx[0].n != 1)
+	if (sent != 1)
 		return 0;
 	uint32_t dst;
 

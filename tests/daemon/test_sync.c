@@ -109,18 +109,8 @@ static unsigned int
 send_pkt(struct fg_dp *dp, const struct ct_key4 *k, const struct pb_spec *s)
 {
 	struct fg_worker *w = owner(dp, k);
-	struct rte_mbuf *m = rte_pktmbuf_alloc(dp->pool[0]);
-	uint8_t buf[256];
-	unsigned int n;
-	int len = pb_build(s, buf, sizeof(buf));
+	unsigned int n = dpf_burst_one(dp, w, s);
 
-	assert_true(len > 0 && m != NULL);
-	memcpy(rte_pktmbuf_append(m, (uint16_t)len), buf, (size_t)len);
-	m->port = 0;
-	fg_mbuf_priv(m)->parsed = FG_PARSED_NO;
-	w->tx[0].n = 0;
-	fg_worker_burst(w, &m, 1, rte_rdtsc(), false);
-	n = w->tx[0].n;
 	for (unsigned int i = 0; i < n; i++)
 		rte_pktmbuf_free(w->txb[0][i]);
 	w->tx[0].n = 0;
