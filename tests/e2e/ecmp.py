@@ -615,7 +615,15 @@ def main():
                           for k in (1, 2, 3)) + "; survivors' counters: " +
                 "; ".join(json.dumps({a: b for a, b in json.loads(
                     nodes[k].fgctl("--json", "stats").stdout).get("total", {}).items()
-                    if b and not isinstance(b, (dict, list))}) for k in (0, 1)) + ")")
+                    if b and not isinstance(b, (dict, list))}) for k in (0, 1)) +
+                "; their tables: " + "; ".join(
+                    " ".join(nodes[k].fgctl("flows", "count").stdout.split()) for k in (0, 1)) +
+                "; a flow both survivors already track (moved by an earlier route change) "
+                "is not a new flow; announce lines in the nodes' logs: " + "; ".join(
+                    f"node {n.k}: " + " / ".join(
+                        ln.strip()[-120:] for ln in open(n.log, errors="replace")
+                        if "announce:" in ln and ("withdraw" in ln or "again" in ln))
+                    for n in nodes) + ")")
         else:
             failover = first_other - last_dead
             # a measurement, not a bound: a loaded machine stretches it (the
