@@ -374,18 +374,14 @@ static void render_sync(FILE *f, const struct fg_sync_stats *st)
 		fg_prom_family(f, name, "counter", fg_sync_wc_help[c]);
 		fprintf(f, "%s %" PRIu64 "\n", name, st->wc[c]);
 	}
-	fg_prom_family(f, "flowgate_sync_refused_total", "counter",
-	       "sync messages dropped whole, by reason (dataplane/fg_sync.h "
-	       "FG_SYNC_REFUSE_LIST)");
-	for (int r = 1; r < FG_SYNC_REFUSE_MAX; r++)
-		fprintf(f, "flowgate_sync_refused_total{reason=\"%s\"} %" PRIu64 "\n",
-			fg_sync_refuse_names[r], st->refused[r]);
-	fg_prom_family(f, "flowgate_sync_install_refused_total", "counter",
-	       "flow records from peers not installed, by reason (dataplane/fg_state.h "
-	       "FG_STATE_FLOW_REFUSE_LIST)");
-	for (int r = 0; r < FG_STATE_FLOW_MAX; r++)
-		fprintf(f, "flowgate_sync_install_refused_total{reason=\"%s\"} %" PRIu64 "\n",
-			fg_state_flow_refuse_names[r], st->install_refused[r]);
+	render_by_reason(f, "flowgate_sync_refused_total",
+			 "sync messages dropped whole, by reason (dataplane/fg_sync.h "
+			 "FG_SYNC_REFUSE_LIST)",
+			 fg_sync_refuse_names, st->refused, 1, FG_SYNC_REFUSE_MAX);
+	render_by_reason(f, "flowgate_sync_install_refused_total",
+			 "flow records from peers not installed, by reason (dataplane/fg_state.h "
+			 "FG_STATE_FLOW_REFUSE_LIST)",
+			 fg_state_flow_refuse_names, st->install_refused, 0, FG_STATE_FLOW_MAX);
 	fg_prom_family(f, "flowgate_sync_backlog", "gauge",
 	       "flow records queued by the workers, not sent yet");
 	fprintf(f, "flowgate_sync_backlog %" PRIu64 "\n", st->backlog);
