@@ -530,8 +530,8 @@ def main():
         poller = Poller(nodes)
         poller.start()
         client = Client()
-        client.expect("ready")
-        log(f"ok   {N_CONN} connections up, one line every 100 ms each; "
+        ready = client.expect("ready")
+        log(f"ok   {N_CONN} connections up, one line every 100 ms each ({ready}); "
             + client.cmd("spread", "spread"))
         # every node's counters sampled with its flows (polled: the poller
         # thread may lag on a loaded machine; 60 s is the hang guard)
@@ -546,8 +546,8 @@ def main():
         if min(spread.values()) == 0:
             raise Fail(f"ECMP did not spread the connections over all 3 nodes: {spread}")
         nat_client = Client(NAT_VIP)
-        nat_client.expect("ready")
-        log(f"ok   {N_CONN} NAT connections up; " + nat_client.cmd("spread", "spread"))
+        ready = nat_client.expect("ready")
+        log(f"ok   {N_CONN} NAT connections up ({ready}); " + nat_client.cmd("spread", "spread"))
 
         picked = {}
 

@@ -59,15 +59,27 @@ class Conn:
         self.replies = []        # send times of answered lines
         self.broken_at = None
         self.why = None
+        self.connect_retries = 0
+        self.retry_why = None
 
 
 async def run_conn(c, args, stop):
-    try:
-        r, w = await asyncio.wait_for(
-            asyncio.open_connection(args.vip, args.port), timeout=args.stall)
-    except (OSError, asyncio.TimeoutError) as e:
-        c.broken_at, c.why = time.monotonic(), f"connect: {e!r}"
-        return
+    # a connection that never opened is not a broken one: retried while the
+    # router has no route (a loaded machine can starve the router's BFD, which
+    # then withdraws every next hop for a moment) or the SYN was lost
+    end = time.monotonic() + args.stall * 2
+    while True:
+        try:
+            r, w = await asyncio.wait_for(
+                asyncio.open_connection(args.vip, args.port), timeout=args.stall)
+            break
+        except (OSError, asyncio.TimeoutError) as e:
+            if time.monotonic() > end or stop.is_set():
+                c.broken_at, c.why = time.monotonic(), f"connect: {e!r}"
+                return
+            c.connect_retries += 1
+            c.retry_why = f"{e!r}"[:100]
+            await asyncio.sleep(0.5)
     w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     seq = 0
     try:
@@ -116,7 +128,9 @@ async def client(args):
               f"{bad[0].why or 'too slow'}", flush=True)
         stop.set()
         return 1
-    print(f"ready {args.n}", flush=True)
+    retried = [c for c in conns if c.connect_retries]
+    print(f"ready {args.n}" + (f" ({sum(c.connect_retries for c in retried)} connect retries, "
+                               f"first: {retried[0].retry_why})" if retried else ""), flush=True)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
