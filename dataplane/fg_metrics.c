@@ -382,6 +382,10 @@ static void render_sync(FILE *f, const struct fg_sync_stats *st)
 			 "flow records from peers not installed, by reason (dataplane/fg_state.h "
 			 "FG_STATE_FLOW_REFUSE_LIST)",
 			 fg_state_flow_refuse_names, st->install_refused, 0, FG_STATE_FLOW_MAX);
+	fg_prom_family(f, "flowgate_sync_ready", "gauge",
+	       "1 once every peer's catch-up is installed and this node may announce "
+	       "(fgctl sync: what it waits for), else 0");
+	fprintf(f, "flowgate_sync_ready %d\n", st->ready ? 1 : 0);
 	fg_prom_family(f, "flowgate_sync_backlog", "gauge",
 	       "flow records queued by the workers, not sent yet");
 	fprintf(f, "flowgate_sync_backlog %" PRIu64 "\n", st->backlog);
@@ -391,6 +395,12 @@ static void render_sync(FILE *f, const struct fg_sync_stats *st)
 		fprintf(f, "flowgate_sync_peer_last_rx_seconds{peer=\"%s\"} %.3f\n",
 			st->peers[i].name, st->peers[i].last_rx_ms < 0 ? -1.0 :
 			(double)st->peers[i].last_rx_ms / 1000.0);
+	fg_prom_family(f, "flowgate_sync_peer_caught_up", "gauge",
+	       "1 when the peer has sent this node its flows since this node started "
+	       "(its status said so), else 0");
+	for (uint32_t i = 0; i < st->n_peers; i++)
+		fprintf(f, "flowgate_sync_peer_caught_up{peer=\"%s\"} %d\n",
+			st->peers[i].name, st->peers[i].caught_up ? 1 : 0);
 	fg_prom_family(f, "flowgate_sync_peer_records_total", "counter",
 	       "flow records accepted from a peer");
 	for (uint32_t i = 0; i < st->n_peers; i++)

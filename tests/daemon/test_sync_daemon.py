@@ -13,6 +13,9 @@ on net_pcap, their sync on 127.0.0.1 (UDP), one shared key file.
     bytes; a header under another key) are refused by name (bad_magic,
     bad_mac) and install nothing;
   - A sees B alive (its keepalives: last_rx_ms >= 0, records it sent: N);
+  - each heard the other start and sent it what it held, then said so:
+    both past the start-up gate on that word (ready, caught_up), and B's
+    /metrics says so (flowgate_sync_ready, flowgate_sync_peer_caught_up);
     `fgctl sync` prints the peer table; /flowgate/sync telemetry is not
     checked here (tests/daemon/test_observability.py covers the socket).
 Every wait polls for its effect (bounded by fgdaemon.HANG_S): no
@@ -62,6 +65,16 @@ def free_port_pair():
     raise RuntimeError("no two free UDP ports in a row")
 
 
+def metrics(port):
+    """the body of GET /metrics"""
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG_S) as c:
+        c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        data = b""
+        while chunk := c.recv(65536):
+            data += chunk
+    return data.decode(errors="replace").partition("\r\n\r\n")[2]
+
+
 def sync_of(d):
     r = d.fgctl("--json", "sync", check=False)
     return json.loads(r.stdout) if r.returncode == 0 else None
@@ -96,7 +109,9 @@ def main():
         cl, vip = ip("192.0.2.10"), ip("10.100.0.3")
         syns = [eth(LB, CL, 0x0800, ipv4(cl, vip, 6, tcp(cl, vip, 41000 + i, 80, 0x02)))
                 for i in range(N)]
-        with Daemon(build, work, "b", [], flags + ["-c", cfg["b"]]) as b:
+        mport = free_port_pair()[0]
+        with Daemon(build, work, "b", [], flags + ["-c", cfg["b"], "--metrics",
+                                                   f"127.0.0.1:{mport}"]) as b:
             with Daemon(build, work, "a", syns, flags + ["-c", cfg["a"]]) as a:
                 a.wait_rx(N)
                 yb = wait_for(f"B installing {N} flows",
@@ -141,6 +156,10 @@ def main():
                                               y["peers"][0]["caught_up"] else None)(sync_of(d)))
                     if not y:
                         errs.append(f"{name} not ready: {sync_of(d)}")
+                mx = metrics(mport)
+                for series in ("flowgate_sync_ready 1", 'flowgate_sync_peer_caught_up{peer="a"} 1'):
+                    if series not in mx.splitlines():
+                        errs.append(f"B's /metrics lacks {series!r}")
                 txt = b.fgctl("sync").stdout
                 if "PEER" not in txt or "127.0.0.1:%d" % pa not in txt:
                     errs.append(f"fgctl sync text: {txt}")
