@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import time
@@ -140,6 +141,36 @@ class Daemon:
 
     def output(self):
         return pcap_read(self.out)
+
+
+# ---- HTTP to a metrics server (the daemon's, flowgate-xdp's)
+
+METRICS_GET = b"GET /metrics HTTP/1.0\r\n\r\n"
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that nothing listens on (now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_exchange(s, raw):
+    """Sends @raw on the connected socket @s, reads until the server closes,
+    closes @s.  Returns (head, body) as bytes."""
+    with s:
+        s.sendall(raw)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+def metrics(port, timeout=HANG_S):
+    """The body of GET /metrics from 127.0.0.1:@port, as text."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return http_exchange(s, METRICS_GET)[1].decode(errors="replace")
 
 
 def run_daemon(build, work, tag, inputs, flags, lcores="0,1"):

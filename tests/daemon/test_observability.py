@@ -42,7 +42,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import ERRS, HANG_S, Daemon, expect, work_done  # noqa: E402
+from fgdaemon import ERRS, HANG_S, Daemon, expect, free_port, http_exchange, work_done  # noqa: E402
 from pktgen import eth, ip, ipv4, ipv6, tcp  # noqa: E402
 
 LB, NH = "02:00:00:00:00:01", "02:00:00:00:00:fe"
@@ -86,25 +86,9 @@ def frames():
     return out
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def http(port, raw, timeout=10):
     """Sends @raw, returns (status line, headers dict, body bytes)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(raw)
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, body = http_exchange(socket.create_connection(("127.0.0.1", port), timeout=timeout), raw)
     lines = head.decode().split("\r\n")
     hdrs = dict(ln.split(": ", 1) for ln in lines[1:])
     return lines[0], hdrs, body

@@ -41,14 +41,13 @@ import random
 import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import ERRS, Daemon, expect, report, test_args, work_done  # noqa: E402
+from fgdaemon import ERRS, Daemon, expect, free_port, metrics, report, test_args, work_done  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
 VIPS = {"nat": "10.100.0.1", "dsr": "10.100.0.2"}
@@ -131,26 +130,6 @@ class Ctl:
         r = self.run(who, sock, "--json", *args)
         expect(r.returncode == 0, f"{who}: fgctl {' '.join(args)}: rc {r.returncode}: {r.stderr}")
         return json.loads(r.stdout) if r.returncode == 0 else None
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def scrape(port):
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
-    return data.partition(b"\r\n\r\n")[2].decode()
 
 
 def flow_key(f):
@@ -263,7 +242,7 @@ def check_version(d, ctl, ro, version, mport):
     dm = v["daemon"]
     expect(v["fgctl"]["version"] == version and dm["version"] == version and
            dm["read_only"] is True and dm["socket"] == ro, f"fgctl version: {v}")
-    line = [ln for ln in scrape(mport).splitlines() if ln.startswith("flowgate_build_info{")]
+    line = [ln for ln in metrics(mport).splitlines() if ln.startswith("flowgate_build_info{")]
     labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', line[0])) if line else {}
     expect(labels and all(labels.get(k) == dm.get(k) for k in
                           ("version", "dpdk", "gpu", "march", "options")),

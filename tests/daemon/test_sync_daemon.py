@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fgdaemon import HANG_S, Daemon  # noqa: E402
+from fgdaemon import HANG_S, Daemon, metrics  # noqa: E402
 from pktgen import eth, ip, ipv4, tcp  # noqa: E402
 
 LB, CL = "02:00:00:00:00:01", "02:00:00:00:00:aa"
@@ -63,16 +63,6 @@ def free_port_pair():
         s2.close()
         return p, p + 1
     raise RuntimeError("no two free UDP ports in a row")
-
-
-def metrics(port):
-    """the body of GET /metrics"""
-    with socket.create_connection(("127.0.0.1", port), timeout=HANG_S) as c:
-        c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-        data = b""
-        while chunk := c.recv(65536):
-            data += chunk
-    return data.decode(errors="replace").partition("\r\n\r\n")[2]
 
 
 def sync_of(d):

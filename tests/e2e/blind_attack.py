@@ -1037,6 +1037,21 @@ def tail(path, n=6):
         return "(no log)"
 
 
+def stop(proc, sig, name, logf):
+    """Sends @sig to the daemon @proc (named @name, logging to @logf) and
+    reaps it: Fail if it does not exit within 60 s (a hang guard; it is
+    killed then) or exits non-zero on SIGTERM."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise Fail(f"{name} did not stop on signal {sig} in 60 s: {tail(logf)}")
+    if sig == signal.SIGTERM and proc.returncode != 0:
+        raise Fail(f"{name} exited {proc.returncode} on SIGTERM: {tail(logf)}")
+
+
 def main():
     global _ROOT_NS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

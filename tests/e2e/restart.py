@@ -109,15 +109,7 @@ class Daemon:
         return ba.run([f"{BUILD}/control/fgctl", "-s", f"{RUN}/ctl.sock", *a], "fgctl")
 
     def stop(self, sig):
-        self.p.send_signal(sig)
-        try:
-            self.p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-            raise Fail(f"flowgate did not stop on signal {sig} in 60 s: {ba.tail(self.log)}")
-        if sig == signal.SIGTERM and self.p.returncode != 0:
-            raise Fail(f"flowgate exited {self.p.returncode} on SIGTERM: {ba.tail(self.log)}")
+        ba.stop(self.p, sig, "flowgate", self.log)
 
 
 def build2(build, given):

@@ -45,7 +45,9 @@ import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(HERE, "tests", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "tests", "daemon"))
 import blind_attack as ba  # noqa: E402  (its connections, echo backends, netns)
+from fgdaemon import METRICS_GET, http_exchange  # noqa: E402
 
 P = f"fgxr{os.getpid()}"
 RUN = f"/tmp/flowgate-{P}"
@@ -147,17 +149,8 @@ port lb0 {
         return open(self.logf).read()
 
     def stop(self, sig):
-        self.fg.send_signal(sig)
-        try:
-            self.fg.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.fg.kill()
-            self.fg.wait()
-            raise Fail(f"flowgate-xdp did not stop on signal {sig}")
-        rc = self.fg.returncode
-        self.fg = None
-        if sig == signal.SIGTERM and rc != 0:
-            raise Fail(f"flowgate-xdp exited {rc} on SIGTERM: {tail(self.logf)}")
+        fg, self.fg = self.fg, None
+        ba.stop(fg, sig, "flowgate-xdp", self.logf)
         if sig == signal.SIGTERM and "stopped cleanly" not in open(self.logf).read():
             raise Fail(f"flowgate-xdp did not stop cleanly: {tail(self.logf)}")
 
@@ -199,15 +192,7 @@ port lb0 {
     def metrics(self, conns):
         with ba.netns(f"{P}-lb"):
             s = socket.create_connection(METRICS, timeout=30)
-        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        head, _, body = data.partition(b"\r\n\r\n")
+        head, body = http_exchange(s, METRICS_GET)
         text = body.decode()
         with open(f"{RUN}/metrics.txt", "w") as f:
             f.write(text)
