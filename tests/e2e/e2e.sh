@@ -9,33 +9,25 @@
 #
 #   tests/e2e/e2e.sh BUILD_DIR [N]
 set -uo pipefail
-BUILD=$(cd "${1:?usage: e2e.sh BUILD_DIR [N]}" && pwd)
+. "$(dirname "$0")/../e2e/e2e_lib.sh"
+e2e_begin e2e fge2e "e2e.sh BUILD_DIR [N]" "$@"
 # 3000 per VIP: the ±15% spread check on the weight-1 backend (expected
 # 500) is then a 3.7-sigma bound, so a correct balancer fails it ~never
 N=${2:-${FG_E2E_N:-3000}}
-HERE=$(cd "$(dirname "$0")/../.." && pwd)
-# everything this run creates is named after P (namespaces, run dir, EAL
-# prefix); a run killed by meson's timeout is cleaned by the next one's sweep
-P=fge2e$$
-RUN=/tmp/flowgate-$P
 
-[ "$(id -u)" = 0 ] || { echo "e2e: needs root (network namespaces)"; exit 77; }
-for t in ip tc ethtool python3 clang; do
-	command -v $t >/dev/null || { echo "e2e: FAIL: $t is not installed (scripts/install-deps.sh installs it)"; exit 1; }
-done
-"$HERE/scripts/netns-teardown.sh" --sweep
-mkdir -p "$RUN"
+e2e_need_root "network namespaces"
+e2e_need_tools ip tc ethtool python3 clang
+e2e_sweep
 
 cleanup() {
 	if [ -f "$RUN/flowgate.pid" ]; then kill -TERM "$(cat "$RUN/flowgate.pid")" 2>/dev/null; sleep 0.5; fi
-	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "e2e: logs kept in /tmp/flowgate-kept-$P"; fi
+	e2e_keep_logs
 	"$HERE/scripts/netns-teardown.sh" "$P"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-[ -x "$BUILD/xdp/fg-decap" ] || { echo "e2e: FAIL: no $BUILD/xdp/fg-decap (the worker-side decap; ninja -C $BUILD xdp/fg-decap)"; exit 1; }
-"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "e2e: FAIL: network setup (the line above says which step)"; exit 1; }
+e2e_network
 
 fail=0
 run() { # vip dsr?

@@ -27,28 +27,21 @@
 #
 #   tests/e2e/health.sh BUILD_DIR
 set -uo pipefail
-BUILD=$(cd "${1:?usage: health.sh BUILD_DIR}" && pwd)
-HERE=$(cd "$(dirname "$0")/../.." && pwd)
-# everything this run creates is named after P; a run killed by meson's
-# timeout is cleaned by the next one's sweep
-P=fghc$$
-RUN=/tmp/flowgate-$P
+. "$(dirname "$0")/../e2e/e2e_lib.sh"
+e2e_begin health fghc "health.sh BUILD_DIR" "$@"
 FGCTL="$BUILD/control/fgctl"
 INTERVAL=200 FALL=3 RISE=2 TIMEOUT=150
 N=${FG_HEALTH_N:-300}
 
-[ "$(id -u)" = 0 ] || { echo "health: needs root (network namespaces)"; exit 77; }
-for t in ip tc ethtool python3 clang; do
-	command -v $t >/dev/null || { echo "health: FAIL: $t is not installed (scripts/install-deps.sh installs it)"; exit 1; }
-done
-"$HERE/scripts/netns-teardown.sh" --sweep
-mkdir -p "$RUN"
+e2e_need_root "network namespaces"
+e2e_need_tools ip tc ethtool python3 clang
+e2e_sweep
 
 FG_PID= HOLD_PID=
 cleanup() {
 	[ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null
 	[ -n "$FG_PID" ] && kill -TERM "$FG_PID" 2>/dev/null && sleep 0.5
-	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "health: logs kept in /tmp/flowgate-kept-$P"; fi
+	e2e_keep_logs
 	"$HERE/scripts/netns-teardown.sh" "$P"
 }
 trap cleanup EXIT
@@ -59,8 +52,7 @@ die() { echo "health: FAIL: $*"; [ -f "$RUN/flowgate.log" ] && tail -20 "$RUN/fl
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 ctl() { "$FGCTL" -s "$RUN/ctl.sock" "$@"; }
 
-[ -x "$BUILD/xdp/fg-decap" ] || { echo "health: FAIL: no $BUILD/xdp/fg-decap (the worker-side decap; ninja -C $BUILD xdp/fg-decap)"; exit 1; }
-"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" >/dev/null || { echo "health: FAIL: network setup (the line above says which step)"; exit 1; }
+e2e_network -q
 
 stub_start() { # i
 	: > "$RUN/stub$1.out"

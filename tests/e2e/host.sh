@@ -15,33 +15,24 @@
 #
 #   tests/e2e/host.sh BUILD_DIR
 set -uo pipefail
-BUILD=$(cd "${1:?usage: host.sh BUILD_DIR}" && pwd)
-HERE=$(cd "$(dirname "$0")/../.." && pwd)
-# everything this run creates is named after P (namespaces and the TAP in
-# them, run dir, EAL prefix); a run killed by meson's timeout is cleaned by
-# the next one's sweep
-P=fgh$$
-RUN=/tmp/flowgate-$P
+. "$(dirname "$0")/../e2e/e2e_lib.sh"
+e2e_begin host fgh "host.sh BUILD_DIR" "$@"
 
-[ "$(id -u)" = 0 ] || { echo "host: needs root (network namespaces, TAP)"; exit 77; }
+e2e_need_root "network namespaces, TAP"
 [ -c /dev/net/tun ] || { echo "host: no /dev/net/tun"; exit 77; }
-for t in ip tc ethtool python3 clang ping; do
-	command -v $t >/dev/null || { echo "host: FAIL: $t is not installed (scripts/install-deps.sh installs it)"; exit 1; }
-done
-"$HERE/scripts/netns-teardown.sh" --sweep
-mkdir -p "$RUN"
+e2e_need_tools ip tc ethtool python3 clang ping
+e2e_sweep
 
 cleanup() {
 	[ -n "${SRV:-}" ] && kill "$SRV" 2>/dev/null
 	if [ -f "$RUN/flowgate.pid" ]; then kill -TERM "$(cat "$RUN/flowgate.pid")" 2>/dev/null; sleep 0.5; fi
-	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "host: logs kept in /tmp/flowgate-kept-$P"; fi
+	e2e_keep_logs
 	"$HERE/scripts/netns-teardown.sh" "$P"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-[ -x "$BUILD/xdp/fg-decap" ] || { echo "host: FAIL: no $BUILD/xdp/fg-decap (the worker-side decap; ninja -C $BUILD xdp/fg-decap)"; exit 1; }
-"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "host: FAIL: network setup (the line above says which step)"; exit 1; }
+e2e_network
 if ! FG_WORKERS=1 "$HERE/scripts/netns-flowgate.sh" "$P" "$BUILD" "$RUN" --host-tap; then
 	# a sandbox without TUN support: not a flowgate failure
 	grep -q "host-tap: cannot create TAP" "$RUN/flowgate.log" && { echo "host: SKIP, no TAP here: $(grep 'cannot create TAP' "$RUN/flowgate.log")"; exit 77; }

@@ -16,37 +16,32 @@
 #
 #   tests/xdp/e2e_xdp.sh BUILD_DIR [N]
 set -uo pipefail
-BUILD=$(cd "${1:?usage: e2e_xdp.sh BUILD_DIR [N]}" && pwd)
+. "$(dirname "$0")/../e2e/e2e_lib.sh"
+e2e_begin e2e-xdp fgxdp "e2e_xdp.sh BUILD_DIR [N]" "$@"
 N=${2:-${FG_E2E_N:-1500}}
-HERE=$(cd "$(dirname "$0")/../.." && pwd)
-P=fgxdp$$
-RUN=/tmp/flowgate-$P
 FGX="$BUILD/xdp/flowgate-xdp"
 FGCTL="$BUILD/control/fgctl"
 
-[ "$(id -u)" = 0 ] || { echo "e2e-xdp: needs root (network namespaces, BPF)"; exit 77; }
-for t in ip ethtool python3; do
-	command -v $t >/dev/null || { echo "e2e-xdp: FAIL: $t is not installed (scripts/install-deps.sh installs it)"; exit 1; }
-done
+e2e_need_root "network namespaces, BPF"
+e2e_need_tools ip ethtool python3
 for b in "$FGX" "$FGCTL" "$BUILD/xdp/fg-decap"; do
 	[ -x "$b" ] || { echo "e2e-xdp: FAIL: $b is not built"; exit 1; }
 done
-"$HERE/scripts/netns-teardown.sh" --sweep
-mkdir -p "$RUN"
+e2e_sweep
 
 PIN="$RUN/bpffs/flowgate"
 cleanup() {
 	if [ -f "$RUN/fgx.pid" ]; then kill -TERM "$(cat "$RUN/fgx.pid")" 2>/dev/null; sleep 0.5; fi
 	ip netns exec "$P-lb" "$FGX" detach lb0 --pin-dir "$PIN" > /dev/null 2>&1
 	mountpoint -q "$RUN/bpffs" && umount "$RUN/bpffs"
-	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "e2e-xdp: logs kept in /tmp/flowgate-kept-$P"; fi
+	e2e_keep_logs
 	"$HERE/scripts/netns-teardown.sh" "$P"
 	rm -rf "$RUN"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "e2e-xdp: FAIL: network setup (the line above says which step)"; exit 1; }
+e2e_network
 # the maps and the link are pinned in a bpffs of the test's own
 mkdir -p "$RUN/bpffs" && mount -t bpf bpf "$RUN/bpffs" || { echo "e2e-xdp: FAIL: mount -t bpf on $RUN/bpffs"; exit 1; }
 
@@ -62,7 +57,7 @@ for v in 10.99.100.1/32 10.99.100.3/32; do
 done
 ip -n "$P-lb" addr add fd99:100::1/128 dev lb0 nodad || { echo "e2e-xdp: FAIL: VIP fd99:100::1 on lb0"; exit 1; }
 
-cat > "$RUN/xdp.conf" <<EOF
+{ cat <<EOF
 # closed DSR flows stay FIN_WAIT / CLOSE: long timeouts keep every flow of
 # the run listed however slow a shared machine is (and check that the
 # config's timeouts reach the XDP program)
@@ -72,42 +67,14 @@ conntrack {
     timeout close 10m;
     timeout syn_sent 10m;
 }
-port lb0 {
-    mac 02:00:00:99:00:01;
-    local 10.99.0.1;
-    local fd99::1;
-}
-neighbour 10.99.0.11 02:00:00:99:00:11 port lb0;
-neighbour 10.99.0.12 02:00:00:99:00:12 port lb0;
-neighbour 10.99.0.13 02:00:00:99:00:13 port lb0;
-neighbour fd99::11 02:00:00:99:00:11 port lb0;
-neighbour fd99::12 02:00:00:99:00:12 port lb0;
-neighbour fd99::13 02:00:00:99:00:13 port lb0;
-service dsr4 10.99.100.1:80/tcp {
-    mode dsr-ipip;
-    backend 10.99.0.11 weight 1;
-    backend 10.99.0.12 weight 2;
-    backend 10.99.0.13 weight 3;
-}
-service gue4 10.99.100.3:80/tcp {
-    mode dsr-gue;
-    backend 10.99.0.11 weight 1;
-    backend 10.99.0.12 weight 2;
-    backend 10.99.0.13 weight 3;
-}
-service dsr6 [fd99:100::1]:80/tcp {
-    mode dsr-ipip;
-    backend [fd99::11] weight 1;
-    backend [fd99::12] weight 2;
-    backend [fd99::13] weight 3;
-}
 EOF
+	e2e_conf_lb0 6
+	e2e_conf_service dsr4 10.99.100.1:80 dsr-ipip 1 2 3
+	e2e_conf_service gue4 10.99.100.3:80 dsr-gue 1 2 3
+	e2e_conf_service dsr6 '[fd99:100::1]:80' dsr-ipip 1 2 3 6
+} > "$RUN/xdp.conf"
 
-for i in 1 2 3; do
-	: > "$RUN/b$i.log"
-	ip netns exec "$P-b$i" python3 "$HERE/tests/e2e/http_stub.py" --name "gpu$i" \
-		--log "$RUN/b$i.log" > "$RUN/stub$i.out" 2>&1 &
-done
+e2e_stubs_start
 # directly, not through nse: $! must be flowgate-xdp itself (SIGTERM below)
 ip netns exec "$P-lb" "$FGX" -c "$RUN/xdp.conf" -i lb0 --mode generic -s "$RUN/ctl.sock" \
 	--pin-dir "$PIN" > "$RUN/fgx.log" 2>&1 &
@@ -118,10 +85,7 @@ for _ in $(seq 300); do   # 30 s: a guard against a hang, not a bound
 	sleep 0.1
 done
 grep -q "flowgate-xdp: running on lb0 (generic XDP)" "$RUN/fgx.log" || { echo "e2e-xdp: FAIL: flowgate-xdp did not start in generic mode:"; cat "$RUN/fgx.log"; exit 1; }
-for i in 1 2 3; do
-	for _ in $(seq 300); do grep -q listening "$RUN/stub$i.out" && break; sleep 0.1; done
-	grep -q listening "$RUN/stub$i.out" || { echo "e2e-xdp: FAIL: the HTTP stub of $P-b$i does not listen"; exit 1; }
-done
+e2e_stubs_wait
 
 fail=0
 ctl() { "$FGCTL" -s "$RUN/ctl.sock" "$@"; }

@@ -14,20 +14,18 @@
 #
 #   tests/xdp/e2e_xdp_mode.sh BUILD_DIR
 set -uo pipefail
-BUILD=$(cd "${1:?usage: e2e_xdp_mode.sh BUILD_DIR}" && pwd)
-HERE=$(cd "$(dirname "$0")/../.." && pwd)
-P=fgxm$$
-RUN=/tmp/flowgate-$P
+. "$(dirname "$0")/../e2e/e2e_lib.sh"
+e2e_begin e2e-xdp-mode fgxm "e2e_xdp_mode.sh BUILD_DIR" "$@"
 FGX="$BUILD/xdp/flowgate-xdp"
 FGCTL="$BUILD/control/fgctl"
 PASS_OBJ="$BUILD/tests/xdp/xdp_pass.bpf.o"
 PIN="$RUN/bpffs/fg"
 
-[ "$(id -u)" = 0 ] || { echo "e2e-xdp-mode: needs root (network namespaces, BPF)"; exit 77; }
+e2e_need_root "network namespaces, BPF"
 for b in "$FGX" "$FGCTL" "$BUILD/xdp/fg-decap" "$PASS_OBJ"; do
 	[ -e "$b" ] || { echo "e2e-xdp-mode: FAIL: $b is not built"; exit 1; }
 done
-"$HERE/scripts/netns-teardown.sh" --sweep
+e2e_sweep
 mkdir -p "$RUN/bpffs"
 
 cleanup() {
@@ -41,36 +39,18 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 mount -t bpf bpf "$RUN/bpffs" 2>"$RUN/mount.err" || { echo "e2e-xdp-mode: skipped: no BPF filesystem: $(cat "$RUN/mount.err")"; exit 77; }
-"$HERE/scripts/netns-setup.sh" "$P" "$BUILD/xdp/fg-decap" || { echo "e2e-xdp-mode: FAIL: network setup (the line above says which step)"; exit 1; }
+e2e_network
 nse() { ip netns exec "$P-lb" "$@"; }
 nse sysctl -qw net.ipv4.conf.lb0.arp_ignore=0 net.ipv4.conf.hc0.arp_ignore=1 \
 	net.ipv4.conf.hc0.arp_announce=2 || { echo "e2e-xdp-mode: FAIL: sysctl on lb0"; exit 1; }
 ip -n "$P-lb" addr add 10.99.100.1/32 dev lb0 || { echo "e2e-xdp-mode: FAIL: VIP on lb0"; exit 1; }
 
-cat > "$RUN/xdp.conf" <<EOF
-port lb0 {
-    mac 02:00:00:99:00:01;
-    local 10.99.0.1;
-}
-neighbour 10.99.0.11 02:00:00:99:00:11 port lb0;
-neighbour 10.99.0.12 02:00:00:99:00:12 port lb0;
-neighbour 10.99.0.13 02:00:00:99:00:13 port lb0;
-service dsr4 10.99.100.1:80/tcp {
-    mode dsr-ipip;
-    backend 10.99.0.11 weight 1;
-    backend 10.99.0.12 weight 1;
-    backend 10.99.0.13 weight 1;
-}
-EOF
-for i in 1 2 3; do
-	: > "$RUN/b$i.log"
-	ip netns exec "$P-b$i" python3 "$HERE/tests/e2e/http_stub.py" --name "gpu$i" \
-		--log "$RUN/b$i.log" > "$RUN/stub$i.out" 2>&1 &
-done
-for i in 1 2 3; do
-	for _ in $(seq 300); do grep -q listening "$RUN/stub$i.out" && break; sleep 0.1; done
-	grep -q listening "$RUN/stub$i.out" || { echo "e2e-xdp-mode: FAIL: the HTTP stub of $P-b$i does not listen"; exit 1; }
-done
+{
+	e2e_conf_lb0
+	e2e_conf_service dsr4 10.99.100.1:80 dsr-ipip 1 1 1
+} > "$RUN/xdp.conf"
+e2e_stubs_start
+e2e_stubs_wait
 
 fail=0
 # start MODE LOG: flowgate-xdp in the background until "running" (0) or its exit (1)
