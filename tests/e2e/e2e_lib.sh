@@ -40,8 +40,14 @@ e2e_sweep() { # removes what killed runs left, makes this run's directory
 	mkdir -p "$RUN"
 }
 
-e2e_keep_logs() { # for cleanup: with FG_E2E_KEEP set, the run's directory is kept (copied)
+# for the test's cleanup (trap EXIT):
+e2e_term_pidfile() { # FILE: SIGTERM to the process whose PID FILE holds (if any), half a second for it
+	if [ -f "$1" ]; then kill -TERM "$(cat "$1")" 2>/dev/null; sleep 0.5; fi
+}
+
+e2e_teardown() { # the run's directory kept (copied) with FG_E2E_KEEP set; its network and files removed
 	if [ -n "${FG_E2E_KEEP:-}" ]; then cp -a "$RUN" "/tmp/flowgate-kept-$P"; echo "$E2E: logs kept in /tmp/flowgate-kept-$P"; fi
+	"$HERE/scripts/netns-teardown.sh" "$P"
 }
 
 e2e_network() { # [-q]: scripts/netns-setup.sh's network, named after P (-q: its progress not shown)

@@ -41,8 +41,7 @@ FG_PID= HOLD_PID=
 cleanup() {
 	[ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null
 	[ -n "$FG_PID" ] && kill -TERM "$FG_PID" 2>/dev/null && sleep 0.5
-	e2e_keep_logs
-	"$HERE/scripts/netns-teardown.sh" "$P"
+	e2e_teardown
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP

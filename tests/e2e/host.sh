@@ -25,9 +25,8 @@ e2e_sweep
 
 cleanup() {
 	[ -n "${SRV:-}" ] && kill "$SRV" 2>/dev/null
-	if [ -f "$RUN/flowgate.pid" ]; then kill -TERM "$(cat "$RUN/flowgate.pid")" 2>/dev/null; sleep 0.5; fi
-	e2e_keep_logs
-	"$HERE/scripts/netns-teardown.sh" "$P"
+	e2e_term_pidfile "$RUN/flowgate.pid"
+	e2e_teardown
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP

@@ -29,7 +29,7 @@ e2e_sweep
 mkdir -p "$RUN/bpffs"
 
 cleanup() {
-	if [ -f "$RUN/fgx.pid" ]; then kill -TERM "$(cat "$RUN/fgx.pid")" 2>/dev/null; sleep 0.5; fi
+	e2e_term_pidfile "$RUN/fgx.pid"
 	ip netns exec "$P-lb" "$FGX" detach lb0 --pin-dir "$PIN" > /dev/null 2>&1
 	mountpoint -q "$RUN/bpffs" && umount "$RUN/bpffs"
 	"$HERE/scripts/netns-teardown.sh" "$P"
