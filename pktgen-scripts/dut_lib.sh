@@ -8,6 +8,37 @@
 #              RSS would); flowgate-swrss: --sw-rss on
 # Uses: TP_BIN FG_BIN DUT_CPUS EAL_A (array) FG_A (array).
 
+# dut_opt OPTION [VALUE]: the options both generator scripts take (the
+# scenarios and their run, the DUT, where things go): sets its variable
+# and returns the words it used, 2 (0: not one of these).  Each script
+# sets their defaults before its option loop and reads its own options.
+# shellcheck disable=SC2034 # the variables are the sourcing script's
+dut_opt() {
+  case "$1" in
+    --build) BUILD=$2 ;; --scenarios) SCNS=$2 ;; --flows) FLOWS=$2 ;;
+    --workers) WORKERS=$2 ;; --seconds) SECS=$2 ;; --warmup) WARM=$2 ;;
+    --dut) DUTS=$2 ;; --gen-cpus) GEN_CPUS=$2 ;; --dut-cpus) DUT_CPUS=$2 ;;
+    --eal) EAL=$2 ;; --fg-args) FG_ARGS=$2 ;; --flowgate) FG_BIN=$2 ;;
+    --testpmd) TP_BIN=$2 ;; --fgctl) FGCTL=$2 ;; --tag) TAG=$2 ;;
+    --out-dir) OUT=$2 ;; --tmp) TMP=$2 ;; --deadline) DEADLINE=$2 ;;
+    --log-dir) LOGDIR=$2 ;;
+    *) return 0 ;;
+  esac
+  return 2
+}
+
+# dut_paths: after the option loop, the binaries' defaults from --build,
+# the output and scratch folders made, EAL_A and FG_A split into words.
+dut_paths() {
+  [[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+  FG_BIN=${FG_BIN:-$BUILD/dataplane/flowgate}
+  TP_BIN=${TP_BIN:-$(command -v dpdk-testpmd || true)}
+  FGCTL=${FGCTL:-$BUILD/control/fgctl}
+  mkdir -p "$OUT" "$TMP"
+  # shellcheck disable=SC2206 # word lists on purpose
+  EAL_A=($EAL) FG_A=($FG_ARGS)
+}
+
 # CPU list "0-3,8" -> "0 1 2 3 8"
 cpus() { local r a b out=(); IFS=, read -ra r <<<"$1"
   for x in "${r[@]}"; do a=${x%-*} b=${x#*-}; for ((c = a; c <= b; c++)); do out+=("$c"); done; done

@@ -43,42 +43,23 @@ PKTGEN=${PKTGEN:-} BUILD="$ROOT/build" SCNS="" SECS=5 WARM=1 MODE=pcap DUTS="tes
 OUT="$ROOT/bench/results" TMP=${BENCH_TMP:-/tmp/flowgate-bench} FLOWS="" WORKERS=1
 GEN_CPUS=0-1 DUT_CPUS=0-1 EAL="" FG_ARGS="" TAG="" DEADLINE=0 LOGDIR=""
 FG_BIN="" TP_BIN="" PCAPGEN="" FGCTL=""
+# shellcheck source=pktgen-scripts/dut_lib.sh
+. "$ROOT/pktgen-scripts/dut_lib.sh"
 while (($#)); do
+  dut_opt "$@"; n=$?; ((n)) && { shift "$n"; continue; }
   case "$1" in
     --pktgen) PKTGEN=$2; shift 2 ;;
-    --build) BUILD=$2; shift 2 ;;
-    --scenarios) SCNS=$2; shift 2 ;;
-    --flows) FLOWS=$2; shift 2 ;;
-    --workers) WORKERS=$2; shift 2 ;;
-    --seconds) SECS=$2; shift 2 ;;
-    --warmup) WARM=$2; shift 2 ;;
     --mode) MODE=$2; shift 2 ;;
-    --dut) DUTS=$2; shift 2 ;;
     --zero-copy) ZC=1; shift ;;
-    --gen-cpus) GEN_CPUS=$2; shift 2 ;;
-    --dut-cpus) DUT_CPUS=$2; shift 2 ;;
-    --eal) EAL=$2; shift 2 ;;
-    --fg-args) FG_ARGS=$2; shift 2 ;;
-    --flowgate) FG_BIN=$2; shift 2 ;;
-    --testpmd) TP_BIN=$2; shift 2 ;;
     --pcapgen) PCAPGEN=$2; shift 2 ;;
-    --fgctl) FGCTL=$2; shift 2 ;;
-    --tag) TAG=$2; shift 2 ;;
-    --out-dir) OUT=$2; shift 2 ;;
-    --tmp) TMP=$2; shift 2 ;;
-    --deadline) DEADLINE=$2; shift 2 ;;
-    --log-dir) LOGDIR=$2; shift 2 ;;
     -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "pktgen_vs_dut: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+dut_paths
 [[ -x "$PKTGEN" ]] || { echo "pktgen_vs_dut: --pktgen PATH to a Pktgen-DPDK 23.03 binary is required" >&2; exit 2; }
 [[ "$MODE" == pcap || "$MODE" == range ]] || { echo "pktgen_vs_dut: --mode pcap|range" >&2; exit 2; }
 [[ -n "$SCNS" ]] || SCNS=$(cd "$ROOT/bench/scenarios" && ls *.scn | sed 's/\.scn$//' | paste -sd,)
-FG_BIN=${FG_BIN:-$BUILD/dataplane/flowgate}
-TP_BIN=${TP_BIN:-$(command -v dpdk-testpmd || true)}
-FGCTL=${FGCTL:-$BUILD/control/fgctl}
 if [[ -z "$PCAPGEN" ]]; then
   PCAPGEN="$BUILD/bench/tools/fg-pcapgen"; [[ -x "$PCAPGEN" ]] || PCAPGEN="$BUILD/bench-tools/fg-pcapgen"
   if [[ ! -x "$PCAPGEN" ]]; then
@@ -86,14 +67,8 @@ if [[ -z "$PCAPGEN" ]]; then
     PCAPGEN="$BUILD/bench-tools/fg-pcapgen"
   fi
 fi
-mkdir -p "$OUT" "$TMP"
 sock="$TMP/fg-pg-memif-$$.sock"
 zc=""; ((ZC)) && zc=",zero-copy=yes"
-# shellcheck disable=SC2206,SC2034 # word lists on purpose; dut_lib.sh uses them
-EAL_A=($EAL) FG_A=($FG_ARGS)  # used by dut_lib.sh
-
-# shellcheck source=pktgen-scripts/dut_lib.sh
-. "$ROOT/pktgen-scripts/dut_lib.sh"
 
 # run_one SCN_FILE DUT N FLOWS PCAPS -> Pktgen's FG_RESULT json (+ "dut_stats") on stdout
 run_one() {

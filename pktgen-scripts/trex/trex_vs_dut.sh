@@ -40,49 +40,25 @@ TREX="" BUILD="$ROOT/build" SCNS="steady-1m" SECS=3 WARM=1 DUTS="flowgate,testpm
 MAXMPPS=40 LATPCTS="10,50,90" LATPPS=10000 TREXMEM=2048 PY=python3
 OUT="$ROOT/bench/results" TMP=${BENCH_TMP:-/tmp/flowgate-bench} GEN_CPUS=0-1 DUT_CPUS=0-1 EAL="" FG_ARGS=""
 TAG="" DEADLINE=0 LOGDIR="" FG_BIN="" TP_BIN="" FGCTL=""
+# shellcheck source=pktgen-scripts/dut_lib.sh
+. "$ROOT/pktgen-scripts/dut_lib.sh"
 while (($#)); do
+  dut_opt "$@"; n=$?; ((n)) && { shift "$n"; continue; }
   case "$1" in
     --trex) TREX=$2; shift 2 ;;
-    --build) BUILD=$2; shift 2 ;;
-    --scenarios) SCNS=$2; shift 2 ;;
-    --flows) FLOWS=$2; shift 2 ;;
-    --workers) WORKERS=$2; shift 2 ;;
-    --seconds) SECS=$2; shift 2 ;;
-    --warmup) WARM=$2; shift 2 ;;
     --max-mpps) MAXMPPS=$2; shift 2 ;;
     --lat-pcts) LATPCTS=$2; shift 2 ;;
     --lat-pps) LATPPS=$2; shift 2 ;;
-    --dut) DUTS=$2; shift 2 ;;
-    --gen-cpus) GEN_CPUS=$2; shift 2 ;;
-    --dut-cpus) DUT_CPUS=$2; shift 2 ;;
-    --eal) EAL=$2; shift 2 ;;
     --trex-mem) TREXMEM=$2; shift 2 ;;
-    --fg-args) FG_ARGS=$2; shift 2 ;;
-    --flowgate) FG_BIN=$2; shift 2 ;;
-    --testpmd) TP_BIN=$2; shift 2 ;;
-    --fgctl) FGCTL=$2; shift 2 ;;
     --python) PY=$2; shift 2 ;;
-    --tag) TAG=$2; shift 2 ;;
-    --out-dir) OUT=$2; shift 2 ;;
-    --tmp) TMP=$2; shift 2 ;;
-    --deadline) DEADLINE=$2; shift 2 ;;
-    --log-dir) LOGDIR=$2; shift 2 ;;
     -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "trex_vs_dut: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ "$BUILD" = /* ]] || BUILD="$ROOT/$BUILD"
+dut_paths
 [[ -n "$TREX" && -x "$TREX/_t-rex-64" ]] || { echo "trex_vs_dut: --trex DIR of a TRex v3.x tree (with _t-rex-64) is required" >&2; exit 2; }
 TREX=$(cd "$TREX" && pwd)
-FG_BIN=${FG_BIN:-$BUILD/dataplane/flowgate}
-TP_BIN=${TP_BIN:-$(command -v dpdk-testpmd || true)}
-FGCTL=${FGCTL:-$BUILD/control/fgctl}
-mkdir -p "$OUT" "$TMP"
 sock="$TMP/fg-trex-memif-$$.sock"
-# shellcheck disable=SC2206,SC2034 # word lists on purpose; dut_lib.sh uses them
-EAL_A=($EAL) FG_A=($FG_ARGS)  # used by dut_lib.sh
-# shellcheck source=pktgen-scripts/dut_lib.sh
-. "$ROOT/pktgen-scripts/dut_lib.sh"
 
 # trex_cores N: TRex's TX cores for N DUT workers: N, at most the
 # --gen-cpus left after its master and latency threads (TRex refuses a CPU

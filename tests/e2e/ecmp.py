@@ -450,6 +450,7 @@ class Client:
 
     def expect(self, prefix, guard_s=600):
         res = [None]
+        self.lines = []
 
         def rd():
             while True:
@@ -460,6 +461,7 @@ class Client:
                 if line.startswith(prefix) or line.startswith("failed"):
                     res[0] = line
                     return
+                self.lines.append(line)
                 log(line)
         t = threading.Thread(target=rd, daemon=True)
         t.start()
@@ -472,6 +474,26 @@ class Client:
         self.p.stdin.write(line + "\n")
         self.p.stdin.flush()
         return self.expect(prefix)
+
+
+def nat_broken_report(nodes, lines):
+    """What each running node holds of the NAT connections a phase broke
+    (the client's lines name their ports), and its non-zero drops and sync
+    counters: the evidence a failed phase leaves behind."""
+    for ln in lines:
+        m = re.search(r"client port (\d+)", ln)
+        if not m:
+            continue
+        for n in nodes:
+            got = n.fgctl("--json", "flows", "list", "--client-port", m.group(1),
+                          "--limit", "16").stdout.strip()
+            log(f"     node {n.k}, client port {m.group(1)}: {got or 'no flow'}")
+    for n in nodes:
+        st = json.loads(n.fgctl("--json", "stats").stdout).get("total", {})
+        drops = {k: v for k, v in st.items() if isinstance(v, dict) and k == "drops"}
+        log(f"     node {n.k} drops: {json.dumps(drops.get('drops', {}))}; counters: " +
+            json.dumps({k: v for k, v in st.items() if v and not isinstance(v, (dict, list))}))
+        log(f"     node {n.k} sync: " + " ".join(n.fgctl("--json", "sync").stdout.split()))
 
 
 def main():
@@ -587,6 +609,8 @@ def main():
         line = nat_client.cmd("settle kill", "phase")
         m = re.match(r"phase \S+ broken (\d+) of (\d+)", line)
         results.append(("nat-kill", int(m.group(1)), int(m.group(2))))
+        if int(m.group(1)):
+            nat_broken_report(nodes[:2], nat_client.lines)
         got = [json.loads(n.fgctl("--json", "sync").stdout) for n in nodes[:2]]
         mean = pre["delay_us_sum"] / pre["sent_records"] if pre.get("sent_records") else 0
         log(f"     NAT {line}: node 3 held {pre['nat']} NAT flows, {pre['own']} of them "
@@ -664,6 +688,8 @@ def main():
         line = nat_client.cmd("settle return", "phase")
         m = re.match(r"phase \S+ broken (\d+) of (\d+)", line)
         results.append(("nat-return", int(m.group(1)), int(m.group(2))))
+        if int(m.group(1)):
+            nat_broken_report(nodes, nat_client.lines)
         y3 = json.loads(nodes[2].fgctl("--json", "sync").stdout)
         log(f"     NAT {line}: node 3 installed {y3['installed']} flows from its peers "
             f"(catch-up), refused {sum(y3['refused'].values())}")

@@ -61,6 +61,8 @@ class Conn:
         self.why = None
         self.connect_retries = 0
         self.retry_why = None
+        self.port = None         # the client's port (to find its flow)
+        self.waiting = None      # send time of the line not yet answered
 
 
 async def run_conn(c, args, stop):
@@ -81,11 +83,12 @@ async def run_conn(c, args, stop):
             c.retry_why = f"{e!r}"[:100]
             await asyncio.sleep(0.5)
     w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.port = w.get_extra_info("sockname")[1]
     seq = 0
     try:
         while not stop.is_set():
             seq += 1
-            sent = time.monotonic()
+            sent = c.waiting = time.monotonic()
             w.write(b"%d\n" % seq)
             line = await asyncio.wait_for(r.readline(), timeout=args.stall)
             if not line:
@@ -157,7 +160,9 @@ async def client(args):
                 c.broken_at, c.why = time.monotonic(), "no progress"
             broken = [c for c in alive if c.broken_at is not None]
             for c in broken[:5]:
-                print(f"  connection {c.i} ({c.backend}): {c.why}", flush=True)
+                quiet = f", unanswered since mark+{c.waiting - t0:.1f} s" if c.waiting else ""
+                print(f"  connection {c.i} ({c.backend}): {c.why} (client port {c.port}"
+                      f"{quiet})", flush=True)
             print(f"phase {line[1]} broken {len(broken)} of {len(alive)}", flush=True)
         elif line[0] == "spread":
             per = {}
