@@ -2090,7 +2090,9 @@ static int final_sync(const struct fg_json *data, void *arg)
 	printf("sync: node %" PRIu64 " on %s, NAT%s services, at most %" PRIu64
 	       " records/s, seq %" PRIu64 "%s\n", jnum(y, "node"), jstr(y, "listen"),
 	       dsr ? " and DSR" : "", jnum(y, "rate"), jnum(y, "seq"),
-	       ready ? "" : "; not ready: waiting for its peers' flows (announces nothing)");
+	       ready ? "" : "; not ready (announces nothing)");
+	if (!ready)
+		printf("  waiting   %s\n", jstr(y, "waiting"));
 	printf("  sent      %" PRIu64 " records, %" PRIu64 " messages, %" PRIu64
 	       " bytes; send_failed %" PRIu64 "; backlog %" PRIu64 ", queue_full %"
 	       PRIu64 "\n", jnum(y, "sent_records"), jnum(y, "sent_msgs"),
@@ -2108,24 +2110,26 @@ static int final_sync(const struct fg_json *data, void *arg)
 	print_nonzero(fg_json_get(y, "refused"));
 	printf("  not installed ");
 	print_nonzero(fg_json_get(y, "install_refused"));
-	printf("%-16s %-28s %6s %-6s %10s %12s %8s %10s %8s\n", "PEER", "ADDR", "NODE",
-	       "STATE", "LAST_RX", "RECORDS", "REFUSED", "SENT", "FAILED");
+	printf("%-16s %-28s %6s %-6s %10s %-10s %12s %8s %10s %8s\n", "PEER", "ADDR", "NODE",
+	       "STATE", "LAST_RX", "CATCH_UP", "RECORDS", "REFUSED", "SENT", "FAILED");
 	ps = fg_json_get(y, "peers");
 	for (const struct fg_json *p = ps ? ps->child : NULL; p; p = p->next) {
 		int64_t lag = -1;
-		bool dead = false;
+		bool dead = false, caught = false;
 		char lb[32];
 
 		(void)fg_json_get_i64(p, "last_rx_ms", &lag);
 		(void)fg_json_get_bool(p, "dead", &dead);
+		(void)fg_json_get_bool(p, "caught_up", &caught);
 		if (lag < 0)
 			snprintf(lb, sizeof(lb), "never");
 		else
 			snprintf(lb, sizeof(lb), "%" PRId64 "ms", lag);
-		printf("%-16s %-28s %6" PRIu64 " %-6s %10s %12" PRIu64 " %8" PRIu64 " %10" PRIu64
-		       " %8" PRIu64 "\n", jstr(p, "name"), jstr(p, "addr"), jnum(p, "node"),
-		       lag < 0 ? "never" : dead ? "dead" : "alive", lb, jnum(p, "recv_records"), jnum(p, "refused"), jnum(p, "sent_msgs"),
-		       jnum(p, "send_failed"));
+		printf("%-16s %-28s %6" PRIu64 " %-6s %10s %-10s %12" PRIu64 " %8" PRIu64
+		       " %10" PRIu64 " %8" PRIu64 "\n", jstr(p, "name"), jstr(p, "addr"),
+		       jnum(p, "node"), lag < 0 ? "never" : dead ? "dead" : "alive", lb,
+		       caught ? "received" : "-", jnum(p, "recv_records"), jnum(p, "refused"),
+		       jnum(p, "sent_msgs"), jnum(p, "send_failed"));
 	}
 	return EXIT_OK;
 }

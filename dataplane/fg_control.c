@@ -525,6 +525,7 @@ static void write_sync(struct fg_json_writer *w, const struct fg_sync_stats *st)
 	fg_jw_obj_open(w, "sync");
 	fg_jw_bool(w, "on", st->on);
 	fg_jw_bool(w, "ready", st->ready);
+	fg_jw_str(w, "waiting", st->waiting);
 	fg_jw_u64(w, "node", st->node);
 	fg_jw_str(w, "listen", st->listen);
 	fg_jw_bool(w, "dsr", st->dsr);
@@ -561,6 +562,8 @@ static void write_sync(struct fg_json_writer *w, const struct fg_sync_stats *st)
 		fg_jw_u64(w, "sent_msgs", p->sent_msgs);
 		fg_jw_u64(w, "send_failed", p->send_failed);
 		fg_jw_bool(w, "dead", p->dead);
+		fg_jw_bool(w, "caught_up", p->caught_up);
+		fg_jw_bool(w, "announcing", p->announcing);
 		fg_jw_obj_close(w);
 	}
 	fg_jw_arr_close(w);

@@ -531,6 +531,7 @@ static int tel_sync(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "on", st.on);
 	rte_tel_data_add_dict_u64(d, "ready", st.ready);
+	rte_tel_data_add_dict_string(d, "waiting", st.waiting);
 	rte_tel_data_add_dict_u64(d, "node", st.node);
 	rte_tel_data_add_dict_u64(d, "seq", st.seq);
 	rte_tel_data_add_dict_u64(d, "backlog", st.backlog);
@@ -565,6 +566,8 @@ static int tel_sync(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(p, "sent_msgs", st.peers[i].sent_msgs);
 		rte_tel_data_add_dict_u64(p, "send_failed", st.peers[i].send_failed);
 		rte_tel_data_add_dict_u64(p, "dead", st.peers[i].dead);
+		rte_tel_data_add_dict_u64(p, "caught_up", st.peers[i].caught_up);
+		rte_tel_data_add_dict_u64(p, "announcing", st.peers[i].announcing);
 		rte_tel_data_add_array_container(peers, p, 0);
 	}
 	rte_tel_data_add_dict_container(d, "peers", peers, 0);

@@ -77,6 +77,12 @@ struct sync_peer {
 	/* the first message of its current epoch, and the silence before it
 	 * (a return after a death: its NAT addresses are handed back late) */
 	uint64_t first_rx_ns, gap_ns;
+	/* its status messages (this epoch): that it sends them, since when
+	 * it announces, since when it has sent this node its flows */
+	bool v2;
+	uint64_t ready_ns, caught_ns;
+	/* the catch-up generation that its start began (0: none yet) */
+	uint32_t need_gen;
 	uint64_t recv_msgs, recv_records, refused, sent_msgs, send_failed;
 };
 
@@ -102,6 +108,17 @@ struct fg_sync {
 	/* bumped when a peer starts (a new epoch): every worker walks its
 	 * shard at once and sends the peer what it holds (catch-up) */
 	uint32_t catchup_gen;
+	/* the catch-up generation whose records are all sent (sent_gen), and
+	 * the one being counted down: what each ring held when every worker
+	 * had walked it (track_left) */
+	uint32_t sent_gen, track_gen;
+	bool tracking;
+	uint32_t track_left[FG_MAX_WORKERS];
+	/* status messages: when the last went out, one due now, the READY
+	 * they said; fg_sync_ready's answer once true */
+	uint64_t status_ns;
+	bool status_due, ready_said, ready;
+	uint8_t st_out[FG_SYNC_HDR_LEN + FG_SYNC_MAC_LEN];
 	/* backends by address, for the table of generation map_gen */
 	struct fg_state_bemap *map;
 	uint64_t map_gen;
@@ -352,6 +369,37 @@ entry_route(struct fg_sync *sy, const struct fg_lb_table *lb, const struct fg_sy
 		sy->nc[FG_SYNC_NC_install_queue_full]++;
 }
 
+/* A peer's new epoch (a start): its catch-up begins (every worker walks
+ * its shard), what its previous epoch said is forgotten. */
+static void
+peer_started(struct fg_sync *sy, struct sync_peer *p)
+{
+	uint64_t now = mono_ns(), last = p->last_rx_ns;
+
+	__atomic_store_n(&p->gap_ns, last ? now - last : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->first_rx_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->v2, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->ready_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->caught_ns, 0, __ATOMIC_RELAXED);
+	p->need_gen = __atomic_add_fetch(&sy->catchup_gen, 1, __ATOMIC_RELAXED);
+	if (p->need_gen == 0)   /* 0 is "none" */
+		p->need_gen = __atomic_add_fetch(&sy->catchup_gen, 1, __ATOMIC_RELAXED);
+}
+
+/* A peer's status: it announces; it sent this node (this epoch) its flows. */
+static void
+status_rx(struct fg_sync *sy, struct sync_peer *p, const struct fg_sync_view *v)
+{
+	uint64_t now = mono_ns();
+
+	__atomic_store_n(&p->v2, true, __ATOMIC_RELAXED);
+	if ((v->status & FG_SYNC_ST_READY) && p->ready_ns == 0)
+		__atomic_store_n(&p->ready_ns, now, __ATOMIC_RELAXED);
+	if ((v->status & FG_SYNC_ST_CAUGHT_UP) && p->caught_ns == 0 &&
+	    v->echo == fg_sync_epoch_tag(sy->epoch))
+		__atomic_store_n(&p->caught_ns, now, __ATOMIC_RELAXED);
+}
+
 enum fg_sync_refuse
 fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 {
@@ -373,13 +421,8 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 			uint64_t epoch = p->replay.epoch;
 
 			why = fg_sync_replay_check(&p->replay, &v);
-			if (why == FG_SYNC_OK && p->replay.epoch != epoch) {
-				uint64_t now = mono_ns(), last = p->last_rx_ns;
-
-				__atomic_store_n(&p->gap_ns, last ? now - last : 0, __ATOMIC_RELAXED);
-				__atomic_store_n(&p->first_rx_ns, now, __ATOMIC_RELAXED);
-				__atomic_add_fetch(&sy->catchup_gen, 1, __ATOMIC_RELAXED);
-			}
+			if (why == FG_SYNC_OK && p->replay.epoch != epoch)
+				peer_started(sy, p);
 		}
 	}
 	if (why != FG_SYNC_OK) {
@@ -391,6 +434,8 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 	p->recv_msgs++;
 	p->recv_records += v.count;
 	__atomic_store_n(&p->last_rx_ns, mono_ns(), __ATOMIC_RELAXED);
+	if (v.version == FG_SYNC_VERSION_STATUS)
+		status_rx(sy, p, &v);
 	sy->nc[FG_SYNC_NC_recv_msgs]++;
 	sy->nc[FG_SYNC_NC_recv_records] += v.count;
 	if (v.count == 0)
@@ -418,6 +463,21 @@ fg_sync_rx(struct fg_dp *dp, const uint8_t *buf, size_t len, const void *from)
 
 /* ---- send --------------------------------------------------------------- */
 
+/* @return whether peer @p p's kernel took the message */
+static bool
+peer_send(struct fg_sync *sy, struct sync_peer *p, const uint8_t *buf, size_t len)
+{
+	if (sendto(sy->fd, buf, len, 0, (struct sockaddr *)&p->sa, p->salen) != (ssize_t)len) {
+		p->send_failed++;
+		sy->nc[FG_SYNC_NC_send_failed]++;
+		return false;
+	}
+	p->sent_msgs++;
+	sy->nc[FG_SYNC_NC_sent_msgs]++;
+	sy->nc[FG_SYNC_NC_sent_bytes] += len;
+	return true;
+}
+
 /* @return the peers that took it */
 static unsigned int
 msg_send(struct fg_sync *sy)
@@ -425,20 +485,8 @@ msg_send(struct fg_sync *sy)
 	size_t len = fg_sync_msg_finish(&sy->msg, &sy->key);
 	unsigned int ok = 0;
 
-	for (uint32_t i = 0; i < sy->cfg.n_peers; i++) {
-		struct sync_peer *p = &sy->peers[i];
-
-		if (sendto(sy->fd, sy->out, len, 0, (struct sockaddr *)&p->sa, p->salen) !=
-		    (ssize_t)len) {
-			p->send_failed++;
-			sy->nc[FG_SYNC_NC_send_failed]++;
-			continue;
-		}
-		p->sent_msgs++;
-		ok++;
-		sy->nc[FG_SYNC_NC_sent_msgs]++;
-		sy->nc[FG_SYNC_NC_sent_bytes] += len;
-	}
+	for (uint32_t i = 0; i < sy->cfg.n_peers; i++)
+		ok += peer_send(sy, &sy->peers[i], sy->out, len);
 	sy->nc[FG_SYNC_NC_sent_records] += sy->msg.count;
 	sy->msg.count = 0;
 	sy->msg.len = 0;
@@ -463,6 +511,89 @@ msg_add(struct fg_sync *sy, const struct fg_sync_item *it)
 	}
 }
 
+/* Whether catch-up generation @p a is @p b or later (they wrap). */
+static inline bool
+gen_reached(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) >= 0;
+}
+
+/* The catch-up generation every worker has walked whole, its records in
+ * its ring (the oldest of theirs). */
+static uint32_t
+workers_walked(const struct fg_dp *dp)
+{
+	uint32_t g = __atomic_load_n(&dp->workers[0]->sync_catchup_done, __ATOMIC_ACQUIRE);
+
+	for (unsigned int i = 1; i < dp->n_workers; i++) {
+		uint32_t d = __atomic_load_n(&dp->workers[i]->sync_catchup_done,
+					     __ATOMIC_ACQUIRE);
+
+		if (!gen_reached(d, g))
+			g = d;
+	}
+	return g;
+}
+
+/* Before a send pass: a generation newly walked by every worker is
+ * counted down from what the rings hold now (at most that is older). */
+static void
+catchup_track(struct fg_dp *dp, struct fg_sync *sy)
+{
+	uint32_t g = workers_walked(dp);
+
+	if (g == sy->sent_gen || (sy->tracking && g == sy->track_gen))
+		return;
+	sy->track_gen = g;
+	sy->tracking = true;
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		sy->track_left[i] = rte_ring_count(dp->workers[i]->sync_out);
+}
+
+/* After a send pass: the tracked generation is sent once its records
+ * have left the rings (and the last message went out). */
+static void
+catchup_sent(struct fg_dp *dp, struct fg_sync *sy)
+{
+	if (!sy->tracking)
+		return;
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		if (sy->track_left[i])
+			return;
+	sy->sent_gen = sy->track_gen;
+	sy->tracking = false;
+	sy->status_due = true;
+}
+
+/* One status to each peer: READY when this node announces, CAUGHT_UP to a
+ * peer whose start's catch-up is all sent.  Once a second, and at once
+ * when that news changes (a send that fails is tried again in 50 ms). */
+static void
+status_tx(struct fg_dp *dp, struct fg_sync *sy, uint64_t now)
+{
+	bool ready = fg_sync_ready(dp), failed = false;
+
+	if (ready != sy->ready_said) {
+		sy->ready_said = ready;
+		sy->status_due = true;
+	}
+	if (!sy->status_due && now - sy->status_ns < FG_SYNC_KEEPALIVE_MS * 1000000ull)
+		return;
+	for (uint32_t i = 0; i < sy->cfg.n_peers; i++) {
+		struct sync_peer *p = &sy->peers[i];
+		uint8_t flags = ready ? FG_SYNC_ST_READY : 0;
+		size_t len;
+
+		if (p->need_gen != 0 && gen_reached(sy->sent_gen, p->need_gen))
+			flags |= FG_SYNC_ST_CAUGHT_UP;
+		len = fg_sync_msg_status(sy->st_out, sy->cfg.node, sy->epoch, ++sy->seq, flags,
+					 fg_sync_epoch_tag(p->replay.epoch), &sy->key);
+		failed |= !peer_send(sy, p, sy->st_out, len);
+	}
+	sy->status_due = false;
+	sy->status_ns = failed ? now - (FG_SYNC_KEEPALIVE_MS - 50) * 1000000ull : now;
+}
+
 unsigned int
 fg_sync_tx(struct fg_dp *dp)
 {
@@ -479,6 +610,7 @@ fg_sync_tx(struct fg_dp *dp)
 	if (sy->credit > cap)
 		sy->credit = cap;
 	sy->credit_ns = now;
+	catchup_track(dp, sy);
 	for (unsigned int i = 0; i < dp->n_workers; i++) {
 		struct fg_sync_item it[FG_SYNC_BATCH];
 		unsigned int n;
@@ -493,6 +625,8 @@ fg_sync_tx(struct fg_dp *dp)
 				msg_add(sy, &it[k]);
 			sy->credit -= n;
 			sent += n;
+			if (sy->tracking)
+				sy->track_left[i] -= RTE_MIN(n, sy->track_left[i]);
 		} while (n > 0);
 	}
 	if (sy->msg.len == 0 && now - sy->last_tx_ns >= FG_SYNC_KEEPALIVE_MS * 1000000ull)
@@ -505,6 +639,8 @@ fg_sync_tx(struct fg_dp *dp)
 		else
 			sy->last_tx_ns = now - (FG_SYNC_KEEPALIVE_MS - 50) * 1000000ull;
 	}
+	catchup_sent(dp, sy);
+	status_tx(dp, sy, now);
 	return sent;
 }
 
@@ -568,40 +704,83 @@ bool
 fg_sync_peer_dead(struct fg_dp *dp, unsigned int i)
 {
 	const struct fg_sync *sy = dp->sync;
-	uint64_t last, first, gap, now = mono_ns();
+	const struct sync_peer *p;
+	uint64_t last, first, gap, ready, now = mono_ns();
 
 	if (sy == NULL || i >= sy->cfg.n_peers)
 		return false;
-	last = __atomic_load_n(&sy->peers[i].last_rx_ns, __ATOMIC_RELAXED);
-	first = __atomic_load_n(&sy->peers[i].first_rx_ns, __ATOMIC_RELAXED);
-	gap = __atomic_load_n(&sy->peers[i].gap_ns, __ATOMIC_RELAXED);
+	p = &sy->peers[i];
+	last = __atomic_load_n(&p->last_rx_ns, __ATOMIC_RELAXED);
+	first = __atomic_load_n(&p->first_rx_ns, __ATOMIC_RELAXED);
+	gap = __atomic_load_n(&p->gap_ns, __ATOMIC_RELAXED);
 	if (last == 0)
 		return false;
 	if (now - last >= FG_SYNC_DEAD_MS * 1000000ull)
 		return true;
+	if (gap < FG_SYNC_DEAD_MS * 1000000ull)
+		return false;
 	/* back from the dead: its addresses stay here until it announces
-	 * them itself (it waits FG_SYNC_READY_MS for its catch-up first) */
-	return gap >= FG_SYNC_DEAD_MS * 1000000ull &&
-	       now - first < FG_SYNC_HANDBACK_MS * 1000000ull;
+	 * them itself (its status says so), and FG_SYNC_HANDBACK_MS more for
+	 * its routes to reach the routers; from its start when it sends no
+	 * status (an older flowgate) */
+	if (!__atomic_load_n(&p->v2, __ATOMIC_RELAXED))
+		return now - first < FG_SYNC_HANDBACK_MS * 1000000ull;
+	ready = __atomic_load_n(&p->ready_ns, __ATOMIC_RELAXED);
+	return ready == 0 || now - ready < FG_SYNC_HANDBACK_MS * 1000000ull;
+}
+
+/* Why this node may not announce yet (NULL: it may); peer @p *who. */
+static const char *
+ready_wait(const struct fg_dp *dp, const struct fg_sync *sy, uint64_t now, uint32_t *who)
+{
+	uint64_t up = now - sy->start_ns;
+
+	for (uint32_t i = 0; i < sy->cfg.n_peers; i++) {
+		const struct sync_peer *p = &sy->peers[i];
+		uint64_t first = __atomic_load_n(&p->first_rx_ns, __ATOMIC_RELAXED);
+
+		*who = i;
+		if (first == 0) {
+			if (up < FG_SYNC_ALONE_MS * 1000000ull)
+				return "not heard yet";
+			continue;   /* absent */
+		}
+		if (__atomic_load_n(&p->caught_ns, __ATOMIC_RELAXED) != 0)
+			continue;
+		if (!__atomic_load_n(&p->v2, __ATOMIC_RELAXED) &&
+		    now - first >= FG_SYNC_V1_GRACE_MS * 1000000ull)
+			continue;   /* sends no status: an older flowgate */
+		if (up < FG_SYNC_CATCHUP_MAX_MS * 1000000ull)
+			return "its catch-up not complete";
+	}
+	/* what came is installed first */
+	for (unsigned int i = 0; i < dp->n_workers; i++)
+		if (rte_ring_count(dp->workers[i]->sync_in) != 0)
+			return "installing";
+	return NULL;
 }
 
 bool
 fg_sync_ready(struct fg_dp *dp)
 {
-	const struct fg_sync *sy = dp->sync;
-	uint64_t now = mono_ns(), newest = 0;
+	struct fg_sync *sy = dp->sync;
+	uint32_t who = 0;
 
-	if (sy == NULL || sy->cfg.n_peers == 0 ||
-	    now - sy->start_ns >= FG_SYNC_ALONE_MS * 1000000ull)
+	if (sy == NULL || sy->cfg.n_peers == 0 || __atomic_load_n(&sy->ready, __ATOMIC_ACQUIRE))
 		return true;
-	for (uint32_t i = 0; i < sy->cfg.n_peers; i++) {
-		uint64_t first = __atomic_load_n(&sy->peers[i].first_rx_ns, __ATOMIC_RELAXED);
+	if (ready_wait(dp, sy, mono_ns(), &who) != NULL)
+		return false;
+	if (!__atomic_exchange_n(&sy->ready, true, __ATOMIC_ACQ_REL)) {
+		unsigned int caught = 0;
 
-		if (first == 0)
-			return false;
-		newest = RTE_MAX(newest, first);
+		for (uint32_t i = 0; i < sy->cfg.n_peers; i++)
+			caught += sy->peers[i].caught_ns != 0;
+		FG_LOG(NOTICE, "sync: ready to announce %.1f s after the start: catch-up "
+		       "from %u of %u peers installed%s", (double)(mono_ns() - sy->start_ns) / 1e9,
+		       caught, sy->cfg.n_peers, caught == sy->cfg.n_peers ? "" :
+		       " (the others absent, older, or past the catch-up limit)");
 	}
-	return now - newest >= FG_SYNC_READY_MS * 1000000ull;
+	return true;
 }
 
 void
@@ -615,6 +794,16 @@ fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st)
 		return;
 	st->on = true;
 	st->ready = fg_sync_ready(dp);
+	if (!st->ready) {
+		uint32_t who = 0;
+		const char *why = ready_wait(dp, sy, now, &who);
+
+		if (why != NULL && strcmp(why, "installing") == 0)
+			snprintf(st->waiting, sizeof(st->waiting), "installing its peers' flows");
+		else if (why != NULL)
+			snprintf(st->waiting, sizeof(st->waiting), "peer %s: %s",
+				 sy->peers[who].cfg.name, why);
+	}
 	st->node = sy->cfg.node;
 	fg_endpoint_format(&sy->cfg.listen, sy->cfg.port, st->listen, sizeof(st->listen));
 	st->dsr = sy->cfg.dsr;
@@ -650,6 +839,8 @@ fg_sync_stats_get(struct fg_dp *dp, struct fg_sync_stats *st)
 		o->sent_msgs = p->sent_msgs;
 		o->send_failed = p->send_failed;
 		o->dead = fg_sync_peer_dead(dp, i);
+		o->caught_up = p->caught_ns != 0;
+		o->announcing = p->ready_ns != 0;
 	}
 }
 
@@ -796,6 +987,8 @@ refresh_step(struct fg_worker *w, const struct fg_lb_table *lb, uint64_t now)
 	if (slots)
 		ct_walk(w->ct, &w->sync_cursor, slots, now, refresh_one, &c);
 	if (w->sync_cursor == CT_WALK_DONE) {
+		if (w->sync_fast)
+			w->sync_walked = w->sync_catchup_seen;
 		w->sync_cursor = 0;
 		w->sync_fast = false;
 		w->sync[FG_SYNC_WC_refresh_walks]++;
@@ -825,5 +1018,9 @@ fg_sync_worker_poll(struct fg_worker *w, uint64_t now)
 		refresh_step(w, lb, now);
 	if (w->sync_n)
 		batch_flush(w);
+	/* a catch-up walked whole, its records in the ring: the sync thread
+	 * counts them down to say the peer has them all */
+	if (w->sync_walked != w->sync_catchup_done)
+		__atomic_store_n(&w->sync_catchup_done, w->sync_walked, __ATOMIC_RELEASE);
 	return got;
 }

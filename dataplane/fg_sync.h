@@ -28,6 +28,17 @@
  *   trailer: HMAC-SHA256 (FG_SYNC_MAC_LEN bytes) of everything before it,
  *     under the shared key (`sync key FILE`)
  *
+ * Version FG_SYNC_VERSION_STATUS (2) is the *status* message, one peer's
+ * news to one peer: no entries, and bytes 12-15 carry what the sender
+ * knows (byte 12: FG_SYNC_ST_* flags; 13-15: with FG_SYNC_ST_CAUGHT_UP,
+ * fg_sync_epoch_tag() of the receiver's epoch).  It is sent once a second
+ * and at once when its news change; flow messages and the keepalive stay
+ * version 1, so a node of the previous release keeps reading every flow
+ * (it counts the status messages as bad_version).  A status tells the
+ * receiver when its catch-up is complete (the start-up gate waits for
+ * that, not for a time) and when a returning peer announces again (the
+ * hand-back of its NAT addresses waits for that).
+ *
  * ## Checks, in order (each refusal a counter, FG_SYNC_REFUSE_LIST)
  * length and magic, versions, the MAC (nothing behind the header is read
  * before it matched: constant-time compare), every entry (ops, records
@@ -56,8 +67,15 @@
 extern "C" {
 #endif
 
-/** The format this build writes and reads. */
+/** The format of flow messages (written and read) and of status
+ *  messages (FG_SYNC_VERSION_STATUS: written and read). */
 #define FG_SYNC_VERSION 1
+#define FG_SYNC_VERSION_STATUS 2
+/** A status message's flags (byte 12). */
+#define FG_SYNC_ST_READY     0x01 /**< the sender announces (fg_sync_ready) */
+#define FG_SYNC_ST_CAUGHT_UP 0x02 /**< it sent the receiver every flow it held
+				       when it heard the receiver's epoch
+				       (bytes 13-15 name that epoch) */
 #define FG_SYNC_MAGIC "FGSY"
 #define FG_SYNC_HDR_LEN 32
 #define FG_SYNC_MAC_LEN 32
@@ -100,6 +118,10 @@ struct fg_sync_view {
 	uint32_t node;
 	uint64_t epoch, seq;
 	uint16_t count;
+	uint8_t version;          /**< FG_SYNC_VERSION or FG_SYNC_VERSION_STATUS */
+	uint8_t status;           /**< a status message's FG_SYNC_ST_* (else 0) */
+	uint32_t echo;            /**< with FG_SYNC_ST_CAUGHT_UP: the receiver's
+				       fg_sync_epoch_tag() */
 	const uint8_t *entries;   /**< count entries, entries_len bytes */
 	size_t entries_len;
 };
@@ -171,6 +193,21 @@ int fg_sync_msg_add(struct fg_sync_msg *m, uint8_t op, const struct ct_rec *r);
 /** Writes the entry count and the MAC.  @return the message's length. */
 size_t fg_sync_msg_finish(struct fg_sync_msg *m, const struct fg_sync_key *key);
 
+/** 24 bits that name an epoch in a status message's echo. */
+static inline uint32_t
+fg_sync_epoch_tag(uint64_t epoch)
+{
+	return (uint32_t)((epoch ^ epoch >> 24 ^ epoch >> 48) & 0xffffff);
+}
+
+/**
+ * Writes a whole status message into @p buf (FG_SYNC_MSG_MAX bytes):
+ * @p flags (FG_SYNC_ST_*), @p echo (with FG_SYNC_ST_CAUGHT_UP: the
+ * receiver's fg_sync_epoch_tag()), MAC'd.  @return its length.
+ */
+size_t fg_sync_msg_status(uint8_t *buf, uint32_t node, uint64_t epoch, uint64_t seq,
+			  uint8_t flags, uint32_t echo, const struct fg_sync_key *key);
+
 /* ---- the daemon's sync (fg_sync.c) -------------------------------------- */
 
 struct fg_dp;
@@ -196,15 +233,23 @@ struct fg_sync_item {
 /** An idle node says it is alive this often (an empty message). */
 #define FG_SYNC_KEEPALIVE_MS 1000
 /** A peer heard before and silent this long is dead: its NAT addresses
- *  are taken over (announced with --announce) until it is back, and
- *  FG_SYNC_HANDBACK_MS longer (it announces them itself by then). */
+ *  are taken over (announced with --announce) until it is back and says
+ *  it announces them itself (its status's FG_SYNC_ST_READY), and
+ *  FG_SYNC_HANDBACK_MS longer, for its routes to reach the routers (a
+ *  peer that sends no status: FG_SYNC_HANDBACK_MS after its return). */
 #define FG_SYNC_DEAD_MS 3000
-#define FG_SYNC_HANDBACK_MS 4000
-/** A starting node announces nothing (no VIP, no NAT address) until it
- *  has heard every peer and FG_SYNC_READY_MS more have passed, their
- *  catch-up landing meanwhile; or, alone, until FG_SYNC_ALONE_MS. */
-#define FG_SYNC_READY_MS 1000
+#define FG_SYNC_HANDBACK_MS 10000
+/** A starting node announces nothing (no VIP, no NAT address) until every
+ *  peer has said that it sent this node every flow it held (a status with
+ *  FG_SYNC_ST_CAUGHT_UP naming this node's epoch) and the workers have
+ *  installed what came: an event, whatever the table size or the load.
+ *  A peer not heard within FG_SYNC_ALONE_MS is taken as absent; a peer
+ *  that sends no status (an older flowgate) counts once heard for
+ *  FG_SYNC_V1_GRACE_MS; a catch-up still running after
+ *  FG_SYNC_CATCHUP_MAX_MS is given up (logged). */
 #define FG_SYNC_ALONE_MS 10000
+#define FG_SYNC_V1_GRACE_MS 3000
+#define FG_SYNC_CATCHUP_MAX_MS 120000
 
 /** What a worker counts (w->sync[], summed by fgctl sync / metrics). */
 #define FG_SYNC_WORKER_LIST(X) \
@@ -246,12 +291,16 @@ struct fg_sync_peer_stats {
 	int64_t last_rx_ms;       /**< ms since its last accepted message, -1 never */
 	uint64_t recv_msgs, recv_records, refused, sent_msgs, send_failed;
 	bool dead;                /**< heard, then silent FG_SYNC_DEAD_MS */
+	bool caught_up;           /**< it sent this node its flows (status) */
+	bool announcing;          /**< its status says it announces */
 };
 
 /** The node's sync, summed (control side; a copy). */
 struct fg_sync_stats {
 	bool on;
 	bool ready;               /**< fg_sync_ready: it may announce */
+	char waiting[80];         /**< not ready: what for ("peer n2: its
+				       catch-up not complete") */
 	uint32_t node;
 	char listen[64];
 	bool dsr;
@@ -302,8 +351,9 @@ unsigned int fg_sync_tx(struct fg_dp *dp);
 bool fg_sync_peer_dead(struct fg_dp *dp, unsigned int i);
 
 /** Whether this node has its peers' flows, so that it may attract
- *  traffic (--announce): every peer heard and FG_SYNC_READY_MS passed,
- *  or FG_SYNC_ALONE_MS since the start (any thread). */
+ *  traffic (--announce): every peer's catch-up installed (see
+ *  FG_SYNC_ALONE_MS for the exceptions); once true, true for good (any
+ *  thread). */
 bool fg_sync_ready(struct fg_dp *dp);
 
 /** A copy of the counters (any thread). */

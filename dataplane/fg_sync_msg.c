@@ -111,6 +111,19 @@ fg_sync_msg_finish(struct fg_sync_msg *m, const struct fg_sync_key *key)
 	return m->len;
 }
 
+size_t
+fg_sync_msg_status(uint8_t *buf, uint32_t node, uint64_t epoch, uint64_t seq,
+		   uint8_t flags, uint32_t echo, const struct fg_sync_key *key)
+{
+	struct fg_sync_msg m;
+
+	fg_sync_msg_init(&m, buf, node, epoch, seq);
+	buf[4] = FG_SYNC_VERSION_STATUS;
+	fg_state_be32_put(buf + 12, (uint32_t)flags << 24 |
+			  (flags & FG_SYNC_ST_CAUGHT_UP ? echo & 0xffffff : 0));
+	return fg_sync_msg_finish(&m, key);
+}
+
 /* ---- parser --------------------------------------------------------------- */
 
 int
@@ -147,7 +160,8 @@ fg_sync_parse(const uint8_t *buf, size_t len, const struct fg_sync_key *key,
 	if (len < 6)
 		return FG_SYNC_truncated;
 	/* the versions first: a later format may lay out the rest otherwise */
-	if (buf[4] != FG_SYNC_VERSION || buf[5] != CT_REC_VERSION)
+	if ((buf[4] != FG_SYNC_VERSION && buf[4] != FG_SYNC_VERSION_STATUS) ||
+	    buf[5] != CT_REC_VERSION)
 		return FG_SYNC_bad_version;
 	if (len < FG_SYNC_HDR_LEN + FG_SYNC_MAC_LEN)
 		return FG_SYNC_truncated;
@@ -158,9 +172,18 @@ fg_sync_parse(const uint8_t *buf, size_t len, const struct fg_sync_key *key,
 	v.node = fg_state_be32_get(buf + 8);
 	v.epoch = fg_state_be64_get(buf + 16);
 	v.seq = fg_state_be64_get(buf + 24);
+	v.version = buf[4];
+	v.status = buf[12];
+	v.echo = fg_state_be32_get(buf + 12) & 0xffffff;
 	v.entries = buf + FG_SYNC_HDR_LEN;
 	v.entries_len = len - FG_SYNC_HDR_LEN - FG_SYNC_MAC_LEN;
-	if (v.node == 0 || fg_state_be32_get(buf + 12) != 0 || v.epoch == 0 || v.seq == 0)
+	if (v.node == 0 || v.epoch == 0 || v.seq == 0)
+		return FG_SYNC_bad_record;
+	/* version 1: bytes 12-15 zero; a status: no entries, known flags, an
+	 * echo only with FG_SYNC_ST_CAUGHT_UP */
+	if (v.version == FG_SYNC_VERSION ? fg_state_be32_get(buf + 12) != 0 :
+	    v.count != 0 || (v.status & ~(FG_SYNC_ST_READY | FG_SYNC_ST_CAUGHT_UP)) ||
+	    (!(v.status & FG_SYNC_ST_CAUGHT_UP) && v.echo != 0))
 		return FG_SYNC_bad_record;
 	for (uint32_t i = 0; i < v.count; i++)
 		if (fg_sync_entry_next(&v, &off, &e) < 0)

@@ -213,6 +213,9 @@ struct fg_worker {
 	uint64_t sync_walk_slots;   /**< slots of the shard (a whole walk) */
 	uint64_t sync_walk_acc;     /**< slots owed x REFRESH_MS */
 	uint32_t sync_catchup_seen; /**< the peers' starts walked for */
+	uint32_t sync_walked;       /**< the catch-up generation last walked whole */
+	uint32_t sync_catchup_done; /**< sync_walked once its records are in
+				         sync_out (release; the sync thread reads it) */
 	bool sync_fast;             /**< a catch-up walk: as fast as the ring */
 	uint64_t sync[FG_SYNC_WC_MAX];
 	uint64_t sync_refused[FG_STATE_FLOW_MAX];

@@ -18,11 +18,18 @@
  *  - a reply of a synced flow (backend -> local address:port) is
  *    forwarded by B to the client: a node that never saw the flow's SYN
  *    carries it on;
+ *  - A, told by B's first status that B started, walks its shards and
+ *    sends B every flow again, then a status with CAUGHT_UP naming B's
+ *    epoch, never before the last of those flows (the catch-up);
  *  - B's own new NAT flows take its own address, never A's (`peer a ...
- *    nat 10.0.0.2`: held for the takeover); A, heard and then silent, is
- *    dead for B after FG_SYNC_DEAD_MS (polled for, not timed);
+ *    nat 10.0.0.2`: held for the takeover);
  *  - a DSR flow's record (what a `dsr on` sender sends) is installed too;
- *    one under an older epoch is a replay.
+ *    one under an older epoch is a replay;
+ *  - B's start-up gate: not ready while A's catch-up is not said complete
+ *    (or said for another start), ready once it is and installed; A,
+ *    heard and then silent, is dead for B after FG_SYNC_DEAD_MS (polled
+ *    for, not timed); back, its NAT address stays B's until A's status
+ *    says it announces, and FG_SYNC_HANDBACK_MS more (polled for).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -358,6 +365,115 @@ dsr_record(struct fg_dp *b)
 	assert_false(e->flags & CT_F_NAT);
 }
 
+/* A status message from peer @p node (epoch @p epoch, sequence @p seq). */
+static size_t
+status_msg(uint8_t *out, uint32_t node, uint64_t epoch, uint64_t seq, uint8_t flags,
+	   uint64_t echo_epoch)
+{
+	struct fg_sync_key real;
+
+	assert_int_equal(fg_sync_key_load(g_key, &real), 0);
+	return fg_sync_msg_status(out, node, epoch, seq, flags, fg_sync_epoch_tag(echo_epoch),
+				  &real);
+}
+
+/* B starts (its first message, a status): A walks its shards and sends B
+ * every flow it holds, then a status that says so (CAUGHT_UP, naming B's
+ * epoch), never before the last of those flows. */
+static void
+catchup_sender(struct fg_dp *a, int fd)
+{
+	const uint64_t epoch_b = 0x5eed0000abcdull;
+	struct sockaddr_in fb = from_port(g_pb);
+	uint8_t buf[FG_SYNC_MSG_MAX];
+	unsigned int records = 0, caught_at = 0;
+	struct fg_sync_key key;
+	size_t len = status_msg(buf, 2, epoch_b, 1, 0, 0);
+
+	assert_int_equal(fg_sync_key_load(g_key, &key), 0);
+	assert_int_equal(fg_sync_rx(a, buf, len, &fb), FG_SYNC_OK);
+	for (int guard = 0; caught_at == 0 && guard < 20000; guard++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct fg_sync_view v;
+		ssize_t n;
+
+		poll_workers(a);
+		fg_sync_tx(a);
+		if (poll(&p, 1, 2) <= 0)
+			continue;
+		while (caught_at == 0 && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+			assert_int_equal(fg_sync_parse(buf, (size_t)n, &key, &v), FG_SYNC_OK);
+			records += v.count;
+			if (v.status & FG_SYNC_ST_CAUGHT_UP) {
+				assert_int_equal(v.echo, fg_sync_epoch_tag(epoch_b));
+				caught_at = records;
+			}
+		}
+	}
+	/* every flow A holds came before the status (the socket keeps order) */
+	assert_true(caught_at >= N_NAT);
+}
+
+/* B's start-up gate: B announces nothing until A said it sent B its flows
+ * (a status naming B's epoch) and B's workers installed them; then, A
+ * dead and back, A's NAT address stays B's to announce until A says it
+ * announces again (and FG_SYNC_HANDBACK_MS more: polled for). */
+static void
+gate(struct fg_dp *b)
+{
+	struct sockaddr_in fa = from_port(g_pa);
+	struct fg_sync_stats st;
+	struct fg_sync_view v;
+	struct fg_sync_key real;
+	uint8_t buf[FG_SYNC_MSG_MAX];
+	size_t len;
+
+	assert_int_equal(fg_sync_key_load(g_key, &real), 0);
+	assert_int_equal(fg_sync_parse(g_dgram[0], g_dlen[0], &real, &v), FG_SYNC_OK);
+	fg_sync_stats_get(b, &st);
+	/* A's flows came, and a status without CAUGHT_UP: not ready */
+	len = status_msg(buf, 1, v.epoch, 7000000, FG_SYNC_ST_READY, 0);
+	assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_OK);
+	assert_false(fg_sync_ready(b));
+	fg_sync_stats_get(b, &st);
+	assert_false(st.ready);
+	assert_string_equal(st.waiting, "peer a: its catch-up not complete");
+	assert_false(st.peers[0].caught_up);
+	assert_true(st.peers[0].announcing);
+	/* CAUGHT_UP for another node's start: still not ready */
+	len = status_msg(buf, 1, v.epoch, 7000001, FG_SYNC_ST_READY | FG_SYNC_ST_CAUGHT_UP,
+			 st.epoch + 1);
+	assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_OK);
+	assert_false(fg_sync_ready(b));
+	/* for B's: ready once the workers took what came (and for good) */
+	len = status_msg(buf, 1, v.epoch, 7000002, FG_SYNC_ST_READY | FG_SYNC_ST_CAUGHT_UP,
+			 st.epoch);
+	assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_OK);
+	poll_workers(b);
+	assert_true(fg_sync_ready(b));
+	fg_sync_stats_get(b, &st);
+	assert_true(st.peers[0].caught_up);
+	/* A heard, then silent: dead, its NAT address B's to announce */
+	assert_false(fg_sync_peer_dead(b, 0));
+	for (int guard = 0; guard < 6000 && !fg_sync_peer_dead(b, 0); guard++)
+		usleep(10000);
+	assert_true(fg_sync_peer_dead(b, 0));
+	/* A back (a new epoch), not announcing yet: still B's, however long */
+	len = status_msg(buf, 1, v.epoch + 1, 1, 0, 0);
+	assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_OK);
+	assert_true(fg_sync_peer_dead(b, 0));
+	fg_sync_stats_get(b, &st);
+	assert_false(st.peers[0].announcing);
+	/* A announces: handed back FG_SYNC_HANDBACK_MS later (A's status
+	 * every 100 ms meanwhile keeps it alive) */
+	for (int guard = 0; guard < 600 && fg_sync_peer_dead(b, 0); guard++) {
+		len = status_msg(buf, 1, v.epoch + 1, 2 + (uint64_t)guard, FG_SYNC_ST_READY, 0);
+		assert_int_equal(fg_sync_rx(b, buf, len, &fa), FG_SYNC_OK);
+		usleep(100000);
+	}
+	assert_false(fg_sync_peer_dead(b, 0));
+}
+
 /* B's own new NAT flows take B's address only (10.0.0.3), never A's
  * (10.0.0.2: `peer a ... nat 10.0.0.2`, held for the takeover). */
 static void
@@ -402,6 +518,7 @@ t_sync(void **state)
 	assert_int_equal(st.wc[FG_SYNC_WC_queued], N_NAT);
 	assert_int_equal(st.wc[FG_SYNC_WC_queue_full], 0);
 	assert_int_equal(st.nc[FG_SYNC_NC_sent_records], N_NAT);
+	catchup_sender(a, fd);
 	close(fd);
 	fg_dp_destroy(a);
 
@@ -442,11 +559,7 @@ t_sync(void **state)
 		reply_forwarded(b, i);
 	own_nat(b);
 	dsr_record(b);
-	/* A heard, then silent: dead, its NAT address B's to announce */
-	assert_false(fg_sync_peer_dead(b, 0));
-	for (int guard = 0; guard < 6000 && !fg_sync_peer_dead(b, 0); guard++)
-		usleep(10000);
-	assert_true(fg_sync_peer_dead(b, 0));
+	gate(b);
 	fg_dp_destroy(b);
 }
 

@@ -133,6 +133,14 @@ def main():
                     errs.append(f"A sent {ya['sent_records']} / queued {ya['queued']} / "
                                 f"queue_full {ya['queue_full']}, want {N} or {2 * N} / "
                                 "as many / 0")
+                # each heard the other start and sent it what it held, then
+                # said so: both past the start-up gate, on that word
+                for name, d in (("A", a), ("B", b)):
+                    y = wait_for(f"{name} ready (its peer's catch-up received)",
+                                 lambda d=d: (lambda y: y if y and y["ready"] and
+                                              y["peers"][0]["caught_up"] else None)(sync_of(d)))
+                    if not y:
+                        errs.append(f"{name} not ready: {sync_of(d)}")
                 txt = b.fgctl("sync").stdout
                 if "PEER" not in txt or "127.0.0.1:%d" % pa not in txt:
                     errs.append(f"fgctl sync text: {txt}")

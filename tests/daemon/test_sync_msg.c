@@ -176,9 +176,19 @@ static void t_refusals(void **state)
 	b[0] = 'X';
 	assert_int_equal(fg_sync_parse(b, len, &key_a, &v), FG_SYNC_bad_magic);
 	memcpy(b, buf, len);
-	b[4] = FG_SYNC_VERSION + 1;
+	b[4] = FG_SYNC_VERSION_STATUS + 1;
 	remac(b, len, &key_a);
 	assert_int_equal(fg_sync_parse(b, len, &key_a, &v), FG_SYNC_bad_version);
+	/* a status message has no entries */
+	memcpy(b, buf, len);
+	b[4] = FG_SYNC_VERSION_STATUS;
+	remac(b, len, &key_a);
+	assert_int_equal(fg_sync_parse(b, len, &key_a, &v), FG_SYNC_bad_record);
+	/* a flow message has no status */
+	memcpy(b, buf, len);
+	b[12] = FG_SYNC_ST_READY;
+	remac(b, len, &key_a);
+	assert_int_equal(fg_sync_parse(b, len, &key_a, &v), FG_SYNC_bad_record);
 	memcpy(b, buf, len);
 	b[5] = CT_REC_VERSION + 1;
 	remac(b, len, &key_a);
@@ -214,6 +224,44 @@ static void t_refusals(void **state)
 	assert_int_equal(fg_sync_parse(b, len + 1, &key_a, &v), FG_SYNC_bad_record);
 	for (int i = 1; i < FG_SYNC_REFUSE_MAX; i++)
 		assert_non_null(fg_sync_refuse_names[i]);
+}
+
+/* The status message: what it says comes back as said; flags it does not
+ * know, an echo without CAUGHT_UP, a wrong key are refused by name; a
+ * version-1 reader (the previous release) refuses it as bad_version. */
+static void t_status(void **state)
+{
+	uint8_t buf[FG_SYNC_MSG_MAX];
+	struct fg_sync_view v;
+	uint64_t epoch = 0x1234567890abcdefull;
+	size_t len;
+
+	(void)state;
+	for (uint8_t f = 0; f <= (FG_SYNC_ST_READY | FG_SYNC_ST_CAUGHT_UP); f++) {
+		len = fg_sync_msg_status(buf, 7, 5, 9, f, fg_sync_epoch_tag(epoch), &key_a);
+		assert_int_equal(len, FG_SYNC_HDR_LEN + FG_SYNC_MAC_LEN);
+		assert_int_equal(fg_sync_parse(buf, len, &key_a, &v), FG_SYNC_OK);
+		assert_int_equal(v.version, FG_SYNC_VERSION_STATUS);
+		assert_int_equal(v.count, 0);
+		assert_int_equal(v.node, 7);
+		assert_int_equal(v.epoch, 5);
+		assert_int_equal(v.seq, 9);
+		assert_int_equal(v.status, f);
+		/* the echo only with CAUGHT_UP (the builder drops it otherwise) */
+		assert_int_equal(v.echo, f & FG_SYNC_ST_CAUGHT_UP ? fg_sync_epoch_tag(epoch) : 0);
+		assert_int_equal(fg_sync_parse(buf, len, &key_b, &v), FG_SYNC_bad_mac);
+	}
+	len = fg_sync_msg_status(buf, 7, 5, 9, FG_SYNC_ST_READY, 0, &key_a);
+	buf[12] |= 0x80;                         /* a flag this build does not know */
+	remac(buf, len, &key_a);
+	assert_int_equal(fg_sync_parse(buf, len, &key_a, &v), FG_SYNC_bad_record);
+	len = fg_sync_msg_status(buf, 7, 5, 9, FG_SYNC_ST_READY, 0, &key_a);
+	buf[15] = 1;                             /* an echo without CAUGHT_UP */
+	remac(buf, len, &key_a);
+	assert_int_equal(fg_sync_parse(buf, len, &key_a, &v), FG_SYNC_bad_record);
+	/* epoch tags: 24 bits, and two starts 1 ns apart differ */
+	assert_true(fg_sync_epoch_tag(epoch) <= 0xffffff);
+	assert_int_not_equal(fg_sync_epoch_tag(epoch), fg_sync_epoch_tag(epoch + 1));
 }
 
 /* The replay window: new sequences once, reordering within the window,
@@ -281,6 +329,7 @@ int main(void)
 		cmocka_unit_test(t_roundtrip),
 		cmocka_unit_test(t_truncated),
 		cmocka_unit_test(t_refusals),
+		cmocka_unit_test(t_status),
 		cmocka_unit_test(t_replay),
 		cmocka_unit_test(t_builder),
 	};

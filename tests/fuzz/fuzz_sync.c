@@ -74,6 +74,15 @@ static void view_check(const struct fg_sync_view *v)
 					      sizeof(struct ct_key4) : sizeof(struct ct_key6)));
 	}
 	CHECK(off == v->entries_len);
+	/* a status: no entries, known flags, an echo only with CAUGHT_UP;
+	 * a flow message: no status */
+	if (v->version == FG_SYNC_VERSION_STATUS) {
+		CHECK(v->count == 0 && v->entries_len == 0);
+		CHECK(!(v->status & ~(FG_SYNC_ST_READY | FG_SYNC_ST_CAUGHT_UP)));
+		CHECK((v->status & FG_SYNC_ST_CAUGHT_UP) || v->echo == 0);
+	} else {
+		CHECK(v->version == FG_SYNC_VERSION && v->status == 0 && v->echo == 0);
+	}
 	CHECK(ct_check(shard) == 0);
 	fg_sync_replay_check(&replay, v);
 	for (uint64_t cur = 0; cur != CT_WALK_DONE;)
@@ -146,6 +155,10 @@ int fuzz_replay_seeds(const char *dir)
 				return 1;
 		}
 		len = fg_sync_msg_finish(&m, &key);
+		if (f == 3)   /* a status (version 2): READY | CAUGHT_UP */
+			len = fg_sync_msg_status(buf, 2, 1700000000000000001ull, 9,
+						 FG_SYNC_ST_READY | FG_SYNC_ST_CAUGHT_UP,
+						 fg_sync_epoch_tag(1700000000000000000ull), &key);
 		snprintf(path, sizeof(path), "%s/sync-%u", dir, f);
 		fp = fopen(path, "w");
 		if (fp == NULL || fwrite(buf, 1, len, fp) != len || fclose(fp) != 0) {
