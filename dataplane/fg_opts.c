@@ -2,7 +2,8 @@
 /*
  * The daemon's options (fg_opts.h).  FG_OPT_LIST is the one table: getopt's
  * long options, the usage text, the range checks and docs/CONFIG.md's
- * option table (tests/daemon/test_service.py compares them) come from it.
+ * option table (tests/daemon/test_service.py compares them) come from it,
+ * through the machinery flowgate-xdp's table uses too (control/fg_opt.h).
  *
  * Config-describing options become config-file statements in one text
  * (struct cfgtext), a line per statement, each line remembering the option
@@ -12,7 +13,6 @@
 #include "fg_opts.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,6 +29,7 @@
 #include "fg_config_parse.h"
 #include "fg_log.h"
 #include "fg_metrics.h"
+#include "fg_opt.h"
 #include "fg_proto.h"
 
 #ifndef FG_VERSION
@@ -38,24 +39,21 @@
 #define FG_MARCH "default"
 #endif
 
-/* Kinds of argument checks. */
-enum opt_kind {
-	K_FLAG,   /* no argument */
-	K_UINT,   /* unsigned integer in min..max */
-	K_ENUM,   /* one of the words of "range" (a|b|c) */
-	K_STR,    /* free text, checked by the handler */
-	K_CFG,    /* a config statement: the file parser checks it */
-};
+/* Kinds of argument checks (fg_opt.h). */
+#define K_FLAG FG_OPT_FLAG
+#define K_UINT FG_OPT_UINT
+#define K_ENUM FG_OPT_ENUM
+#define K_STR FG_OPT_STR
+#define K_CFG FG_OPT_CFG
 
 /*
  * X(id, long name, short, has_arg, kind, min, max, metavar/range, default,
- *   help, a value it refuses)
+ *   help, a value it refuses); the rows flowgate-xdp has too come from
+ *   fg_opt.h (FG_OPT_COMMON_*)
  */
 #define FG_OPT_LIST(X) \
-	X(CONFIG, "config", 'c', required_argument, K_STR, 0, 0, "FILE", "", \
-	  "config file (docs/CONFIG.md, flowgate.conf(5)); SIGHUP re-reads it", "/nonexistent/flowgate.conf") \
-	X(SOCKET, "socket", 's', required_argument, K_STR, 0, 0, "PATH", FG_CTL_DEFAULT_SOCKET, \
-	  "control socket (also $FLOWGATE_SOCKET, the file's control_socket)", "") \
+	FG_OPT_COMMON_HEAD(X, "config file (docs/CONFIG.md, flowgate.conf(5)); SIGHUP re-reads it", \
+	  FG_CTL_DEFAULT_SOCKET, "control socket (also $FLOWGATE_SOCKET, the file's control_socket)") \
 	X(WORKERS, "workers", 0, required_argument, K_UINT, 1, FG_MAX_WORKERS, "N", "all but the main lcore", \
 	  "worker lcores to use", "abc") \
 	X(SW_RSS, "sw-rss", 0, required_argument, K_ENUM, 0, 0, "auto|on|off", "auto", \
@@ -85,8 +83,8 @@ enum opt_kind {
 	  "restart hand-over: on SIGTERM/SIGINT the tracked flows and learned neighbours " \
 	  "are written here, and the next start restores them (and removes the file); " \
 	  "none = off (docs/DEPLOY.md)", "") \
-	X(METRICS, "metrics", 0, required_argument, K_STR, 0, 0, "ADDR:PORT", "off", \
-	  "serve Prometheus GET /metrics there (bind a management address: no authentication)", "nowhere:1") \
+	FG_OPT_COMMON_METRICS(X, "serve Prometheus GET /metrics there (bind a management " \
+	  "address: no authentication)") \
 	X(PDUMP, "pdump", 0, no_argument, K_FLAG, 0, 0, "", "off", \
 	  "let dpdk-dumpcap / dpdk-pdump capture (needs shared hugepage memory: an EAL " \
 	  "--file-prefix; see docs/OBSERVABILITY.md)", "") \
@@ -97,12 +95,7 @@ enum opt_kind {
 	X(LOG_LEVEL, "log-level", 0, required_argument, K_ENUM, 0, 0, \
 	  "emerg|alert|crit|err|warning|notice|info|debug", "info", \
 	  "flowgate's log level (EAL's --log-level=flowgate:LEVEL works too)", "loud") \
-	X(LOG_SYSLOG, "log-syslog", 0, no_argument, K_FLAG, 0, 0, "", "off", \
-	  "log to syslog (facility daemon) instead of stderr", "") \
-	X(VERSION, "version", 'V', no_argument, K_FLAG, 0, 0, "", "", \
-	  "print the version and build options, exit", "") \
-	X(HELP, "help", 'h', no_argument, K_FLAG, 0, 0, "", "", \
-	  "print this help, exit", "") \
+	FG_OPT_COMMON_TAIL(X) \
 	X(SERVICE, "service", 0, required_argument, K_CFG, 0, 0, \
 	  "VIP:PORT[/tcp|udp][,mode=dsr-ipip|dsr-gue|nat][,sched=maglev|lc][,name=N][,gue-port=P][,on-fail=keep|reset]", "", \
 	  "a service", "10.0.0.1:80,on-fail=never") \
@@ -123,27 +116,13 @@ enum opt_kind {
 	  "egress L3 MTU of port P (default every port), 68..16000; encapsulations above it " \
 	  "drop as encap_too_big; mbufs grow to hold frames of the largest MTU", "9")
 
-enum opt_id {
-#define FG_X(id, ...) OPT_##id,
-	FG_OPT_LIST(FG_X)
-#undef FG_X
-	OPT_MAX
-};
+enum opt_id { FG_OPT_LIST(FG_OPT_ID) OPT_MAX };
 
-struct opt_def {
-	const char *name;
-	int short_name;
-	int has_arg;
-	enum opt_kind kind;
-	uint64_t min, max;
-	const char *meta, *dflt, *help, *bad;
-};
+static const struct fg_opt_def opt_defs[OPT_MAX] = { FG_OPT_LIST(FG_OPT_ROW) };
 
-static const struct opt_def opt_defs[OPT_MAX] = {
-#define FG_X(id, n, s, a, k, mn, mx, meta, d, h, bad) \
-	[OPT_##id] = {n, s, a, k, mn, mx, meta, d, h, bad},
-	FG_OPT_LIST(FG_X)
-#undef FG_X
+static const struct fg_opt_table opt_table = {
+	.prog = "flowgate", .defs = opt_defs, .n = OPT_MAX,
+	.unknown_hint = "; EAL options go before '--'",
 };
 
 unsigned int fg_opts_count(void) { return OPT_MAX; }
@@ -205,12 +184,9 @@ static void opt_err(struct state *st, enum opt_id id, const char *arg,
 {
 	va_list ap;
 
-	fprintf(st->err, "flowgate: --%s%s%s: ", opt_defs[id].name, arg ? " " : "",
-		arg ? arg : "");
 	va_start(ap, fmt);
-	vfprintf(st->err, fmt, ap);
+	fg_opt_verr(&opt_table, st->err, id, arg, fmt, ap);
 	va_end(ap);
-	fputc('\n', st->err);
 	st->bad++;
 }
 
@@ -541,28 +517,17 @@ static int cfgtext_build(struct state *st, char **text, struct ct_src **src,
 
 /* ------------------------------------------------------------ options */
 
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return errno == 0 && *end == '\0';
-}
-
 static void opt_mtu(struct state *st, const char *arg)
 {
 	char *dup = strdup(arg), *rest = dup, *head, *k, *v;
-	const struct opt_def *d = &opt_defs[OPT_MTU];
+	const struct fg_opt_def *d = &opt_defs[OPT_MTU];
 	uint64_t n = 0;
 	int port = -1;
 
 	if (dup == NULL)
 		return;
 	head = strsep(&rest, ",");
-	if (!parse_u64(head, &n) || n < d->min || n > d->max)
+	if (!fg_opt_u64(head, &n) || n < d->min || n > d->max)
 		opt_err(st, OPT_MTU, arg, "expected N[,port=P], N in %" PRIu64 "..%" PRIu64,
 			d->min, d->max);
 	else
@@ -604,7 +569,7 @@ static void opt_str(struct state *st, enum opt_id id, const char *arg)
 	case OPT_ANNOUNCE: {
 		uint64_t v = FG_ANNOUNCE_TABLE_DEFAULT;
 
-		if (arg != NULL && (!parse_u64(arg, &v) || v < 1 || v > UINT32_MAX ||
+		if (arg != NULL && (!fg_opt_u64(arg, &v) || v < 1 || v > UINT32_MAX ||
 				    (v >= 253 && v <= 255)))
 			opt_err(st, id, arg, "a kernel routing table 1..%u other than 253-255 "
 				"(default, main and local would route the VIPs on this host)",
@@ -615,7 +580,7 @@ static void opt_str(struct state *st, enum opt_id id, const char *arg)
 	case OPT_IDLE_SLEEP: {
 		uint64_t v = FG_IDLE_SLEEP_DEFAULT_US;
 
-		if (arg != NULL && (!parse_u64(arg, &v) || v > opt_defs[id].max))
+		if (arg != NULL && (!fg_opt_u64(arg, &v) || v > opt_defs[id].max))
 			opt_err(st, id, arg, "the longest sleep in microseconds, 0..%" PRIu64
 				" (0 = busy polling)", opt_defs[id].max);
 		o->dp.idle_sleep_us = (uint32_t)v;
@@ -651,10 +616,10 @@ static void opt_enum(struct state *st, enum opt_id id, const char *arg)
 
 	switch (id) {
 	case OPT_SW_RSS:
-		o->dp.sw_rss = !strcmp(arg, "auto") ? -1 : !strcmp(arg, "on") ? 1 :
-			       !strcmp(arg, "off") ? 0 : -2;
-		if (o->dp.sw_rss == -2)
-			opt_err(st, id, arg, "expected auto, on or off");
+		/* auto|on|off: -1, 1, 0 */
+		v = fg_opt_enum(&opt_table, st->err, id, arg);
+		o->dp.sw_rss = v == 0 ? -1 : v == 1 ? 1 : 0;
+		st->bad += v < 0;
 		break;
 	case OPT_GPU:
 		o->dp.gpu_mode = arg ? arg : "graph";
@@ -674,13 +639,11 @@ static void opt_enum(struct state *st, enum opt_id id, const char *arg)
 
 static void opt_uint(struct state *st, enum opt_id id, const char *arg)
 {
-	const struct opt_def *d = &opt_defs[id];
 	struct fg_opts *o = st->o;
 	uint64_t v;
 
-	if (!parse_u64(arg, &v) || v < d->min || v > d->max) {
-		opt_err(st, id, arg, "expected an integer in %" PRIu64 "..%" PRIu64,
-			d->min, d->max);
+	if (!fg_opt_uint(&opt_table, st->err, id, arg, &v)) {
+		st->bad++;
 		return;
 	}
 	switch (id) {
@@ -692,8 +655,11 @@ static void opt_uint(struct state *st, enum opt_id id, const char *arg)
 	}
 }
 
-static int opt_apply(struct state *st, enum opt_id id, const char *arg)
+static int opt_apply(void *ctx, unsigned int opt, const char *arg)
 {
+	struct state *st = ctx;
+	enum opt_id id = (enum opt_id)opt;
+
 	switch (opt_defs[id].kind) {
 	case K_FLAG:
 		if (id == OPT_PDUMP)
@@ -905,9 +871,8 @@ static int config_finish(struct state *st)
 
 int fg_opts_parse(int argc, char **argv, struct fg_opts *o, FILE *err)
 {
-	struct option lo[OPT_MAX + 1];
 	struct state st = { .o = o, .err = err };
-	int c, rc = 0;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	fg_dp_params_init(&o->dp);
@@ -916,35 +881,12 @@ int fg_opts_parse(int argc, char **argv, struct fg_opts *o, FILE *err)
 	st.ct = calloc(1, sizeof(*st.ct));
 	if (st.ct == NULL)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < OPT_MAX; i++)
-		lo[i] = (struct option){ opt_defs[i].name, opt_defs[i].has_arg, NULL,
-					 256 + (int)i };
-	memset(&lo[OPT_MAX], 0, sizeof(lo[0]));
 	for (int i = 1; i < argc; i++)
 		st.has_c |= !strncmp(argv[i], "-c", 2) || !strcmp(argv[i], "--config") ||
 			    !strncmp(argv[i], "--config=", 9);
-	optind = 1;
-	opterr = 0;
-	while (rc == 0 && (c = getopt_long(argc, argv, ":c:s:hV", lo, NULL)) != -1) {
-		enum opt_id id = c == 'c' ? OPT_CONFIG : c == 's' ? OPT_SOCKET :
-				 c == 'h' ? OPT_HELP : c == 'V' ? OPT_VERSION :
-				 (enum opt_id)(c - 256);
-
-		if (c == '?') {
-			fprintf(err, "flowgate: unknown option '%s' (flowgate --help lists "
-				"them; EAL options go before '--')\n", argv[optind - 1]);
-			st.bad++;
-		} else if (c == ':') {
-			fprintf(err, "flowgate: option '%s' needs a value\n", argv[optind - 1]);
-			st.bad++;
-		} else {
-			rc = opt_apply(&st, id, optarg);
-		}
-	}
-	if (rc == 0 && optind < argc) {
-		fprintf(err, "flowgate: unexpected argument '%s'\n", argv[optind]);
-		st.bad++;
-	}
+	rc = fg_opt_getopt(&opt_table, argc, argv, err, opt_apply, &st);
+	st.bad += rc > 0 ? rc : 0;
+	rc = rc < 0 ? rc : 0;
 	if (rc == 0 && o->dp.announce_table && o->dp.host_tap == NULL) {
 		fprintf(err, "flowgate: --announce needs --host-tap (the VIP routes go "
 			"through port 0's TAP, which dies with the process)\n");
@@ -969,35 +911,22 @@ void fg_opts_free(struct fg_opts *o)
 
 /* ------------------------------------------------------- help, version */
 
+/* The config file rule of a K_CFG option, after its help. */
+static void usage_note(unsigned int id, char *buf, size_t len)
+{
+	if (opt_file_rule(id) == RULE_OVERRIDE)
+		snprintf(buf, len, " (%s %s)", rule_text[RULE_OVERRIDE], opt_file_stmt(id));
+	else if (opt_file_rule(id) == RULE_NOT_WITH_C)
+		snprintf(buf, len, " (%s)", rule_text[RULE_NOT_WITH_C]);
+}
+
 void fg_opts_usage(FILE *f, const char *prog)
 {
 	fprintf(f, "usage: %s [EAL options] -- [options]\n"
 		"       %s --help | --version\n\n"
 		"flowgate options (after '--'; docs/CONFIG.md, flowgate(8)):\n",
 		prog, prog);
-	for (unsigned int i = 0; i < OPT_MAX; i++) {
-		const struct opt_def *d = &opt_defs[i];
-		char head[160];
-		int n;
-
-		if (d->short_name)
-			n = snprintf(head, sizeof(head), "  -%c, --%s", d->short_name, d->name);
-		else
-			n = snprintf(head, sizeof(head), "      --%s", d->name);
-		if (d->meta[0])
-			snprintf(head + n, sizeof(head) - (size_t)n, "%s%s",
-				 d->has_arg == optional_argument ? "" : " ", d->meta);
-		fprintf(f, "%s\n          %s", head, d->help);
-		if (opt_file_rule(i) == RULE_OVERRIDE)
-			fprintf(f, " (%s %s)", rule_text[RULE_OVERRIDE], opt_file_stmt(i));
-		else if (opt_file_rule(i) == RULE_NOT_WITH_C)
-			fprintf(f, " (%s)", rule_text[RULE_NOT_WITH_C]);
-		if (d->kind == K_UINT)
-			fprintf(f, " (%" PRIu64 "..%" PRIu64 ")", d->min, d->max);
-		if (d->dflt[0])
-			fprintf(f, " [default: %s]", d->dflt);
-		fputc('\n', f);
-	}
+	fg_opt_usage(f, &opt_table, usage_note);
 	fprintf(f, "\nEAL options: see the DPDK documentation (e.g. -l 0-2\n"
 		"--no-pci --vdev=net_af_packet0,iface=eth1).  Unless an EAL memory option is given\n"
 		"(--in-memory, --no-shconf, --proc-type, --huge-unlink) nor --pdump, "

@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +39,7 @@
 #include "fg_daemon.h"
 #include "fg_counters.h"
 #include "fg_logline.h"
+#include "fg_opt.h"
 #include "fg_promserve.h"
 #include "fgx_daemon.h"
 #include "fgx_maps.h"
@@ -48,44 +48,68 @@
 #define FG_VERSION "unknown"
 #endif
 #define PIN_ROOT "/sys/fs/bpf/flowgate"
+/* single-buffer XDP: frame (MTU + 14 + 4) within one page less headroom */
+#define FGX_MTU_MAX 3498
 
 struct opts {
 	const char *cfg_path, *iface, *sock, *metrics, *pin_dir;
 	enum fgx_mode mode;
 	uint32_t ct_cap;
 	long mtu;
-	bool strict, syslog;
+	bool strict, syslog, help, version;
+	unsigned int bad;          /* values refused */
 	char pin_buf[256];
+};
+
+#define FGX_STR_(x) #x
+#define FGX_STR(x) FGX_STR_(x)
+
+/*
+ * The options, one table (control/fg_opt.h: getopt's tables, --help and
+ * the refusals come from it, as flowgate's from FG_OPT_LIST):
+ * X(id, long name, short, has_arg, kind, min, max, metavar/range, default,
+ *   help, a value it refuses)
+ */
+#define FGX_OPT_LIST(X) \
+	FG_OPT_COMMON_HEAD(X, "flowgate config file (the DPDK daemon's format; DSR ipip/gue " \
+	  "services with the maglev scheduler)", \
+	  "the config's, else " FG_CTL_DEFAULT_SOCKET, "control socket") \
+	X(IFACE, "iface", 'i', required_argument, FG_OPT_STR, 0, 0, "IFACE", "", \
+	  "interface to attach to (its MAC and MTU are used unless the config's port sets " \
+	  "a MAC / --mtu)", "") \
+	X(MODE, "mode", 0, required_argument, FG_OPT_ENUM, 0, 0, "auto|native|generic", "auto", \
+	  "auto takes native where the driver and its XDP_TX path work, else generic, and " \
+	  "says why; native is refused where XDP_TX cannot work (a veth whose peer has no " \
+	  "XDP program)", "fast") \
+	X(CT_CAPACITY, "ct-capacity", 0, required_argument, FG_OPT_UINT, 1024, 1u << 30, "N", \
+	  "the config's ct_capacity, else " FGX_STR(FGX_CT_DEFAULT), \
+	  "IPv4 conntrack entries (IPv6: N/4)", "10") \
+	X(MTU, "mtu", 0, required_argument, FG_OPT_UINT, 68, FGX_MTU_MAX, "N", "the interface's", \
+	  "egress L3 MTU for the encapsulation check", "9") \
+	X(STRICT, "strict", 0, no_argument, FG_OPT_FLAG, 0, 0, "", "off", \
+	  "drop packets to addresses that are no VIP (unknown_vip) instead of passing them " \
+	  "to the kernel", "") \
+	X(PIN_DIR, "pin-dir", 0, required_argument, FG_OPT_STR, 0, 0, "DIR", PIN_ROOT "/IFACE", \
+	  "bpffs directory of the pinned maps and link, which keep the program forwarding " \
+	  "across restarts", "") \
+	FG_OPT_COMMON_METRICS(X, "Prometheus endpoint (GET /metrics), e.g. 127.0.0.1:9469") \
+	FG_OPT_COMMON_TAIL(X)
+
+enum opt_id { FGX_OPT_LIST(FG_OPT_ID) OPT_MAX };
+
+static const struct fg_opt_def opt_defs[OPT_MAX] = { FGX_OPT_LIST(FG_OPT_ROW) };
+
+static const struct fg_opt_table opt_table = {
+	.prog = "flowgate-xdp", .defs = opt_defs, .n = OPT_MAX, .unknown_hint = "",
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: flowgate-xdp -c CONFIG -i IFACE [options]\n"
-		"       flowgate-xdp detach IFACE [--pin-dir DIR]\n"
-		"  -c, --config FILE       flowgate config file (the DPDK daemon's format;\n"
-		"                          DSR ipip/gue services with the maglev scheduler)\n"
-		"  -i, --iface IFACE       interface to attach to (its MAC and MTU are used\n"
-		"                          unless the config's port sets a MAC / --mtu)\n"
-		"  -s, --socket PATH       control socket (default: the config's, else %s)\n"
-		"      --mode MODE         auto | native | generic: auto takes native where the\n"
-		"                          driver and its XDP_TX path work, else generic, and\n"
-		"                          says why; native is refused where XDP_TX cannot work\n"
-		"                          (a veth whose peer has no XDP program)\n"
-		"      --ct-capacity N     IPv4 conntrack entries (IPv6: N/4); default the\n"
-		"                          config's ct_capacity, else %u\n"
-		"      --mtu N             egress L3 MTU for the encapsulation check\n"
-		"      --strict            drop packets to addresses that are no VIP\n"
-		"                          (unknown_vip) instead of passing them to the kernel\n"
-		"      --pin-dir DIR       bpffs directory of the pinned maps and link, which\n"
-		"                          keep the program forwarding across restarts\n"
-		"                          (default %s/IFACE)\n"
-		"      --metrics ADDR:PORT Prometheus endpoint (GET /metrics), e.g. 127.0.0.1:9469\n"
-		"      --log-syslog        log to syslog instead of stderr\n"
-		"  -V, --version\n"
-		"  -h, --help\n"
-		"detach IFACE: removes the program (its pinned link), the pinned maps and DIR.\n",
-		FG_CTL_DEFAULT_SOCKET, FGX_CT_DEFAULT, PIN_ROOT);
+	fprintf(f, "usage: flowgate-xdp -c CONFIG -i IFACE [options]\n"
+		"       flowgate-xdp detach IFACE [--pin-dir DIR]\n");
+	fg_opt_usage(f, &opt_table, NULL);
+	fprintf(f, "detach IFACE: removes the program (its pinned link), the pinned maps "
+		"and DIR.\n");
 }
 
 static void version(void)
@@ -100,52 +124,55 @@ static void version(void)
 	       );
 }
 
+static int opt_apply(void *ctx, unsigned int id, const char *arg)
+{
+	struct opts *o = ctx;
+	uint64_t v = 0;
+	int m;
+
+	switch ((enum opt_id)id) {
+	case OPT_CONFIG: o->cfg_path = arg; break;
+	case OPT_SOCKET: o->sock = arg; break;
+	case OPT_IFACE: o->iface = arg; break;
+	case OPT_MODE:
+		m = fg_opt_enum(&opt_table, stderr, id, arg);
+		o->bad += m < 0;
+		o->mode = m < 0 ? o->mode : (enum fgx_mode)fgx_mode_parse(arg);
+		break;
+	case OPT_CT_CAPACITY:
+	case OPT_MTU:
+		o->bad += !fg_opt_uint(&opt_table, stderr, id, arg, &v);
+		if (id == OPT_MTU)
+			o->mtu = (long)v;
+		else
+			o->ct_cap = (uint32_t)v;
+		break;
+	case OPT_STRICT: o->strict = true; break;
+	case OPT_PIN_DIR: o->pin_dir = arg; break;
+	case OPT_METRICS: o->metrics = arg; break;
+	case OPT_LOG_SYSLOG: o->syslog = true; break;
+	case OPT_VERSION: o->version = true; break;
+	case OPT_HELP: o->help = true; break;
+	case OPT_MAX: break;
+	}
+	return 0;
+}
+
 /* 0 = go on, 1 = exit 0 (help / version), 2 = usage error. */
 static int opts_parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "iface", required_argument, NULL, 'i' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "ct-capacity", required_argument, NULL, 'C' },
-		{ "mtu", required_argument, NULL, 'M' },
-		{ "strict", no_argument, NULL, 'S' },
-		{ "pin-dir", required_argument, NULL, 'P' },
-		{ "metrics", required_argument, NULL, 'x' },
-		{ "log-syslog", no_argument, NULL, 'L' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->mtu = -1;
-	while ((c = getopt_long(argc, argv, "c:i:s:Vh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'c': o->cfg_path = optarg; break;
-		case 'i': o->iface = optarg; break;
-		case 's': o->sock = optarg; break;
-		case 'm':
-			if (fgx_mode_parse(optarg) >= 0)
-				o->mode = (enum fgx_mode)fgx_mode_parse(optarg);
-			else {
-				fprintf(stderr, "flowgate-xdp: --mode %s: use auto, native or generic\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'C': o->ct_cap = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'M': o->mtu = strtol(optarg, NULL, 0); break;
-		case 'S': o->strict = true; break;
-		case 'P': o->pin_dir = optarg; break;
-		case 'x': o->metrics = optarg; break;
-		case 'L': o->syslog = true; break;
-		case 'V': version(); return 1;
-		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return 2;
-		}
+	rc = fg_opt_getopt(&opt_table, argc, argv, stderr, opt_apply, o);
+	if (o->help || o->version) {
+		o->help ? usage(stdout) : version();
+		return 1;
+	}
+	if (rc != 0 || o->bad) {
+		fprintf(stderr, "flowgate-xdp: 'flowgate-xdp --help' lists the options\n");
+		return 2;
 	}
 	if (!o->pin_dir && o->iface) {
 		snprintf(o->pin_buf, sizeof(o->pin_buf), "%s/%s", PIN_ROOT, o->iface);
@@ -226,12 +253,11 @@ static int config_load(struct xd *d, const struct opts *o)
 		memcpy(d->mac, d->cfg.ports[0].mac, 6);
 	if (o->mtu >= 0)
 		d->mtu = (uint16_t)o->mtu;
-	if (d->mtu > 3498) {
-		/* single-buffer XDP: frame (MTU + 14 + 4) within one page less
-		 * headroom; drivers refuse to attach above that anyway */
+	if (d->mtu > FGX_MTU_MAX) {
+		/* drivers refuse to attach above that anyway */
 		fg_logline(LOG_ERR, "flowgate-xdp: %s: MTU %u is above what single-buffer XDP "
-			   "takes (3498): lower it (ip link set %s mtu 3498)", o->iface, d->mtu,
-			   o->iface);
+			   "takes (%u): lower it (ip link set %s mtu %u)", o->iface, d->mtu,
+			   FGX_MTU_MAX, o->iface, FGX_MTU_MAX);
 		return -EINVAL;
 	}
 	return 0;

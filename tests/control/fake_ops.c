@@ -259,13 +259,11 @@ int fake_set_health(uint32_t sid, uint32_t bid, bool up, const char *reason, voi
 	return 0;
 }
 
+/* member m is op_m; the members the fake leaves NULL are the optional ones */
+#define FAKE_OP(m) .m = op_##m,
 const struct fg_ctl_ops fake_ops = {
-	.config_get = op_config_get,
-	.config_apply = op_config_apply,
-	.config_check = op_config_check,
-	.flows_walk = op_flows_walk,
-	.flows_count = op_flows_count,
-	.stats = op_stats,
-	.watch_set = op_watch_set,
-	.watch_poll = op_watch_poll,
+	FAKE_OP(config_get) FAKE_OP(config_apply) FAKE_OP(config_check)
+	FAKE_OP(flows_walk) FAKE_OP(flows_count) FAKE_OP(stats)
+	FAKE_OP(watch_set) FAKE_OP(watch_poll)
 };
+#undef FAKE_OP

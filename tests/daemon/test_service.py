@@ -342,10 +342,14 @@ def check_notify(a, work, pcap, conf):
     try:
         expect(drain(30, "READY=1"), f"notify: no READY=1: {msgs}")
         expect(r.fgctl("ping", check=False).returncode == 0, "notify: READY=1 before serving")
+        # pings keep coming while the worker loops (polled for: how many a
+        # second a loaded machine lets through is not this test's claim)
         n = len(msgs)
-        drain(1.0)
+        deadline = time.monotonic() + 30
+        while msgs[n:].count("WATCHDOG=1") < 3 and time.monotonic() < deadline:
+            drain(0.2)
         wd = msgs[n:].count("WATCHDOG=1")
-        expect(wd >= 3, f"notify: {wd} WATCHDOG=1 in 1 s at WATCHDOG_USEC=200000: {msgs[n:]}")
+        expect(wd >= 3, f"notify: {wd} WATCHDOG=1 in 30 s at WATCHDOG_USEC=200000: {msgs[n:]}")
         n = len(msgs)
         r.signal(signal.SIGHUP)
         drain(10, "READY=1", n)
