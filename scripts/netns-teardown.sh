@@ -7,7 +7,7 @@
 #   scripts/netns-teardown.sh --sweep    those of every run whose owner is gone
 #
 # A run (demo, e2e test) names everything after PREFIX = KIND + OWNER_PID
-# (KIND: fgdemo, fge2e, fghc, fgh, fgw, fgm, fgecmp, fgba, fgrs; OWNER_PID: the demo's or test's
+# (KIND: fgdemo, fge2e, fghc, fgh, fgw, fgm, fgecmp, fgba, fgrs, fgxdp, fgxm, fgxr; OWNER_PID: the demo's or test's
 # own PID), so two runs never share a name and a run killed by SIGKILL
 # (meson's timeout) is cleaned up by the next one's --sweep:
 #   namespaces  PREFIX-sw, PREFIX-lb, PREFIX-c, PREFIX-bN, PREFIX-r,
@@ -21,7 +21,7 @@
 # Safe to call twice.  Exit status 1, with a sentence, if something could
 # not be removed.
 set -u
-KINDS='fgdemo|fge2e|fghc|fgh|fgw|fgm|fgecmp|fgba|fgrs'
+KINDS='fgdemo|fge2e|fghc|fgh|fgw|fgm|fgecmp|fgba|fgrs|fgxdp|fgxm|fgxr'
 rc=0
 
 ns_of() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$1(-(sw|lb|c|r|a|b[0-9]+|n[0-9]+))?\$"; }
