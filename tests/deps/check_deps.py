@@ -277,9 +277,17 @@ def sourced_functions(path, text):
     `source lib.sh`): a leading $VAR/ stands for any folder above the
     script's own, the repository's root among them."""
     names = set()
-    for m in re.finditer(r"^\s*(?:\.|source)\s+\"?([^\"\s;]+)\"?", text, re.M):
-        rel = re.sub(r"^\$\{?\w+\}?/", "", m.group(1))
+    # `. "$(dirname "$0")/REL"`: REL beside the script
+    here = r"\$\(dirname \"\$(?:0|\{BASH_SOURCE\[0\]\})\"\)/"
+    srcs = [(m.group(1), True) for m in
+            re.finditer(r"^\s*(?:\.|source)\s+\"" + here + r"([^\"\s;]+)\"", text, re.M)]
+    srcs += [(m.group(1), False) for m in
+             re.finditer(r"^\s*(?:\.|source)\s+\"?([^\"\s;$]+|\$\{?\w+\}?/[^\"\s;]+)\"?", text, re.M)]
+    for src, beside in srcs:
+        rel = re.sub(r"^\$\{?\w+\}?/", "", src)
         d = os.path.dirname(os.path.abspath(path))
+        if beside:
+            rel = os.path.normpath(os.path.join(d, rel))
         while True:
             f = os.path.join(d, rel)
             if os.path.isfile(f):
