@@ -199,6 +199,18 @@ udp_bind(uint16_t port)
 	return fd;
 }
 
+/* One round of node @p a's sync (workers, then the send pass); @return
+ * whether a datagram waits at this test's socket @p fd (2 ms at most). */
+static bool
+pump(struct fg_dp *a, int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	poll_workers(a);
+	fg_sync_tx(a);
+	return poll(&p, 1, 2) > 0;
+}
+
 /* A's flows go out; this test's socket at B's address catches them. */
 static void
 collect(struct fg_dp *a, int fd)
@@ -206,13 +218,10 @@ collect(struct fg_dp *a, int fd)
 	unsigned int records = 0;
 
 	for (int guard = 0; records < N_NAT && guard < 20000; guard++) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct fg_sync_view v;
 		ssize_t n;
 
-		poll_workers(a);
-		fg_sync_tx(a);
-		if (poll(&p, 1, 2) <= 0)
+		if (!pump(a, fd))
 			continue;
 		while (g_ndgram < MAX_DGRAMS &&
 		       (n = recv(fd, g_dgram[g_ndgram], FG_SYNC_MSG_MAX, 0)) > 0) {
@@ -393,13 +402,10 @@ catchup_sender(struct fg_dp *a, int fd)
 	assert_int_equal(fg_sync_key_load(g_key, &key), 0);
 	assert_int_equal(fg_sync_rx(a, buf, len, &fb), FG_SYNC_OK);
 	for (int guard = 0; caught_at == 0 && guard < 20000; guard++) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
 		struct fg_sync_view v;
 		ssize_t n;
 
-		poll_workers(a);
-		fg_sync_tx(a);
-		if (poll(&p, 1, 2) <= 0)
+		if (!pump(a, fd))
 			continue;
 		while (caught_at == 0 && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
 			assert_int_equal(fg_sync_parse(buf, (size_t)n, &key, &v), FG_SYNC_OK);
